@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+
+	"github.com/intakehq/intake/pkg/app"
+	"github.com/intakehq/intake/pkg/config"
+)
+
+func printDevBanner(w io.Writer, path string, cfg *config.Config, info app.DevInfo) {
+	nats := info.NATSURL
+	if info.NATSEmbed {
+		nats += "  (embedded, data in " + info.DataDir + "/nats)"
+	}
+	pg := redactURL(info.DatabaseURL)
+	if info.PGPrivate {
+		pg += "  (private cluster, data in " + info.DataDir + "/postgres)"
+	}
+	fmt.Fprintf(w, "\nintake dev is ready\n")
+	fmt.Fprintf(w, "  config     %s\n", path)
+	fmt.Fprintf(w, "  webhooks   %s/webhooks/{integration}\n", info.HTTPURL)
+	fmt.Fprintf(w, "  api        %s/api/v1/events/{integration}/{event_id}  (bearer token from api.tokens)\n", info.HTTPURL)
+	fmt.Fprintf(w, "  metrics    %s/metrics\n", info.HTTPURL)
+	fmt.Fprintf(w, "  nats       %s\n", nats)
+	fmt.Fprintf(w, "  postgres   %s\n", pg)
+	for _, in := range cfg.Integrations {
+		fmt.Fprintf(w, "  integration %-10s provider %-8s tenant %s\n", in.Name, in.Provider, in.Tenant)
+	}
+	if len(cfg.Integrations) > 0 {
+		name := cfg.Integrations[0].Name
+		fmt.Fprintf(w, "\nsend a signed test event:\n  go run ./cmd/intake send --integration %s --url %s\n", name, info.HTTPURL)
+		fmt.Fprintf(w, "watch processed events:\n  nats sub --server %s 'intake.out.>'\n", info.NATSURL)
+	}
+	fmt.Fprintf(w, "\nCtrl-C stops (drains in-flight work first).\n\n")
+}
+
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable url)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/intakehq/intake/examples"
+	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/telemetry"
+)
+
+// loadConfig reads --config, else $INTAKE_CONFIG; when allowExample, it falls
+// back to ./examples/intake.yaml and then to the copy built into the binary,
+// so `intake dev` and `intake send` work with no flags.
+func (g *globals) loadConfig(allowExample bool) (*config.Config, string, error) {
+	path := g.configPath
+	if path == "" {
+		path = os.Getenv("INTAKE_CONFIG")
+	}
+	if path == "" && allowExample {
+		if _, err := os.Stat("examples/intake.yaml"); err == nil {
+			path = "examples/intake.yaml"
+		} else {
+			cfg, err := config.Parse(examples.Config, os.LookupEnv)
+			if err != nil {
+				return nil, "", fmt.Errorf("built-in example config: %w", err)
+			}
+			return cfg, "(built-in example)", nil
+		}
+	}
+	if path == "" {
+		return nil, "", errors.New("no configuration: pass --config FILE or set INTAKE_CONFIG")
+	}
+	cfg, err := config.Load(path)
+	return cfg, path, err
+}
+
+func (g *globals) logger() *slog.Logger {
+	return telemetry.NewLogger(os.Stderr, g.logFormat, g.logLevel)
+}

@@ -1,0 +1,62 @@
+// Command intake is the one Intake binary: every role and the operator tools
+// are subcommands. This package only parses flags, loads the configuration
+// and runs a service from pkg/app; the work lives in the packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRoot().ExecuteContext(ctx); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "intake:", err)
+		os.Exit(1)
+	}
+}
+
+// exitError carries a specific exit code (e.g. `intake send` got a non-2xx).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+type globals struct {
+	configPath string
+	logFormat  string
+	logLevel   string
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "intake",
+		Short:         "Intake receives webhooks and turns at-least-once delivery into exactly-once business effect",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.configPath, "config", "", "config file (default: $INTAKE_CONFIG, else ./examples/intake.yaml for dev and send, else the built-in example)")
+	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
+	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.AddCommand(
+		newDevCmd(g),
+		newIngressCmd(g),
+		newProcessorCmd(g),
+		newMigrateCmd(g),
+		newSendCmd(g),
+		newVersionCmd(),
+	)
+	return root
+}

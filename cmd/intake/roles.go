@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/intakehq/intake/pkg/app"
+	"github.com/intakehq/intake/pkg/store"
+)
+
+func newDevCmd(g *globals) *cobra.Command {
+	var o app.DevOptions
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run everything in one process: embedded NATS, Postgres, ingress, processor, relay, API",
+		Long: `dev runs the whole pipeline on one machine. NATS is embedded (unless nats.url or
+INTAKE_NATS_URL is set); Postgres is DATABASE_URL (or postgres.url), else a private
+cluster started from the PostgreSQL server binaries on PATH under --data-dir.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, path, err := g.loadConfig(true)
+			if err != nil {
+				return err
+			}
+			log := g.logger()
+			o.Log = log
+			o.Ready = func(info app.DevInfo) { printDevBanner(os.Stdout, path, cfg, info) }
+			return app.RunDev(cmd.Context(), cfg, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.DataDir, "data-dir", ".intake", "where the embedded NATS store and private Postgres live")
+	f.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "one listener for webhooks, /api/v1, /metrics and health")
+	f.StringVar(&o.NATSAddr, "nats-addr", "127.0.0.1:4222", "where the embedded NATS listens (for subscribers and the nats CLI)")
+	return cmd
+}
+
+func newIngressCmd(g *globals) *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "ingress",
+		Short: "Receive webhooks: verify, publish to INTAKE_IN, answer after the PubAck",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, _, err := g.loadConfig(false)
+			if err != nil {
+				return err
+			}
+			if addr == "" {
+				addr = cfg.Ingress.Addr
+			}
+			log := g.logger()
+			log.Info("ingress starting", "addr", addr, "integrations", len(cfg.Integrations))
+			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{Ingress: true}, HTTPAddr: addr, Log: log})
+		},
+	}
+	cmd.Flags().StringVar(&addr, "http-addr", "", "listen address (default: ingress.addr, \":8080\")")
+	return cmd
+}
+
+func newProcessorCmd(g *globals) *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "processor",
+		Short: "Consume INTAKE_IN: inbox claim + domain change in one transaction; relay the outbox",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, _, err := g.loadConfig(false)
+			if err != nil {
+				return err
+			}
+			log := g.logger()
+			log.Info("processor starting", "metrics_addr", addr)
+			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: addr, Log: log})
+		},
+	}
+	cmd.Flags().StringVar(&addr, "http-addr", ":9090", "listen address for /metrics, /healthz, /readyz")
+	return cmd
+}
+
+func newMigrateCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply the database migrations embedded in this binary (safe to run concurrently)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, _, err := g.loadConfig(false)
+			if err != nil {
+				return err
+			}
+			if cfg.Postgres.URL == "" {
+				return fmt.Errorf("postgres.url (or DATABASE_URL) is required")
+			}
+			if err := store.Migrate(cmd.Context(), cfg.Postgres.URL, g.logger()); err != nil {
+				return err
+			}
+			fmt.Println("migrations applied")
+			return nil
+		},
+	}
+}

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time: -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			v := version
+			if bi, ok := debug.ReadBuildInfo(); ok {
+				for _, s := range bi.Settings {
+					if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+						v += " (" + s.Value[:12] + ")"
+					}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "intake %s %s\n", v, bi.GoVersion)
+				return
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "intake %s\n", v)
+		},
+	}
+}

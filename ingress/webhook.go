@@ -1,0 +1,157 @@
+package ingress
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/nats-io/nats.go"
+
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/provider"
+)
+
+// Answer is the JSON body of every webhook response. It never echoes input
+// beyond the scoped key the contract promises.
+type Answer struct {
+	Status string `json:"status"`           // accepted, duplicate, rejected, unavailable
+	Key    string `json:"key,omitempty"`    // scoped key, for accepted and duplicate
+	Reason string `json:"reason,omitempty"` // short machine-readable reason for errors
+}
+
+// retryAfter is what 503 answers ask providers to wait, in seconds.
+const retryAfter = "5"
+
+func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
+	start := s.now()
+	name := chi.URLParam(r, "integration")
+	in, ok := s.integrations[name]
+	if !ok {
+		s.metrics.Received.WithLabelValues("").Inc()
+		s.metrics.Rejected.WithLabelValues("", "unknown_integration").Inc()
+		writeAnswer(w, http.StatusNotFound, Answer{Status: "rejected", Reason: "unknown_integration"})
+		return
+	}
+	s.metrics.Received.WithLabelValues(name).Inc()
+	code := s.receive(w, r, in, start)
+	s.metrics.RequestLatency.WithLabelValues(name, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
+}
+
+func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integration, now time.Time) int {
+	reject := func(code int, reason string) int {
+		s.metrics.Rejected.WithLabelValues(in.Name, reason).Inc()
+		s.log.Info("webhook rejected", "integration", in.Name, "reason", reason, "status", code, "remote", r.RemoteAddr)
+		writeAnswer(w, code, Answer{Status: "rejected", Reason: reason})
+		return code
+	}
+
+	body, err := readBounded(r, in.MaxBodyBytes)
+	if errors.Is(err, errTooLarge) {
+		return reject(http.StatusRequestEntityTooLarge, "too_large")
+	}
+	if err != nil {
+		return reject(http.StatusBadRequest, "unreadable_body")
+	}
+
+	ev, err := in.verifier.Verify(&provider.Delivery{Header: r.Header, Body: body, Now: now})
+	if err != nil {
+		code := http.StatusUnauthorized
+		if errors.Is(err, provider.ErrMalformed) {
+			code = http.StatusBadRequest
+		}
+		return reject(code, provider.Reason(err))
+	}
+	s.metrics.SecretMatched.WithLabelValues(in.Name, strconv.Itoa(ev.SecretIndex)).Inc()
+	if ev.ID == "" {
+		return reject(http.StatusBadRequest, "malformed")
+	}
+
+	account := in.Account
+	if ev.Account != "" {
+		account = ev.Account
+	}
+	key := envelope.Key{Integration: in.Name, Account: account, EventID: ev.ID}
+	sha := envelope.PayloadSHA256(body)
+	msg := &nats.Msg{
+		Subject: envelope.SubjectIn(in.Name, ev.Type),
+		Data:    body,
+		Header: nats.Header{
+			envelope.HeaderMsgID:         {envelope.MsgID(key, sha)},
+			envelope.HeaderKey:           {key.String()},
+			envelope.HeaderIntegration:   {in.Name},
+			envelope.HeaderTenant:        {in.Tenant},
+			envelope.HeaderAccount:       {account},
+			envelope.HeaderEventID:       {ev.ID},
+			envelope.HeaderEventType:     {ev.Type},
+			envelope.HeaderPayloadSHA256: {sha},
+			envelope.HeaderReceivedAt:    {now.UTC().Format(time.RFC3339Nano)},
+		},
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), s.publishTimeout)
+	defer cancel()
+	pubStart := time.Now()
+	ack, err := s.js.PublishMsg(ctx, msg)
+	s.metrics.PublishLatency.WithLabelValues(in.Name).Observe(time.Since(pubStart).Seconds())
+	if err != nil {
+		// Not persisted (or not confirmed): the provider must retry. A retry
+		// of a write that did land is stopped by the duplicate window.
+		s.metrics.Rejected.WithLabelValues(in.Name, "unavailable").Inc()
+		s.log.Warn("publish failed", "integration", in.Name, "key", key.String(), "err", err)
+		w.Header().Set("Retry-After", retryAfter)
+		writeAnswer(w, http.StatusServiceUnavailable, Answer{Status: "unavailable", Reason: "stream_unavailable"})
+		return http.StatusServiceUnavailable
+	}
+	if ack.Duplicate {
+		s.metrics.Duplicates.WithLabelValues(in.Name).Inc()
+		writeAnswer(w, http.StatusOK, Answer{Status: "duplicate", Key: key.String()})
+		return http.StatusOK
+	}
+	s.metrics.Accepted.WithLabelValues(in.Name).Inc()
+	writeAnswer(w, http.StatusOK, Answer{Status: "accepted", Key: key.String()})
+	return http.StatusOK
+}
+
+var errTooLarge = errors.New("body too large")
+
+// readBounded reads at most limit bytes; a declared or actual size above it
+// is errTooLarge, without reading the rest.
+func readBounded(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, errTooLarge
+	}
+	size := r.ContentLength
+	if size < 0 || size > 64<<10 {
+		size = 64 << 10 // chunked or large: grow as needed
+	}
+	buf := make([]byte, 0, size+1)
+	lr := io.LimitReader(r.Body, limit+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, errTooLarge
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func writeAnswer(w http.ResponseWriter, code int, a Answer) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(a)
+}

@@ -1,0 +1,99 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
+)
+
+// InConfig is INTAKE_IN: every verified delivery, raw, for processing and replay.
+func InConfig(c config.Stream) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        envelope.StreamIn,
+		Description: "Intake: verified webhook deliveries, raw bytes as received",
+		Subjects:    []string{envelope.SubjectInAll},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+		MaxAge:      c.MaxAge,
+		MaxBytes:    c.MaxBytes,
+		Duplicates:  c.DuplicateWindow,
+		// Refuse new messages when full rather than silently dropping old
+		// ones: ingress answers 503 and the provider retries later.
+		Discard: jetstream.DiscardNew,
+	}
+}
+
+// OutConfig is INTAKE_OUT: processed events for internal subscribers.
+func OutConfig(c config.Stream) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        envelope.StreamOut,
+		Description: "Intake: processed events, one per logical event, for internal services",
+		Subjects:    []string{envelope.SubjectOutAll},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+		MaxAge:      c.MaxAge,
+		MaxBytes:    c.MaxBytes,
+		Duplicates:  c.DuplicateWindow,
+		Discard:     jetstream.DiscardNew,
+	}
+}
+
+// Ensure creates or updates both streams. It is idempotent: every role calls
+// it at start, so the first pod up creates the topology and later ones
+// converge it to the configured values.
+func Ensure(ctx context.Context, js jetstream.JetStream, c config.Stream) error {
+	for _, sc := range []jetstream.StreamConfig{InConfig(c), OutConfig(c)} {
+		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("stream %s: create or update: %w", sc.Name, err)
+		}
+	}
+	return nil
+}
+
+// ProcessorConsumerConfig is the durable pull consumer all processors share.
+func ProcessorConsumerConfig(p config.Processor) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       envelope.ConsumerName,
+		Description:   "Intake processors: inbox claim + domain change in one transaction",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       p.AckWait,
+		MaxDeliver:    p.MaxDeliver,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		FilterSubject: envelope.SubjectInAll,
+		// Bound in-flight messages so a slow database does not let thousands
+		// of messages time out in client buffers.
+		MaxAckPending: 1024,
+	}
+}
+
+// EnsureProcessorConsumer creates or updates the durable processor consumer.
+func EnsureProcessorConsumer(ctx context.Context, js jetstream.JetStream, p config.Processor) (jetstream.Consumer, error) {
+	cons, err := js.CreateOrUpdateConsumer(ctx, envelope.StreamIn, ProcessorConsumerConfig(p))
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: consumer %s: %w", envelope.StreamIn, envelope.ConsumerName, err)
+	}
+	return cons, nil
+}
+
+// WaitReady polls until JetStream answers account info or ctx ends; roles
+// call it at start so a NATS that is still recovering streams is waited for.
+func WaitReady(ctx context.Context, js jetstream.JetStream) error {
+	for {
+		_, err := js.AccountInfo(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("jetstream not ready: %w", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package telemetry
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the counters and histograms every role may update.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	// Ingress.
+	Received       *prometheus.CounterVec   // integration
+	Rejected       *prometheus.CounterVec   // integration, reason
+	Accepted       *prometheus.CounterVec   // integration
+	Duplicates     *prometheus.CounterVec   // integration (stopped by the stream window)
+	SecretMatched  *prometheus.CounterVec   // integration, index
+	PublishLatency *prometheus.HistogramVec // integration
+	RequestLatency *prometheus.HistogramVec // integration, code
+
+	// Processor.
+	Processed *prometheus.CounterVec // integration, outcome (new, duplicate, redelivered, conflict)
+	Conflicts *prometheus.CounterVec // integration
+	Failures  *prometheus.CounterVec // integration, kind
+	TxLatency prometheus.Histogram   // one inbox transaction
+
+	// Outbox relay.
+	OutboxPublished prometheus.Counter
+	OutboxPending   prometheus.Gauge
+	OutboxLag       prometheus.Gauge // seconds, oldest unpublished row
+}
+
+// NewMetrics builds and registers every metric on a fresh registry, with the
+// Go and process collectors.
+func NewMetrics() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := func(c prometheus.Collector) { reg.MustRegister(c) }
+	lat := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+	m := &Metrics{
+		Registry: reg,
+		Received: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "ingress",
+			Name: "received_total", Help: "Webhook requests received, by integration (unknown integrations are \"\")."}, []string{"integration"}),
+		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "ingress",
+			Name: "rejected_total", Help: "Requests rejected before publishing, by reason."}, []string{"integration", "reason"}),
+		Accepted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "ingress",
+			Name: "accepted_total", Help: "Deliveries persisted in INTAKE_IN (PubAck received)."}, []string{"integration"}),
+		Duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "ingress",
+			Name: "duplicates_total", Help: "Deliveries the JetStream duplicate window stopped."}, []string{"integration"}),
+		SecretMatched: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "ingress",
+			Name: "secret_matched_total", Help: "Verified deliveries by index of the secret that matched: when an old index stops growing, that secret can go."}, []string{"integration", "index"}),
+		PublishLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "ingress",
+			Name: "publish_seconds", Help: "JetStream publish until PubAck.", Buckets: lat}, []string{"integration"}),
+		RequestLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "ingress",
+			Name: "request_seconds", Help: "Webhook request duration.", Buckets: lat}, []string{"integration", "code"}),
+		Processed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "messages_total", Help: "Messages committed by the processor, by inbox outcome."}, []string{"integration", "outcome"}),
+		Conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "conflicts_total", Help: "Same-id-different-payload deliveries recorded."}, []string{"integration"}),
+		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "failures_total", Help: "Processing failures, by kind (retry, db, malformed)."}, []string{"integration", "kind"}),
+		TxLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "tx_seconds", Help: "Inbox transaction duration.", Buckets: lat}),
+		OutboxPublished: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "outbox",
+			Name: "published_total", Help: "Outbox rows published to INTAKE_OUT."}),
+		OutboxPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "outbox",
+			Name: "pending", Help: "Unpublished outbox rows at the last relay pass."}),
+		OutboxLag: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "outbox",
+			Name: "lag_seconds", Help: "Age of the oldest unpublished outbox row at the last relay pass."}),
+	}
+	for _, c := range []prometheus.Collector{m.Received, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
+		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.TxLatency,
+		m.OutboxPublished, m.OutboxPending, m.OutboxLag} {
+		f(c)
+	}
+	return m
+}
+
+// Handler serves /metrics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
