@@ -1,0 +1,48 @@
+# The README's two commands: `go run ./cmd/intake dev` runs the pipeline,
+# `make test` runs every test. Tests start what they need themselves: a
+# private Postgres cluster from the server binaries on PATH (or DATABASE_URL)
+# and embedded nats-servers.
+
+GO       ?= go
+PKGS     ?= ./...
+# Where Debian puts the PostgreSQL server binaries when they are not on PATH.
+PG_BIN   := $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin)))
+export PATH := $(PATH)$(if $(PG_BIN),:$(PG_BIN),)
+
+.PHONY: all build test vet fmt-check fuzz-short fuzz test-race clean
+
+all: build
+
+build: ## build bin/intake
+	$(GO) build -trimpath -o bin/intake ./cmd/intake
+
+test: fmt-check vet ## every test, then a few seconds of each fuzz target
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(MAKE) --no-print-directory fuzz-short
+
+test-race: ## every test under the race detector (slower)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+FUZZTIME ?= 3s
+# Each fuzz target for FUZZTIME (CI); `make fuzz FUZZTIME=5m` for a long run.
+fuzz-short:
+	@set -e; for pkg in $$($(GO) list ./... ); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
+	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null || { $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; exit 1; }; \
+	  done; \
+	done
+
+fuzz:
+	$(MAKE) fuzz-short FUZZTIME=$(FUZZTIME)
+
+clean:
+	rm -rf bin .intake

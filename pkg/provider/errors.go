@@ -1,0 +1,33 @@
+package provider
+
+import "errors"
+
+// Sentinel errors; Verify wraps them with detail that never contains a secret,
+// a signature or the body.
+var (
+	// ErrMissingHeader: a header the scheme requires is absent. Answer 401.
+	ErrMissingHeader = errors.New("missing header")
+	// ErrBadSignature: no configured secret produced a matching signature. Answer 401.
+	ErrBadSignature = errors.New("signature mismatch")
+	// ErrTimestamp: the signed timestamp is malformed or outside tolerance. Answer 401.
+	ErrTimestamp = errors.New("timestamp outside tolerance")
+	// ErrMalformed: the verified delivery lacks an event id or cannot be
+	// parsed where parsing is needed. Answer 400.
+	ErrMalformed = errors.New("malformed delivery")
+)
+
+// Reason is a short, stable label for a rejection, used in metrics and JSON answers.
+func Reason(err error) string {
+	switch {
+	case errors.Is(err, ErrMissingHeader):
+		return "missing_header"
+	case errors.Is(err, ErrBadSignature):
+		return "bad_signature"
+	case errors.Is(err, ErrTimestamp):
+		return "timestamp"
+	case errors.Is(err, ErrMalformed):
+		return "malformed"
+	default:
+		return "error"
+	}
+}

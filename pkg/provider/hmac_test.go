@@ -1,0 +1,155 @@
+package provider
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+const (
+	hmacSecret      = "generic-hmac-secret-1"
+	hmacOtherSecret = "generic-hmac-secret-2"
+)
+
+func macOf(h func() hash.Hash, secret, body string) []byte {
+	m := hmac.New(h, []byte(secret))
+	m.Write([]byte(body))
+	return m.Sum(nil)
+}
+
+func TestHMACVerify(t *testing.T) {
+	const body = `{"id":"evt_42","type":"order.created","data":{"seq":123}}`
+	mac256 := macOf(sha256.New, hmacSecret, body)
+	mac512 := macOf(sha512.New, hmacSecret, body)
+	hex256 := hex.EncodeToString(mac256)
+
+	hdr := func(kv ...string) http.Header {
+		h := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			h.Set(kv[i], kv[i+1])
+		}
+		return h
+	}
+	idField := Field{Field: "id"}
+
+	tests := []struct {
+		name    string
+		hmac    HMACConfig
+		secrets []string
+		eventID Field
+		evType  Field
+		header  http.Header
+		body    string // "" means the default body
+		want    Event
+		wantErr error
+	}{
+		{name: "sha256 hex (defaults)", header: hdr("X-Sig", hex256), want: Event{ID: "evt_42"}},
+		{name: "sha256 hex uppercase", header: hdr("X-Sig", strings.ToUpper(hex256)), want: Event{ID: "evt_42"}},
+		{name: "sha512 hex", hmac: HMACConfig{Algorithm: "sha512"},
+			header: hdr("X-Sig", hex.EncodeToString(mac512)), want: Event{ID: "evt_42"}},
+		{name: "sha256 base64", hmac: HMACConfig{Encoding: "base64"},
+			header: hdr("X-Sig", base64.StdEncoding.EncodeToString(mac256)), want: Event{ID: "evt_42"}},
+		{name: "sha512 base64", hmac: HMACConfig{Algorithm: "sha512", Encoding: "base64"},
+			header: hdr("X-Sig", base64.StdEncoding.EncodeToString(mac512)), want: Event{ID: "evt_42"}},
+		{name: "base64 unpadded", hmac: HMACConfig{Encoding: "base64"},
+			header: hdr("X-Sig", base64.RawStdEncoding.EncodeToString(mac256)), want: Event{ID: "evt_42"}},
+		{name: "base64 URL-safe", hmac: HMACConfig{Algorithm: "sha512", Encoding: "base64"},
+			header: hdr("X-Sig", base64.URLEncoding.EncodeToString(mac512)), want: Event{ID: "evt_42"}},
+		{name: "sha512 MAC under sha256 config", header: hdr("X-Sig", hex.EncodeToString(mac512)), wantErr: ErrBadSignature},
+		{name: "hex MAC under base64 config", hmac: HMACConfig{Encoding: "base64"},
+			header: hdr("X-Sig", hex256), wantErr: ErrBadSignature},
+		{name: "prefix present", hmac: HMACConfig{Prefix: "sha256="},
+			header: hdr("X-Sig", "sha256="+hex256), want: Event{ID: "evt_42"}},
+		{name: "prefix absent", hmac: HMACConfig{Prefix: "sha256="},
+			header: hdr("X-Sig", hex256), wantErr: ErrBadSignature},
+		{name: "unexpected prefix", header: hdr("X-Sig", "sha256="+hex256), wantErr: ErrBadSignature},
+		{name: "missing signature header", header: hdr("X-Other", hex256), wantErr: ErrMissingHeader},
+		{name: "truncated MAC", header: hdr("X-Sig", hex256[:62]), wantErr: ErrBadSignature},
+		{name: "not hex", header: hdr("X-Sig", "zz"+hex256[2:]), wantErr: ErrBadSignature},
+		{name: "tampered body", header: hdr("X-Sig", hex256), body: strings.Replace(body, "42", "43", 1), wantErr: ErrBadSignature},
+		{name: "wrong secret", secrets: []string{hmacOtherSecret}, header: hdr("X-Sig", hex256), wantErr: ErrBadSignature},
+		{name: "rotated: second secret matches", secrets: []string{hmacOtherSecret, hmacSecret},
+			header: hdr("X-Sig", hex256), want: Event{ID: "evt_42", SecretIndex: 1}},
+		{name: "id from header", eventID: Field{Header: "X-Event-Id"},
+			header: hdr("X-Sig", hex256, "X-Event-Id", "hdr_1"), want: Event{ID: "hdr_1"}},
+		{name: "id header wins over field", eventID: Field{Header: "X-Event-Id", Field: "id"},
+			header: hdr("X-Sig", hex256, "X-Event-Id", "hdr_1"), want: Event{ID: "hdr_1"}},
+		{name: "id header absent falls back to field", eventID: Field{Header: "X-Event-Id", Field: "id"},
+			header: hdr("X-Sig", hex256), want: Event{ID: "evt_42"}},
+		{name: "id header missing", eventID: Field{Header: "X-Event-Id"}, header: hdr("X-Sig", hex256), wantErr: ErrMalformed},
+		{name: "numeric id from nested field", eventID: Field{Field: "data.seq"}, header: hdr("X-Sig", hex256), want: Event{ID: "123"}},
+		{name: "id field absent", eventID: Field{Field: "data.nope"}, header: hdr("X-Sig", hex256), wantErr: ErrMalformed},
+		{name: "id field is an object", eventID: Field{Field: "data"}, header: hdr("X-Sig", hex256), wantErr: ErrMalformed},
+		{name: "id field on malformed JSON", body: `{"id":"evt_42"`,
+			header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, `{"id":"evt_42"`))), wantErr: ErrMalformed},
+		{name: "type from field", evType: Field{Field: "type"}, header: hdr("X-Sig", hex256),
+			want: Event{ID: "evt_42", Type: "order.created"}},
+		{name: "type from header", evType: Field{Header: "X-Topic"}, header: hdr("X-Sig", hex256, "X-Topic", "orders/create"),
+			want: Event{ID: "evt_42", Type: "orders/create"}},
+		{name: "type absent is fine", evType: Field{Field: "kind"}, header: hdr("X-Sig", hex256), want: Event{ID: "evt_42"}},
+		{name: "id from header, type field on non-JSON body", eventID: Field{Header: "X-Event-Id"}, evType: Field{Field: "type"},
+			body: "a=b", header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, "a=b")), "X-Event-Id", "hdr_1"),
+			wantErr: ErrMalformed},
+		{name: "id from header, non-JSON body never parsed", eventID: Field{Header: "X-Event-Id"},
+			body: "a=b", header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, "a=b")), "X-Event-Id", "hdr_1"),
+			want: Event{ID: "hdr_1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hc := tt.hmac
+			hc.Header = "x-sig"
+			cfg := Config{Provider: "hmac", Secrets: tt.secrets, HMAC: hc, EventID: tt.eventID, EventType: tt.evType}
+			if cfg.Secrets == nil {
+				cfg.Secrets = []string{hmacSecret}
+			}
+			if cfg.EventID.IsZero() {
+				cfg.EventID = idField
+			}
+			b := body
+			if tt.body != "" {
+				b = tt.body
+			}
+			v := newTestVerifier(t, cfg)
+			ev, err := v.Verify(&Delivery{Header: tt.header, Body: []byte(b)})
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				if got, want := Reason(err), Reason(tt.wantErr); got != want {
+					t.Errorf("Reason = %q, want %q", got, want)
+				}
+				assertNoLeak(t, err, append(cfg.Secrets, tt.header.Get("X-Sig"), hex256, b)...)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+			if ev != tt.want {
+				t.Fatalf("event = %+v, want %+v", ev, tt.want)
+			}
+		})
+	}
+}
+
+func BenchmarkHMACVerify(b *testing.B) {
+	body := []byte(`{"id":"evt_42","type":"order.created","data":{"seq":123,"lines":[1,2,3]}}`)
+	v, err := New(Config{Provider: "hmac", Secrets: []string{hmacSecret},
+		HMAC: HMACConfig{Header: "X-Sig", Prefix: "sha256="}, EventID: Field{Field: "id"}, EventType: Field{Field: "type"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := &Delivery{Header: http.Header{"X-Sig": {"sha256=" + hex.EncodeToString(macOf(sha256.New, hmacSecret, string(body)))}}, Body: body}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := v.Verify(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
