@@ -67,14 +67,14 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 		return reject(code, provider.Reason(err))
 	}
 	s.metrics.SecretMatched.WithLabelValues(in.Name, strconv.Itoa(ev.SecretIndex)).Inc()
-	if ev.ID == "" {
-		return reject(http.StatusBadRequest, "malformed")
-	}
-
 	account := in.Account
 	if ev.Account != "" {
 		account = ev.Account
 	}
+	if !envelope.ValidID(ev.ID) || (account != "" && !envelope.ValidID(account)) {
+		return reject(http.StatusBadRequest, "bad_event_id")
+	}
+	ev.Type = envelope.CleanType(ev.Type)
 	key := envelope.Key{Integration: in.Name, Account: account, EventID: ev.ID}
 	sha := envelope.PayloadSHA256(body)
 	msg := &nats.Msg{

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"unicode/utf8"
 )
 
 // Header names carried by every message on INTAKE_IN and INTAKE_OUT.
@@ -120,4 +121,40 @@ func Token(s string) string {
 
 func tokenByteOK(c byte) bool {
 	return c > ' ' && c < 0x7f && c != '.' && c != '*' && c != '>'
+}
+
+// MaxIDBytes bounds event ids and accounts: they become part of the dedup key,
+// a NATS header value and a primary key column.
+const MaxIDBytes = 256
+
+// ValidID reports whether s can serve as an event id or account: 1 to
+// MaxIDBytes bytes of valid UTF-8 without control characters (which NATS
+// headers and operators' terminals cannot carry safely).
+func ValidID(s string) bool {
+	if s == "" || len(s) > MaxIDBytes || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// CleanType returns an event type fit for a header value: control
+// characters become '_' and it is cut to MaxIDBytes.
+func CleanType(s string) string {
+	if len(s) > MaxIDBytes {
+		s = s[:MaxIDBytes]
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "_")
+	}
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, s)
 }

@@ -74,3 +74,22 @@ func FuzzToken(f *testing.F) {
 		}
 	})
 }
+
+func TestValidID(t *testing.T) {
+	long := make([]byte, MaxIDBytes+1)
+	for i := range long {
+		long[i] = 'a'
+	}
+	tests := map[string]bool{
+		"evt_1": true, "a/b": true, "ünïcode": true, "": false, "a\nb": false, "a\x00": false,
+		string(long): false, string(long[:MaxIDBytes]): true, "\xff": false,
+	}
+	for in, want := range tests {
+		if got := ValidID(in); got != want {
+			t.Errorf("ValidID(%q) = %v, want %v", in, got, want)
+		}
+	}
+	if got := CleanType("a\r\nb"); got != "a__b" {
+		t.Errorf("CleanType = %q", got)
+	}
+}

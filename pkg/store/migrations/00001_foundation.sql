@@ -64,11 +64,13 @@ CREATE INDEX outbox_pending_idx ON intake.outbox (seq) WHERE published_at IS NUL
 CREATE INDEX outbox_key_idx ON intake.outbox (integration, account, event_id);
 
 -- Wake the relay when rows commit (NOTIFY is delivered at commit).
+-- +goose StatementBegin
 CREATE FUNCTION intake.outbox_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_notify('intake_outbox', '');
     RETURN NULL;
 END $$;
+-- +goose StatementEnd
 CREATE TRIGGER outbox_notify AFTER INSERT ON intake.outbox
     FOR EACH STATEMENT EXECUTE FUNCTION intake.outbox_notify();
 
