@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/nats-io/nats.go"
 
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
@@ -76,22 +75,7 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 	}
 	ev.Type = envelope.CleanType(ev.Type)
 	key := envelope.Key{Integration: in.Name, Account: account, EventID: ev.ID}
-	sha := envelope.PayloadSHA256(body)
-	msg := &nats.Msg{
-		Subject: envelope.SubjectIn(in.Name, ev.Type),
-		Data:    body,
-		Header: nats.Header{
-			envelope.HeaderMsgID:         {envelope.MsgID(key, sha)},
-			envelope.HeaderKey:           {key.String()},
-			envelope.HeaderIntegration:   {in.Name},
-			envelope.HeaderTenant:        {in.Tenant},
-			envelope.HeaderAccount:       {account},
-			envelope.HeaderEventID:       {ev.ID},
-			envelope.HeaderEventType:     {ev.Type},
-			envelope.HeaderPayloadSHA256: {sha},
-			envelope.HeaderReceivedAt:    {now.UTC().Format(time.RFC3339Nano)},
-		},
-	}
+	msg := envelope.NewDelivery(key, in.Tenant, ev.Type, body, now).Msg()
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.publishTimeout)
 	defer cancel()

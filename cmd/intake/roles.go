@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +25,7 @@ cluster started from the PostgreSQL server binaries on PATH under --data-dir.`,
 			}
 			log := g.logger()
 			o.Log = log
-			o.Ready = func(info app.DevInfo) { printDevBanner(os.Stdout, path, cfg, info) }
+			o.Ready = func(info app.DevInfo) { printDevBanner(cmd.OutOrStdout(), path, cfg, info) }
 			return app.RunDev(cmd.Context(), cfg, o)
 		},
 	}

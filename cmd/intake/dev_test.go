@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// syncBuffer is a bytes.Buffer safe to write from the dev goroutine and read
+// from the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func runCLI(t *testing.T, ctx context.Context, out *syncBuffer, args ...string) error {
+	t.Helper()
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetErr(out)
+	return root.ExecuteContext(ctx)
+}
+
+// TestDevQuickstart is the README's first minute, through the CLI: `intake
+// dev` with no DATABASE_URL starts a private Postgres and an embedded NATS;
+// `intake send` is accepted, the same delivery again is a duplicate, the API
+// shows the event processed, and a consumer on intake.out.> gets exactly one
+// message.
+func TestDevQuickstart(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("INTAKE_NATS_URL", "")
+	t.Setenv("INTAKE_CONFIG", "")
+	dir, err := os.MkdirTemp("", "intake-dev-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	devOut := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- runCLI(t, ctx, devOut, "dev", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--nats-addr", "127.0.0.1:0", "--log-level", "warn")
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("intake dev: %v", err)
+		}
+	})
+	var base, natsURL string
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("intake dev exited early: %v\n%s", err, devOut.String())
+		default:
+		}
+		s := devOut.String()
+		m := regexp.MustCompile(`webhooks\s+(http://\S+)/webhooks/`).FindStringSubmatch(s)
+		n := regexp.MustCompile(`nats\s+(nats://\S+)`).FindStringSubmatch(s)
+		if m == nil || n == nil {
+			return false
+		}
+		base, natsURL = m[1], n[1]
+		return true
+	}, "intake dev never printed its banner")
+	if !strings.Contains(devOut.String(), "private cluster") {
+		t.Fatalf("banner does not report the private Postgres:\n%s", devOut.String())
+	}
+
+	send := func() string {
+		out := &syncBuffer{}
+		if err := runCLI(t, context.Background(), out, "send", "--integration", "demo", "--url", base, "--id", "evt_quickstart"); err != nil {
+			t.Fatalf("intake send: %v\n%s", err, out.String())
+		}
+		return out.String()
+	}
+	if out := send(); !strings.Contains(out, `"status":"accepted"`) {
+		t.Fatalf("first send:\n%s", out)
+	}
+	if out := send(); !strings.Contains(out, `"status":"duplicate"`) {
+		t.Fatalf("second send:\n%s", out)
+	}
+
+	var ev struct {
+		Status        string `json:"status"`
+		DeliveryCount int    `json:"delivery_count"`
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/events/demo/evt_quickstart", nil)
+		req.Header.Set("Authorization", "Bearer dev-operator-token-change-me")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&ev) == nil && ev.Status == "processed"
+	}, "API never showed the event processed")
+
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	cons, err := js.OrderedConsumer(context.Background(), "INTAKE_OUT", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"intake.out.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the relay, then read everything the stream holds.
+	var got []jetstream.Msg
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		batch, err := cons.FetchNoWait(100)
+		if err != nil {
+			return false
+		}
+		for m := range batch.Messages() {
+			got = append(got, m)
+		}
+		return len(got) > 0
+	}, "no processed message on intake.out.>")
+	batch, err := cons.Fetch(100, jetstream.FetchMaxWait(time.Second))
+	if err == nil {
+		for m := range batch.Messages() {
+			got = append(got, m)
+		}
+	}
+	if len(got) != 1 || got[0].Headers().Get("Intake-Key") != "demo/main/evt_quickstart" {
+		t.Fatalf("intake.out.> delivered %d messages, want exactly 1 for demo/main/evt_quickstart", len(got))
+	}
+}

@@ -1,0 +1,76 @@
+package envelope
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Delivery is a verified webhook delivery as it travels on INTAKE_IN: the
+// identity in headers, the raw bytes as the body. Ingress builds it, the
+// processor and the replayer read it back with ParseDelivery.
+type Delivery struct {
+	Key           Key
+	Tenant        string
+	EventType     string
+	PayloadSHA256 string // hex SHA-256 of Body; filled by NewDelivery
+	ReceivedAt    time.Time
+	Body          []byte
+}
+
+// NewDelivery fills the payload hash.
+func NewDelivery(k Key, tenant, eventType string, body []byte, receivedAt time.Time) Delivery {
+	return Delivery{Key: k, Tenant: tenant, EventType: eventType, PayloadSHA256: PayloadSHA256(body),
+		ReceivedAt: receivedAt, Body: body}
+}
+
+// Msg is the INTAKE_IN message, with Nats-Msg-Id = MsgID(key, hash).
+func (d Delivery) Msg() *nats.Msg {
+	return &nats.Msg{
+		Subject: SubjectIn(d.Key.Integration, d.EventType),
+		Data:    d.Body,
+		Header: nats.Header{
+			HeaderMsgID:         {MsgID(d.Key, d.PayloadSHA256)},
+			HeaderKey:           {d.Key.String()},
+			HeaderIntegration:   {d.Key.Integration},
+			HeaderTenant:        {d.Tenant},
+			HeaderAccount:       {d.Key.Account},
+			HeaderEventID:       {d.Key.EventID},
+			HeaderEventType:     {d.EventType},
+			HeaderPayloadSHA256: {d.PayloadSHA256},
+			HeaderReceivedAt:    {d.ReceivedAt.UTC().Format(time.RFC3339Nano)},
+		},
+	}
+}
+
+// ErrBadEnvelope: a message lacks the headers ingress writes, or its body
+// does not match its hash.
+var ErrBadEnvelope = errors.New("envelope: not an Intake delivery")
+
+// ParseDelivery reads a message ingress wrote. The body is not parsed: it
+// is the provider's raw bytes, checked against Intake-Payload-Sha256.
+func ParseDelivery(h nats.Header, body []byte) (Delivery, error) {
+	key, ok := ParseKey(h.Get(HeaderKey))
+	if !ok {
+		return Delivery{}, fmt.Errorf("%w: %s missing or invalid", ErrBadEnvelope, HeaderKey)
+	}
+	d := Delivery{
+		Key:           key,
+		Tenant:        h.Get(HeaderTenant),
+		EventType:     h.Get(HeaderEventType),
+		PayloadSHA256: h.Get(HeaderPayloadSHA256),
+		Body:          body,
+	}
+	if d.Tenant == "" || d.PayloadSHA256 == "" {
+		return Delivery{}, fmt.Errorf("%w: %s or %s missing", ErrBadEnvelope, HeaderTenant, HeaderPayloadSHA256)
+	}
+	if PayloadSHA256(body) != d.PayloadSHA256 {
+		return Delivery{}, fmt.Errorf("%w: body does not match %s", ErrBadEnvelope, HeaderPayloadSHA256)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, h.Get(HeaderReceivedAt)); err == nil {
+		d.ReceivedAt = t
+	}
+	return d, nil
+}

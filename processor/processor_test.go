@@ -1,0 +1,330 @@
+package processor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/stream"
+	"github.com/intakehq/intake/pkg/telemetry"
+	"github.com/intakehq/intake/pkg/testenv"
+	"github.com/intakehq/intake/processor"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// rig is a real nats-server and a real Postgres database with the schema and
+// a business table, "effects", that the test handler writes one row to per
+// applied event — the independent evidence of exactly-once effect.
+type rig struct {
+	t     *testing.T
+	nats  *testenv.NATSServer
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	dbURL string
+	store *store.Store
+	db    *pgxpool.Pool
+}
+
+func setup(t *testing.T, dbURL string) *rig {
+	t.Helper()
+	ctx := context.Background()
+	n := testenv.NATS(t)
+	if dbURL == "" {
+		dbURL = testenv.Postgres(t)
+	}
+	if err := store.Migrate(ctx, dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, dbURL, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Pool().Exec(ctx, `CREATE TABLE effects (key text NOT NULL, at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(n.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Ensure(ctx, js, config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: 2 * time.Minute, MaxBytes: -1}); err != nil {
+		t.Fatal(err)
+	}
+	return &rig{t: t, nats: n, nc: nc, js: js, dbURL: dbURL, store: st, db: st.Pool()}
+}
+
+// effects is the domain handler: one business row per applied event, then
+// the built-in forward to INTAKE_OUT.
+func effects() processor.Handler {
+	fwd := processor.Forward()
+	return processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
+		if _, err := tx.Exec(ctx, `INSERT INTO effects (key) VALUES ($1)`, ev.Key.String()); err != nil {
+			return nil, err
+		}
+		return fwd.Handle(ctx, tx, ev)
+	})
+}
+
+func key(id string) envelope.Key {
+	return envelope.Key{Integration: "demo", Account: "main", EventID: id}
+}
+
+// publish puts a delivery on INTAKE_IN as ingress would. msgID overrides the
+// dedup id, to land the same delivery twice in the stream (as a provider
+// retry past the duplicate window does).
+func (r *rig) publish(id, body, msgID string) {
+	r.t.Helper()
+	msg := envelope.NewDelivery(key(id), "acme", "thing.happened", []byte(body), time.Now()).Msg()
+	if msgID != "" {
+		msg.Header.Set(envelope.HeaderMsgID, msgID)
+	}
+	if _, err := r.js.PublishMsg(context.Background(), msg); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// run starts a processor and a relay; the returned stop cancels them and
+// waits until both returned (a clean shutdown, or the "crash" of a test).
+func (r *rig) run(o processor.Options) (stop func()) {
+	r.t.Helper()
+	o.Store, o.JS = r.store, r.js
+	if o.Handler == nil {
+		o.Handler = effects()
+	}
+	if o.Config.AckWait == 0 {
+		o.Config = config.Processor{AckWait: 2 * time.Second, MaxDeliver: 10, Concurrency: 2}
+	}
+	p, err := processor.New(o)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	relay := processor.NewRelay(r.store, r.js, config.Outbox{PollInterval: 100 * time.Millisecond, BatchSize: 50}, o.Metrics, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = p.Run(ctx) })
+	wg.Go(func() { _ = relay.Run(ctx) })
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	r.t.Cleanup(stop)
+	return stop
+}
+
+func (r *rig) count(query string, args ...any) int {
+	r.t.Helper()
+	var n int
+	if err := r.db.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		r.t.Fatal(err)
+	}
+	return n
+}
+
+// settled waits for want inbox rows and an empty outbox.
+func (r *rig) settled(want int) {
+	r.t.Helper()
+	testenv.Eventually(r.t, 60*time.Second, func() bool {
+		var rows, pending int
+		err := r.db.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM intake.inbox),
+			(SELECT count(*) FROM intake.outbox WHERE published_at IS NULL)`).Scan(&rows, &pending)
+		return err == nil && rows == want && pending == 0
+	}, "inbox never reached %d rows with an empty outbox", want)
+}
+
+// outCount counts INTAKE_OUT messages per Intake-Key.
+func (r *rig) outCount() map[string]int {
+	r.t.Helper()
+	ctx := context.Background()
+	s, err := r.js.Stream(ctx, envelope.StreamOut)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[string]int{}
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		out[m.Header.Get(envelope.HeaderKey)]++
+	}
+	return out
+}
+
+func TestCrashBetweenCommitAndAckChangesNothing(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	m := telemetry.NewMetrics()
+	crashed := make(chan struct{})
+	var crashedOnce sync.Once
+	stopA := r.run(processor.Options{Metrics: m, AfterCommit: func(*processor.Event) error {
+		crashedOnce.Do(func() { close(crashed) })
+		return errors.New("simulated crash: the ack is never sent")
+	}})
+	r.publish("evt_crash", `{"n":1}`, "")
+	<-crashed
+	stopA()
+
+	// A second processor gets the redelivery once the ack deadline passes.
+	r.run(processor.Options{Metrics: m})
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return testutil.ToFloat64(m.Processed.WithLabelValues("demo", "redelivered")) == 1
+	}, "the unacked message was never redelivered")
+	r.settled(1)
+
+	if n := r.count(`SELECT count(*) FROM effects`); n != 1 {
+		t.Fatalf("%d business effects, want 1", n)
+	}
+	if n := r.count(`SELECT delivery_count FROM intake.inbox`); n != 1 {
+		t.Fatalf("delivery_count = %d, want 1 (a redelivery is not a new delivery)", n)
+	}
+	if out := r.outCount(); out[key("evt_crash").String()] != 1 || len(out) != 1 {
+		t.Fatalf("INTAKE_OUT = %v, want one message", out)
+	}
+}
+
+func TestTwoProcessorsRaceOnDuplicates(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	// 20 events, each in the stream 3 times (distinct message ids, as when
+	// a provider retries past the duplicate window), consumed by two
+	// processors at once.
+	const events, copies = 20, 3
+	for c := range copies {
+		for i := range events {
+			r.publish(fmt.Sprintf("evt_%d", i), fmt.Sprintf(`{"i":%d}`, i), fmt.Sprintf("copy-%d-%d", c, i))
+		}
+	}
+	r.run(processor.Options{})
+	r.run(processor.Options{})
+	r.settled(events)
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.count(`SELECT coalesce(sum(delivery_count), 0) FROM intake.inbox`) == events*copies
+	}, "not every copy was counted")
+
+	if n := r.count(`SELECT count(*) FROM effects`); n != events {
+		t.Fatalf("%d business effects, want %d", n, events)
+	}
+	if n := r.count(`SELECT count(DISTINCT key) FROM effects`); n != events {
+		t.Fatalf("%d distinct effects, want %d", n, events)
+	}
+	out := r.outCount()
+	for i := range events {
+		if got := out[key(fmt.Sprintf("evt_%d", i)).String()]; got != 1 {
+			t.Fatalf("evt_%d has %d processed messages, want 1", i, got)
+		}
+	}
+}
+
+func TestPostgresRestartMidStream(t *testing.T) {
+	t.Parallel()
+	pg := testenv.PrivatePostgres(t)
+	r := setup(t, pg.URL())
+	var applied atomic.Int64
+	restarted := make(chan struct{})
+	h := effects()
+	r.run(processor.Options{Handler: processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
+		applied.Add(1)
+		return h.Handle(ctx, tx, ev)
+	})})
+	const events = 60
+	for i := range events / 2 {
+		r.publish(fmt.Sprintf("evt_%d", i), fmt.Sprintf(`{"i":%d}`, i), "")
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool { return applied.Load() > 0 }, "nothing applied")
+	go func() {
+		defer close(restarted)
+		pg.Restart(t)
+	}()
+	for i := events / 2; i < events; i++ {
+		r.publish(fmt.Sprintf("evt_%d", i), fmt.Sprintf(`{"i":%d}`, i), "")
+	}
+	<-restarted
+	r.settled(events)
+	if n := r.count(`SELECT count(*) FROM effects`); n != events {
+		t.Fatalf("%d business effects after a Postgres restart, want %d", n, events)
+	}
+	if n := r.count(`SELECT count(DISTINCT key) FROM effects`); n != events {
+		t.Fatalf("%d distinct effects, want %d", n, events)
+	}
+	out := r.outCount()
+	if len(out) != events {
+		t.Fatalf("INTAKE_OUT has %d keys, want %d", len(out), events)
+	}
+	for k, n := range out {
+		if n != 1 {
+			t.Fatalf("%s has %d processed messages", k, n)
+		}
+	}
+}
+
+func TestHandlerErrorRetriesThenFails(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	var calls atomic.Int64
+	r.run(processor.Options{
+		Config: config.Processor{AckWait: 2 * time.Second, MaxDeliver: 2, Concurrency: 1},
+		Handler: processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
+			calls.Add(1)
+			if _, err := tx.Exec(ctx, `INSERT INTO effects (key) VALUES ($1)`, ev.Key.String()); err != nil {
+				return nil, err
+			}
+			return nil, errors.New("partner API said no")
+		}),
+	})
+	r.publish("evt_bad", `{}`, "")
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'failed'`) == 1
+	}, "event never marked failed")
+	var errText string
+	var attempts int
+	if err := r.db.QueryRow(context.Background(), `SELECT error, attempts FROM intake.inbox`).Scan(&errText, &attempts); err != nil {
+		t.Fatal(err)
+	}
+	if errText != "partner API said no" || attempts != 2 || calls.Load() != 2 {
+		t.Fatalf("failed row error=%q attempts=%d, handler calls=%d; want the error after 2 attempts", errText, attempts, calls.Load())
+	}
+	if n := r.count(`SELECT count(*) FROM effects`); n != 0 {
+		t.Fatalf("%d effects survived failed transactions", n)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.outbox`); n != 0 {
+		t.Fatalf("%d outbox rows from a failed event", n)
+	}
+}
+
+func TestPermanentErrorFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	var calls atomic.Int64
+	r.run(processor.Options{Handler: processor.HandlerFunc(func(context.Context, pgx.Tx, *processor.Event) ([]processor.Message, error) {
+		calls.Add(1)
+		return nil, processor.Permanent(errors.New("unknown product"))
+	})})
+	r.publish("evt_perm", `{}`, "")
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'failed'`) == 1
+	}, "event never marked failed")
+	if calls.Load() != 1 {
+		t.Fatalf("handler called %d times for a permanent error, want 1", calls.Load())
+	}
+}
