@@ -16,9 +16,9 @@ all: build
 build: ## build bin/intake
 	$(GO) build -trimpath -o bin/intake ./cmd/intake
 
-test: fmt-check vet ## every test, then a few seconds of each fuzz target
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+test: fmt-check vet ## a few seconds of each fuzz target, then every test
 	$(MAKE) --no-print-directory fuzz-short
+	$(GO) test -count=1 -timeout 20m $(PKGS)
 
 test-race: ## every test under the race detector (slower)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
