@@ -31,5 +31,9 @@ func decode(msg jetstream.Msg) (*Event, error) {
 		Delivery:      meta.NumDelivered,
 		Header:        msg.Headers(),
 		Body:          d.Body,
+		ObjectID:      d.ObjectID,
+		ObjectVersion: d.ObjectVersion,
+		ReplayID:      d.ReplayID,
+		ReplayMode:    d.ReplayMode,
 	}, nil
 }

@@ -23,6 +23,22 @@ type Event struct {
 	Delivery      uint64 // JetStream delivery attempt, from 1
 	Header        nats.Header
 	Body          []byte // raw bytes as received
+
+	// ObjectID and ObjectVersion are set when the integration extracts them;
+	// the processor has already checked the version is not stale.
+	ObjectID      string
+	ObjectVersion int64
+
+	// ExecutionID identifies this run of the handler (intake.executions).
+	// Side effects outside the database take their idempotency key from the
+	// scoped key — or from ExecutionID when a re-execution must repeat them.
+	ExecutionID string
+	// Mode is ModeOriginal, ModeRetry (an exact replay of a failed event) or
+	// ModeReexecute (an operator asked to run the handler again).
+	Mode string
+	// ReplayID and ReplayMode say which replay republished this message, if any.
+	ReplayID   string
+	ReplayMode string
 }
 
 // Message is an outbox message a handler emits: committed with the
@@ -63,8 +79,19 @@ func Chain(h Handler, mws ...Middleware) Handler {
 // ErrPermanent marks an error that no retry can fix; wrap it with Permanent.
 var ErrPermanent = errors.New("permanent")
 
-// Permanent wraps err so the processor stops retrying the message.
+// Permanent wraps err so the processor stops retrying the message: its inbox
+// row becomes failed with the error, the message is terminated.
 func Permanent(err error) error { return fmt.Errorf("%w: %w", ErrPermanent, err) }
+
+// ErrQuarantine marks an event an operator must look at before anything
+// runs it again; wrap it with Quarantine.
+var ErrQuarantine = errors.New("quarantined")
+
+// Quarantine wraps err so the event's inbox row becomes quarantined.
+func Quarantine(err error) error { return fmt.Errorf("%w: %w", ErrQuarantine, err) }
+
+// Any other handler error is retryable: the message is redelivered after the
+// configured backoff until max_deliver, then its row becomes failed.
 
 // Forward is the built-in handler: it forwards the event unchanged to
 // intake.out.{tenant}.{integration}.{event_type} with the identity headers,

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/pkg/config"
@@ -26,13 +25,14 @@ type Options struct {
 	Handler Handler
 	Metrics *telemetry.Metrics // defaults to a private registry
 	Log     *slog.Logger       // defaults to discarding
-	// AfterCommit, when set, runs after a transaction commits and before the
-	// ack; an error skips the ack. It exists for fault injection ("the
-	// processor dies between commit and ack") in tests and the chaos harness.
-	AfterCommit func(*Event) error
+	// AfterCommit, when set, runs after a batch commits and before its acks;
+	// an error skips the acks. It exists for fault injection ("the processor
+	// dies between commit and ack") in tests and the chaos harness.
+	AfterCommit func([]*Event) error
 }
 
-// Processor consumes INTAKE_IN through the shared durable consumer.
+// Processor consumes INTAKE_IN through the shared durable consumer, one
+// Postgres transaction per batch (group commit).
 type Processor struct {
 	o Options
 }
@@ -51,14 +51,30 @@ func New(o Options) (*Processor, error) {
 	if o.Log == nil {
 		o.Log = telemetry.Discard()
 	}
-	if o.Config.Concurrency < 1 {
-		o.Config.Concurrency = 1
+	c := &o.Config
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = 10
+	}
+	if c.BatchSize < 1 {
+		c.BatchSize = 256
+	}
+	if c.BatchWait <= 0 {
+		c.BatchWait = 20 * time.Millisecond
+	}
+	if c.Concurrency < 1 {
+		c.Concurrency = 1
+	}
+	if len(c.Backoff) == 0 {
+		c.Backoff = config.DefaultBackoff()
 	}
 	return &Processor{o: o}, nil
 }
 
 // Run consumes until ctx is cancelled, then stops fetching, finishes the
-// messages already fetched (commit, ack) and returns.
+// batches already fetched (commit, ack) and returns.
 func (p *Processor) Run(ctx context.Context) error {
 	for {
 		err := p.consume(ctx)
@@ -81,173 +97,243 @@ func (p *Processor) consume(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Prefetch at most two messages per worker: fetched messages wait in the
-	// client buffer, and their ack deadline runs while they wait.
-	it, err := cons.Messages(jetstream.PullMaxMessages(2 * p.o.Config.Concurrency))
+	// Fetched messages wait in the client buffer while their ack deadline
+	// runs, so prefetch no more than the batches in flight can take.
+	it, err := cons.Messages(jetstream.PullMaxMessages(p.o.Config.BatchSize * p.o.Config.Concurrency))
 	if err != nil {
 		return fmt.Errorf("processor: pull: %w", err)
 	}
 	stop := context.AfterFunc(ctx, it.Drain)
 	defer stop()
 
+	batches := make(chan []jetstream.Msg)
 	// Work continues after ctx ends: drained messages are still committed
 	// and acked. Each transaction is bounded by the ack deadline instead.
 	work := context.WithoutCancel(ctx)
 	var wg sync.WaitGroup
-	errc := make(chan error, p.o.Config.Concurrency)
 	for range p.o.Config.Concurrency {
 		wg.Go(func() {
-			for {
-				msg, err := it.Next()
-				if err != nil {
-					errc <- err
-					return
-				}
-				p.handle(work, ctx, msg)
+			for b := range batches {
+				p.handleBatch(work, ctx, b)
 			}
 		})
 	}
+	err = p.collect(it, batches)
+	close(batches)
 	wg.Wait()
 	it.Stop()
-	return <-errc
+	return err
 }
 
-// handle runs one message to its end: acked, nak'd for a retry, or terminated.
-func (p *Processor) handle(ctx, shutdown context.Context, msg jetstream.Msg) {
-	ev, err := decode(msg)
-	if err != nil {
-		// Not something ingress wrote; retrying cannot help. It stays in
-		// INTAKE_IN for inspection.
-		p.o.Metrics.Failures.WithLabelValues("", "malformed").Inc()
-		p.o.Log.Error("terminating malformed message", "subject", msg.Subject(), "err", err)
-		_ = msg.TermWithReason("malformed envelope")
-		return
-	}
-	for attempt := 0; ; attempt++ {
-		outcome, err := p.apply(ctx, ev)
-		if err == nil {
-			p.o.Metrics.Processed.WithLabelValues(ev.Key.Integration, outcome.String()).Inc()
-			if outcome == store.Conflict {
-				p.o.Metrics.Conflicts.WithLabelValues(ev.Key.Integration).Inc()
-				p.o.Log.Warn("conflict: same event id, different payload", "key", ev.Key.String(), "stream_seq", ev.StreamSeq)
+// collect groups messages into batches: up to BatchSize, or whatever came
+// within BatchWait of the first one. It returns when the iterator closes.
+func (p *Processor) collect(it jetstream.MessagesContext, out chan<- []jetstream.Msg) error {
+	for {
+		first, err := it.Next()
+		if err != nil {
+			return err
+		}
+		batch := []jetstream.Msg{first}
+		deadline := time.Now().Add(p.o.Config.BatchWait)
+		var endErr error
+		for len(batch) < p.o.Config.BatchSize {
+			wait := time.Until(deadline)
+			if wait <= 0 {
+				break
 			}
-			if p.o.AfterCommit != nil {
-				if err := p.o.AfterCommit(ev); err != nil {
-					return
+			m, err := it.Next(jetstream.NextMaxWait(wait))
+			if err != nil {
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					endErr = err
 				}
+				break
 			}
-			if err := msg.Ack(); err != nil {
-				// The commit stands; the redelivery will find the row.
-				p.o.Log.Warn("ack failed after commit", "key", ev.Key.String(), "err", err)
+			batch = append(batch, m)
+		}
+		out <- batch
+		if endErr != nil {
+			return endErr
+		}
+	}
+}
+
+// item is one message of a batch and what became of it.
+type item struct {
+	msg jetstream.Msg
+	ev  *Event
+}
+
+// handleBatch runs a batch to its end: every message acked, nak'd for a
+// retry, or terminated.
+func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.Msg) {
+	items := make([]*item, 0, len(msgs))
+	for _, m := range msgs {
+		ev, err := decode(m)
+		if err != nil {
+			// Not something ingress or the replayer wrote; retrying cannot
+			// help. It stays in INTAKE_IN for inspection.
+			p.o.Metrics.Failures.WithLabelValues("", "malformed").Inc()
+			p.o.Log.Error("terminating malformed message", "subject", m.Subject(), "err", err)
+			_ = m.TermWithReason("malformed envelope")
+			continue
+		}
+		items = append(items, &item{msg: m, ev: ev})
+	}
+	// Long batches must not let deadlines pass: tell JetStream we are on it.
+	stopProgress := p.keepInProgress(items)
+	defer stopProgress()
+
+	queue := [][]*item{items}
+	for len(queue) > 0 {
+		b := queue[0]
+		queue = queue[1:]
+		if len(b) == 0 {
+			continue
+		}
+		culprit, err := p.commitWithRetry(ctx, shutdown, b)
+		switch {
+		case err == nil:
+		case isInfra(err):
+			// Shutting down while the database is away: leave the messages
+			// to another processor.
+			for _, it := range b {
+				_ = it.msg.Nak()
 			}
-			return
+		case len(b) == 1:
+			var he *handlerError
+			if errors.As(err, &he) {
+				err = he.err
+			}
+			p.handlerFailed(ctx, b[0], err)
+		case culprit >= 0:
+			// Isolate the message whose handler failed: the rest commit
+			// without it, and it gets a transaction of its own.
+			rest := append(append([]*item{}, b[:culprit]...), b[culprit+1:]...)
+			queue = append(queue, rest, []*item{b[culprit]})
+		default:
+			// The batch fails for a reason no single handler owns (say, a
+			// value the database refuses): halve it until the poison
+			// message stands alone. No savepoints: they overflow past 64.
+			half := len(b) / 2
+			queue = append(queue, b[:half], b[half:])
 		}
-		var herr *handlerError
-		if errors.As(err, &herr) && !isInfra(err) {
-			p.handlerFailed(ctx, msg, ev, herr.err)
-			return
+	}
+}
+
+// commitWithRetry applies b in one transaction, retrying while the database
+// is unreachable (that is not the messages' fault and must not use up their
+// deliveries) until shutdown. Any other error is returned, with the index in
+// b of the message whose handler failed, if one did.
+func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item) (int, error) {
+	for attempt := 0; ; attempt++ {
+		res, culprit, err := p.apply(ctx, b)
+		if err == nil {
+			p.committed(b, res)
+			return -1, nil
 		}
-		// The database is unreachable or the transaction lost a race: this
-		// is not the message's fault, so it must not use up its deliveries.
-		// Keep it, extend its deadline, retry.
-		p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, "db").Inc()
-		p.o.Log.Warn("inbox transaction failed; retrying", "key", ev.Key.String(), "attempt", attempt+1, "err", err)
-		if shutdown.Err() != nil {
-			_ = msg.Nak() // another processor takes it now
-			return
+		if !isInfra(err) {
+			return culprit, err
 		}
-		_ = msg.InProgress()
+		p.o.Metrics.Failures.WithLabelValues("", "db").Inc()
+		p.o.Log.Warn("inbox transaction failed; retrying", "messages", len(b), "attempt", attempt+1, "err", err)
 		select {
 		case <-shutdown.Done():
-			_ = msg.Nak()
-			return
+			return -1, err
 		case <-time.After(infraBackoff(attempt)):
 		}
 	}
 }
 
-type handlerError struct{ err error }
-
-func (e *handlerError) Error() string { return "handler: " + e.err.Error() }
-func (e *handlerError) Unwrap() error { return e.err }
-
-// apply is the one transaction: claim, handle when new, outbox, commit.
-func (p *Processor) apply(ctx context.Context, ev *Event) (store.Outcome, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.o.Config.AckWait)
-	defer cancel()
-	start := time.Now()
-	defer func() { p.o.Metrics.TxLatency.Observe(time.Since(start).Seconds()) }()
-
-	var outcome store.Outcome
-	err := pgx.BeginFunc(ctx, p.o.Store.Pool(), func(tx pgx.Tx) error {
-		var err error
-		outcome, err = store.ClaimInbox(ctx, tx, store.Claim{
-			Key: ev.Key, Tenant: ev.Tenant, EventType: ev.EventType,
-			PayloadSHA256: ev.PayloadSHA256, StreamSeq: ev.StreamSeq, ReceivedAt: ev.ReceivedAt,
-		})
-		if err != nil || outcome != store.New {
-			return err
+// committed records outcomes and acks, after the commit.
+func (p *Processor) committed(b []*item, outcomes []outcome) {
+	evs := make([]*Event, len(b))
+	for i, it := range b {
+		evs[i] = it.ev
+		o := outcomes[i]
+		p.o.Metrics.Processed.WithLabelValues(it.ev.Key.Integration, o.String()).Inc()
+		if o == outcomeConflict {
+			p.o.Metrics.Conflicts.WithLabelValues(it.ev.Key.Integration).Inc()
+			p.o.Log.Warn("conflict: same event id, different payload", "key", it.ev.Key.String(), "stream_seq", it.ev.StreamSeq)
 		}
-		msgs, err := p.o.Handler.Handle(ctx, tx, ev)
-		if err != nil {
-			return &handlerError{err: err}
+	}
+	if p.o.AfterCommit != nil {
+		if err := p.o.AfterCommit(evs); err != nil {
+			return
 		}
-		return store.InsertOutbox(ctx, tx, outboxRows(ev, msgs))
-	})
-	return outcome, err
+	}
+	for _, it := range b {
+		if err := it.msg.Ack(); err != nil {
+			// The commit stands; the redelivery will find the row.
+			p.o.Log.Warn("ack failed after commit", "key", it.ev.Key.String(), "err", err)
+		}
+	}
 }
 
 // handlerFailed decides a handler error's fate: a retry with backoff while
-// deliveries remain, else a visible failed row. The raw message stays in
-// INTAKE_IN either way, for replay.
-func (p *Processor) handlerFailed(ctx context.Context, msg jetstream.Msg, ev *Event, herr error) {
-	permanent := errors.Is(herr, ErrPermanent)
+// deliveries remain, else a visible failed (or quarantined) row. The raw
+// message stays in INTAKE_IN either way, for replay.
+func (p *Processor) handlerFailed(ctx context.Context, it *item, herr error) {
+	ev := it.ev
+	status := store.StatusFailed
+	if errors.Is(herr, ErrQuarantine) {
+		status = store.StatusQuarantined
+	}
+	final := errors.Is(herr, ErrPermanent) || errors.Is(herr, ErrQuarantine)
 	last := ev.Delivery >= uint64(p.o.Config.MaxDeliver)
-	if !permanent && !last {
+	if !final && !last {
 		p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, "retry").Inc()
 		p.o.Log.Warn("handler failed; will retry", "key", ev.Key.String(), "delivery", ev.Delivery, "err", herr)
-		_ = msg.NakWithDelay(retryBackoff(ev.Delivery))
+		_ = it.msg.NakWithDelay(p.backoff(ev.Delivery))
 		return
 	}
-	p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, "failed").Inc()
-	p.o.Log.Error("handler failed; recording failure", "key", ev.Key.String(), "delivery", ev.Delivery, "permanent", permanent, "err", herr)
-	err := store.RecordFailure(ctx, p.o.Store.Pool(), store.Claim{
-		Key: ev.Key, Tenant: ev.Tenant, EventType: ev.EventType,
-		PayloadSHA256: ev.PayloadSHA256, StreamSeq: ev.StreamSeq, ReceivedAt: ev.ReceivedAt,
-	}, int(ev.Delivery), herr.Error())
+	p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, status).Inc()
+	p.o.Log.Error("handler failed; recording", "key", ev.Key.String(), "status", status, "delivery", ev.Delivery, "err", herr)
+	err := store.RecordFailure(ctx, p.o.Store.Pool(), claimOf(ev), status, int(ev.Delivery), herr.Error())
 	if err != nil {
 		// Not recorded: leave the message unacked so it comes back.
 		p.o.Log.Error("recording failure failed", "key", ev.Key.String(), "err", err)
-		_ = msg.NakWithDelay(5 * time.Second)
+		_ = it.msg.NakWithDelay(5 * time.Second)
 		return
 	}
-	_ = msg.TermWithReason("handler failed")
+	_ = it.msg.TermWithReason("handler failed: " + status)
 }
 
-func outboxRows(ev *Event, msgs []Message) []store.OutboxRow {
-	rows := make([]store.OutboxRow, len(msgs))
-	for i, m := range msgs {
-		rows[i] = store.OutboxRow{Key: ev.Key, Subject: m.Subject, Headers: m.Header, Payload: m.Data}
-	}
-	return rows
+// keepInProgress sends InProgress for every message every AckWait/3 until
+// stopped, so a slow batch does not outlive its deadlines.
+func (p *Processor) keepInProgress(items []*item) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(p.o.Config.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				for _, it := range items {
+					_ = it.msg.InProgress()
+				}
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
-// retryBackoff is the wait before the next delivery after a handler error:
-// 1s, 5s, 30s, 2m, then 10m.
-func retryBackoff(delivery uint64) time.Duration {
-	steps := []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
-	i := int(delivery) - 1
-	if i < 0 {
-		i = 0
-	}
-	if i >= len(steps) {
-		i = len(steps) - 1
-	}
+func (p *Processor) backoff(delivery uint64) time.Duration {
+	steps := p.o.Config.Backoff
+	i := min(max(int(delivery)-1, 0), len(steps)-1)
 	return steps[i]
 }
 
 // infraBackoff grows from 100ms to 5s while the database is unreachable.
 func infraBackoff(attempt int) time.Duration {
-	d := 100 * time.Millisecond << min(attempt, 6)
-	return min(d, 5*time.Second)
+	return min(100*time.Millisecond<<min(attempt, 6), 5*time.Second)
+}
+
+func claimOf(ev *Event) store.Claim {
+	return store.Claim{
+		Key: ev.Key, Tenant: ev.Tenant, EventType: ev.EventType,
+		PayloadSHA256: ev.PayloadSHA256, StreamSeq: ev.StreamSeq, ReceivedAt: ev.ReceivedAt,
+	}
 }

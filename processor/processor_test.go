@@ -177,7 +177,7 @@ func TestCrashBetweenCommitAndAckChangesNothing(t *testing.T) {
 	m := telemetry.NewMetrics()
 	crashed := make(chan struct{})
 	var crashedOnce sync.Once
-	stopA := r.run(processor.Options{Metrics: m, AfterCommit: func(*processor.Event) error {
+	stopA := r.run(processor.Options{Metrics: m, AfterCommit: func([]*processor.Event) error {
 		crashedOnce.Do(func() { close(crashed) })
 		return errors.New("simulated crash: the ack is never sent")
 	}})

@@ -114,11 +114,20 @@ type Ingress struct {
 // Processor configures the consumer of INTAKE_IN.
 type Processor struct {
 	// AckWait is the ack deadline of the durable consumer. Defaults to 30s.
+	// Batches that take longer than a third of it send InProgress.
 	AckWait time.Duration `yaml:"ack_wait"`
 	// MaxDeliver bounds deliveries of one message. Defaults to 10.
 	MaxDeliver int `yaml:"max_deliver"`
-	// Concurrency is the number of messages handled at once. Defaults to 4.
+	// BatchSize is the most messages one transaction commits. Defaults to 256.
+	BatchSize int `yaml:"batch_size"`
+	// BatchWait is how long a batch collects after its first message.
+	// Defaults to 20ms: the latency a message may gain for group commit.
+	BatchWait time.Duration `yaml:"batch_wait"`
+	// Concurrency is the number of batches in flight. Defaults to 2.
 	Concurrency int `yaml:"concurrency"`
+	// Backoff is the wait before redelivery after a handler error, per
+	// delivery; the last value repeats. Defaults to 1s, 5s, 30s, 2m, 10m.
+	Backoff []time.Duration `yaml:"backoff"`
 }
 
 // Outbox configures the relay from the outbox table to INTAKE_OUT.
@@ -264,7 +273,14 @@ func (c *Config) setDefaults() {
 		c.Processor.MaxDeliver = 10
 	}
 	if c.Processor.Concurrency == 0 {
-		c.Processor.Concurrency = 4
+		c.Processor.Concurrency = 2
+	}
+	if c.Processor.BatchSize == 0 {
+		c.Processor.BatchSize = 256
+	}
+	setDur(&c.Processor.BatchWait, 20*time.Millisecond)
+	if len(c.Processor.Backoff) == 0 {
+		c.Processor.Backoff = DefaultBackoff()
 	}
 	setDur(&c.Outbox.PollInterval, time.Second)
 	if c.Outbox.BatchSize == 0 {
@@ -279,6 +295,11 @@ func (c *Config) setDefaults() {
 			in.Tolerance = provider.DefaultTolerance
 		}
 	}
+}
+
+// DefaultBackoff is the redelivery backoff after handler errors.
+func DefaultBackoff() []time.Duration {
+	return []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
 }
 
 func setDur(d *time.Duration, def time.Duration) {
@@ -336,6 +357,17 @@ func (c *Config) Validate() error {
 	}
 	if c.Processor.Concurrency < 1 {
 		bad("processor.concurrency", "must be at least 1")
+	}
+	if c.Processor.BatchSize < 1 || c.Processor.BatchSize > 4096 {
+		bad("processor.batch_size", "must be 1..4096")
+	}
+	if c.Processor.BatchWait < 0 || c.Processor.BatchWait*10 > c.Processor.AckWait {
+		bad("processor.batch_wait", "must be positive and at most a tenth of processor.ack_wait")
+	}
+	for i, d := range c.Processor.Backoff {
+		if d <= 0 {
+			bad(fmt.Sprintf("processor.backoff[%d]", i), "must be positive")
+		}
 	}
 	if c.Outbox.BatchSize < 1 {
 		bad("outbox.batch_size", "must be at least 1")

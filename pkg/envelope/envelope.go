@@ -20,6 +20,20 @@ const (
 	HeaderReceivedAt    = "Intake-Received-At"
 	HeaderReplayID      = "Intake-Replay-Id"
 	HeaderReplayMode    = "Intake-Replay-Mode"
+	// HeaderObjectID and HeaderObjectVersion carry the ordering guard's
+	// inputs when the integration configures them; the version is already
+	// normalised to an integer (see ParseVersion).
+	HeaderObjectID      = "Intake-Object-Id"
+	HeaderObjectVersion = "Intake-Object-Version"
+	// HeaderExecutionID is set on processed messages: which handler run
+	// emitted them.
+	HeaderExecutionID = "Intake-Execution-Id"
+)
+
+// Replay modes (Intake-Replay-Mode).
+const (
+	ReplayExact     = "exact"
+	ReplayReexecute = "reexecute"
 )
 
 // Stream and subject names.

@@ -3,6 +3,7 @@ package envelope
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,6 +19,15 @@ type Delivery struct {
 	PayloadSHA256 string // hex SHA-256 of Body; filled by NewDelivery
 	ReceivedAt    time.Time
 	Body          []byte
+
+	// ObjectID and ObjectVersion feed the ordering guard; ObjectID "" means
+	// the integration has none.
+	ObjectID      string
+	ObjectVersion int64
+
+	// ReplayID and ReplayMode are set on messages the replayer republished.
+	ReplayID   string
+	ReplayMode string
 }
 
 // NewDelivery fills the payload hash.
@@ -28,7 +38,7 @@ func NewDelivery(k Key, tenant, eventType string, body []byte, receivedAt time.T
 
 // Msg is the INTAKE_IN message, with Nats-Msg-Id = MsgID(key, hash).
 func (d Delivery) Msg() *nats.Msg {
-	return &nats.Msg{
+	m := &nats.Msg{
 		Subject: SubjectIn(d.Key.Integration, d.EventType),
 		Data:    d.Body,
 		Header: nats.Header{
@@ -43,6 +53,11 @@ func (d Delivery) Msg() *nats.Msg {
 			HeaderReceivedAt:    {d.ReceivedAt.UTC().Format(time.RFC3339Nano)},
 		},
 	}
+	if d.ObjectID != "" {
+		m.Header.Set(HeaderObjectID, d.ObjectID)
+		m.Header.Set(HeaderObjectVersion, strconv.FormatInt(d.ObjectVersion, 10))
+	}
+	return m
 }
 
 // ErrBadEnvelope: a message lacks the headers ingress writes, or its body
@@ -72,5 +87,35 @@ func ParseDelivery(h nats.Header, body []byte) (Delivery, error) {
 	if t, err := time.Parse(time.RFC3339Nano, h.Get(HeaderReceivedAt)); err == nil {
 		d.ReceivedAt = t
 	}
+	if id := h.Get(HeaderObjectID); id != "" {
+		v, err := strconv.ParseInt(h.Get(HeaderObjectVersion), 10, 64)
+		if err != nil {
+			return Delivery{}, fmt.Errorf("%w: %s is not an integer", ErrBadEnvelope, HeaderObjectVersion)
+		}
+		d.ObjectID, d.ObjectVersion = id, v
+	}
+	d.ReplayID, d.ReplayMode = h.Get(HeaderReplayID), h.Get(HeaderReplayMode)
+	switch d.ReplayMode {
+	case "", ReplayExact, ReplayReexecute:
+	default:
+		return Delivery{}, fmt.Errorf("%w: unknown %s %q", ErrBadEnvelope, HeaderReplayMode, d.ReplayMode)
+	}
+	if (d.ReplayID == "") != (d.ReplayMode == "") {
+		return Delivery{}, fmt.Errorf("%w: %s and %s go together", ErrBadEnvelope, HeaderReplayID, HeaderReplayMode)
+	}
 	return d, nil
+}
+
+// ParseVersion normalises a provider's object version to an integer that
+// orders like the version: a decimal integer as is (a counter, or unix
+// seconds like Stripe's created), an RFC 3339 timestamp (Shopify's
+// X-Shopify-Triggered-At) as unix microseconds.
+func ParseVersion(raw string) (int64, error) {
+	if v, err := strconv.ParseInt(raw, 10, 64); err == nil {
+		return v, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, raw); err == nil {
+		return t.UnixMicro(), nil
+	}
+	return 0, fmt.Errorf("object version %q is neither an integer nor an RFC 3339 timestamp", raw)
 }

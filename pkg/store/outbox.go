@@ -20,23 +20,6 @@ type OutboxRow struct {
 	Created time.Time
 }
 
-// InsertOutbox writes rows inside the caller's transaction.
-func InsertOutbox(ctx context.Context, tx pgx.Tx, rows []OutboxRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	b := &pgx.Batch{}
-	for _, r := range rows {
-		b.Queue(`INSERT INTO intake.outbox (integration, account, event_id, subject, headers, payload)
-			VALUES ($1, $2, $3, $4, $5, $6)`,
-			r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, r.Headers, r.Payload)
-	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("store: insert outbox: %w", err)
-	}
-	return nil
-}
-
 // ClaimOutbox locks up to limit unpublished rows in commit order, skipping
 // rows another relay holds, so several relays never publish the same row at
 // the same time.

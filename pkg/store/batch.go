@@ -1,0 +1,215 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake/pkg/envelope"
+)
+
+// Row is the state of an existing inbox row a batch found.
+type Row struct {
+	PayloadSHA256 string
+	StreamSeq     uint64
+	Status        string
+}
+
+// BatchClaim is the inbox side of one message in a group-commit batch.
+type BatchClaim struct {
+	Claim
+	ObjectID      string // "" when the integration has no ordering
+	ObjectVersion int64
+}
+
+// ClaimBatch claims every message's inbox row in ONE statement (unnest +
+// INSERT … ON CONFLICT DO NOTHING), in key order so that two processors
+// lock rows in the same order and cannot deadlock. It returns which claims
+// inserted their row (by index) and, for the keys that already had one, the
+// existing row, locked FOR UPDATE until the transaction ends. When a key
+// appears twice in claims, the lower stream sequence inserts and the other
+// sees it as existing.
+func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted []bool, existing map[envelope.Key]Row, err error) {
+	n := len(claims)
+	var (
+		integ, acct, evID, tenant, typ, sha, objID = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
+		recv                                       = make([]time.Time, n)
+		seq, objVer                                = make([]int64, n), make([]*int64, n)
+	)
+	for i, c := range claims {
+		integ[i], acct[i], evID[i] = c.Key.Integration, c.Key.Account, c.Key.EventID
+		tenant[i], typ[i], sha[i], recv[i], seq[i] = c.Tenant, c.EventType, c.PayloadSHA256, c.ReceivedAt, int64(c.StreamSeq)
+		if c.ObjectID != "" {
+			objID[i], objVer[i] = &claims[i].ObjectID, &claims[i].ObjectVersion
+		}
+	}
+	rows, err := tx.Query(ctx, `
+		INSERT INTO intake.inbox (integration, account, event_id, tenant, event_type, payload_sha256, status,
+			first_received_at, last_received_at, processed_at, stream_seq, object_id, object_version)
+		SELECT integration, account, event_id, tenant, event_type, sha, 'processed', recv, recv, now(), seq, obj_id, obj_ver
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
+			$8::bigint[], $9::text[], $10::bigint[])
+			AS t(integration, account, event_id, tenant, event_type, sha, recv, seq, obj_id, obj_ver)
+		ORDER BY integration, account, event_id, seq
+		ON CONFLICT (integration, account, event_id) DO NOTHING
+		RETURNING integration, account, event_id, stream_seq`,
+		integ, acct, evID, tenant, typ, sha, recv, seq, objID, objVer)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: claim batch: %w", err)
+	}
+	won := map[envelope.Key]int64{}
+	var k envelope.Key
+	var s int64
+	_, err = pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID, &s}, func() error {
+		won[k] = s
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: claim batch: %w", err)
+	}
+
+	inserted = make([]bool, n)
+	var lint, lacct, lid []string
+	for i, c := range claims {
+		if s, ok := won[c.Key]; ok && s == int64(c.StreamSeq) {
+			inserted[i] = true
+			continue
+		}
+		lint, lacct, lid = append(lint, c.Key.Integration), append(lacct, c.Key.Account), append(lid, c.Key.EventID)
+	}
+	existing = map[envelope.Key]Row{}
+	if len(lint) == 0 {
+		return inserted, existing, nil
+	}
+	rows, err = tx.Query(ctx, `
+		SELECT i.integration, i.account, i.event_id, i.payload_sha256, i.stream_seq, i.status
+		FROM intake.inbox i
+		JOIN unnest($1::text[], $2::text[], $3::text[]) AS t(integration, account, event_id)
+		  USING (integration, account, event_id)
+		ORDER BY 1, 2, 3
+		FOR UPDATE OF i`, lint, lacct, lid)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: read inbox rows: %w", err)
+	}
+	var r Row
+	_, err = pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID, &r.PayloadSHA256, &s, &r.Status}, func() error {
+		r.StreamSeq = uint64(s)
+		existing[k] = r
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: read inbox rows: %w", err)
+	}
+	return inserted, existing, nil
+}
+
+// GuardVersion advances the object's stored version to version unless a
+// newer one is stored, and reports whether the event may apply. Equal
+// versions apply: second-granularity timestamps (Stripe's created) collide
+// for distinct events, and refusing ties would drop real changes.
+func GuardVersion(ctx context.Context, tx pgx.Tx, k envelope.Key, objectID string, version int64) (bool, error) {
+	var ok bool
+	err := tx.QueryRow(ctx, `
+		INSERT INTO intake.object_versions AS o (integration, account, object_id, version, event_id)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (integration, account, object_id) DO UPDATE
+		SET version = EXCLUDED.version, event_id = EXCLUDED.event_id, updated_at = now()
+		WHERE o.version <= EXCLUDED.version
+		RETURNING true`, k.Integration, k.Account, objectID, version, k.EventID).Scan(&ok)
+	if err == pgx.ErrNoRows {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: object version %s/%s: %w", k.Integration, objectID, err)
+	}
+	return true, nil
+}
+
+// Execution is one run of a handler for an event.
+type Execution struct {
+	ID        string
+	Key       envelope.Key
+	Mode      string // original, retry, reexecute
+	ReplayID  string
+	StreamSeq uint64
+}
+
+// ConflictRow is a same-key-other-payload message.
+type ConflictRow struct {
+	Claim
+	Original Row
+}
+
+// BatchWrites are the rows a batch writes besides the claims; Flush sends
+// them in one round trip.
+type BatchWrites struct {
+	Outbox     []OutboxRow
+	Executions []Execution
+	Conflicts  []ConflictRow
+	Duplicates []Claim        // each adds one to delivery_count
+	Retried    []envelope.Key // failed/quarantined rows applied by a replay
+	Stale      []envelope.Key // rows claimed in this batch whose version lost
+}
+
+// Flush writes w inside tx.
+func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
+	b := &pgx.Batch{}
+	if n := len(w.Outbox); n > 0 {
+		integ, acct, id, subj, hdr := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		payload := make([][]byte, n)
+		for i, r := range w.Outbox {
+			h, err := json.Marshal(r.Headers)
+			if err != nil {
+				return fmt.Errorf("store: outbox headers: %w", err)
+			}
+			integ[i], acct[i], id[i], subj[i], hdr[i], payload[i] = r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, string(h), r.Payload
+		}
+		b.Queue(`INSERT INTO intake.outbox (integration, account, event_id, subject, headers, payload)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::bytea[])`,
+			integ, acct, id, subj, hdr, payload)
+	}
+	if n := len(w.Executions); n > 0 {
+		ids, integ, acct, evID, mode := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		replay, seq := make([]*string, n), make([]int64, n)
+		for i, e := range w.Executions {
+			ids[i], integ[i], acct[i], evID[i], mode[i], seq[i] = e.ID, e.Key.Integration, e.Key.Account, e.Key.EventID, e.Mode, int64(e.StreamSeq)
+			if e.ReplayID != "" {
+				replay[i] = &w.Executions[i].ReplayID
+			}
+		}
+		b.Queue(`INSERT INTO intake.executions (id, integration, account, event_id, mode, replay_id, stream_seq)
+			SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[])`,
+			ids, integ, acct, evID, mode, replay, seq)
+	}
+	for _, c := range w.Conflicts {
+		b.Queue(`INSERT INTO intake.conflicts (integration, account, event_id, tenant, original_sha256,
+				conflicting_sha256, original_stream_seq, conflicting_stream_seq, received_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (integration, account, event_id, conflicting_stream_seq) DO NOTHING`,
+			c.Key.Integration, c.Key.Account, c.Key.EventID, c.Tenant, c.Original.PayloadSHA256, c.PayloadSHA256,
+			int64(c.Original.StreamSeq), int64(c.StreamSeq), c.ReceivedAt)
+	}
+	for _, d := range w.Duplicates {
+		b.Queue(`UPDATE intake.inbox SET delivery_count = delivery_count + 1, last_received_at = greatest(last_received_at, $4)
+			WHERE integration = $1 AND account = $2 AND event_id = $3`,
+			d.Key.Integration, d.Key.Account, d.Key.EventID, d.ReceivedAt)
+	}
+	for _, k := range w.Retried {
+		b.Queue(`UPDATE intake.inbox SET status = 'processed', attempts = attempts + 1, error = NULL, processed_at = now()
+			WHERE integration = $1 AND account = $2 AND event_id = $3`, k.Integration, k.Account, k.EventID)
+	}
+	for _, k := range w.Stale {
+		b.Queue(`UPDATE intake.inbox SET status = 'stale', processed_at = now()
+			WHERE integration = $1 AND account = $2 AND event_id = $3`, k.Integration, k.Account, k.EventID)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("store: batch writes: %w", err)
+	}
+	return nil
+}

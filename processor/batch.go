@@ -1,0 +1,181 @@
+package processor
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+)
+
+// outcome is what the inbox decided for one message.
+type outcome int
+
+const (
+	outcomeNew         outcome = iota + 1 // applied for the first time
+	outcomeDuplicate                      // same payload again as another stream message; counted
+	outcomeRedelivered                    // the same stream message again (lost ack); nothing
+	outcomeConflict                       // same key, other payload; recorded
+	outcomeStale                          // older object version; recorded, not applied
+	outcomeReplayed                       // exact replay of a settled event; nothing
+	outcomeRetried                        // exact replay of a failed/quarantined event; applied
+	outcomeReexecuted                     // explicit re-execution; applied again
+)
+
+func (o outcome) String() string {
+	switch o {
+	case outcomeNew:
+		return "new"
+	case outcomeDuplicate:
+		return "duplicate"
+	case outcomeRedelivered:
+		return "redelivered"
+	case outcomeConflict:
+		return "conflict"
+	case outcomeStale:
+		return "stale"
+	case outcomeReplayed:
+		return "replayed"
+	case outcomeRetried:
+		return "retried"
+	case outcomeReexecuted:
+		return "reexecuted"
+	}
+	return "unknown"
+}
+
+// Execution modes (intake.executions.mode, Event.Mode).
+const (
+	ModeOriginal  = "original"
+	ModeRetry     = "retry"
+	ModeReexecute = "reexecute"
+)
+
+// apply is the batch's one transaction: claim every key in one statement,
+// classify, guard object versions, run the handler for what applies, write
+// executions, outbox, conflicts and counters, commit. On a handler error it
+// returns the index in b of the message whose handler failed.
+func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.o.Config.AckWait)
+	defer cancel()
+	start := time.Now()
+	defer func() { p.o.Metrics.TxLatency.Observe(time.Since(start).Seconds()) }()
+
+	// Key order is lock order: two processors claiming overlapping keys
+	// wait for each other instead of deadlocking.
+	order := make([]int, len(b))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		a, c := b[x].ev, b[y].ev
+		return cmp.Or(cmp.Compare(a.Key.String(), c.Key.String()), cmp.Compare(a.StreamSeq, c.StreamSeq))
+	})
+
+	outcomes := make([]outcome, len(b))
+	culprit := -1
+	err := pgx.BeginFunc(ctx, p.o.Store.Pool(), func(tx pgx.Tx) error {
+		claims := make([]store.BatchClaim, len(order))
+		for j, i := range order {
+			ev := b[i].ev
+			claims[j] = store.BatchClaim{Claim: claimOf(ev), ObjectID: ev.ObjectID, ObjectVersion: ev.ObjectVersion}
+		}
+		inserted, existing, err := store.ClaimBatch(ctx, tx, claims)
+		if err != nil {
+			return err
+		}
+
+		var w store.BatchWrites
+		var run []int
+		for j, i := range order {
+			ev := b[i].ev
+			if inserted[j] {
+				outcomes[i], ev.Mode = outcomeNew, ModeOriginal
+				if ev.ReplayMode == envelope.ReplayReexecute {
+					ev.Mode = ModeReexecute
+				}
+				run = append(run, i)
+				continue
+			}
+			row, ok := existing[ev.Key]
+			if !ok {
+				return fmt.Errorf("processor: inbox row of %s neither inserted nor found", ev.Key)
+			}
+			switch {
+			case row.PayloadSHA256 != ev.PayloadSHA256:
+				outcomes[i] = outcomeConflict
+				w.Conflicts = append(w.Conflicts, store.ConflictRow{Claim: claimOf(ev), Original: row})
+			case ev.ReplayMode == envelope.ReplayReexecute:
+				outcomes[i], ev.Mode = outcomeReexecuted, ModeReexecute
+				run = append(run, i)
+			case ev.ReplayMode == envelope.ReplayExact &&
+				(row.Status == store.StatusFailed || row.Status == store.StatusQuarantined):
+				outcomes[i], ev.Mode = outcomeRetried, ModeRetry
+				run = append(run, i)
+			case ev.ReplayMode == envelope.ReplayExact:
+				outcomes[i] = outcomeReplayed
+			case row.StreamSeq == ev.StreamSeq:
+				outcomes[i] = outcomeRedelivered
+			default:
+				outcomes[i] = outcomeDuplicate
+				w.Duplicates = append(w.Duplicates, claimOf(ev))
+			}
+		}
+
+		// Within a batch, apply each object's events in version order.
+		slices.SortStableFunc(run, func(x, y int) int {
+			a, c := b[x].ev, b[y].ev
+			return cmp.Or(cmp.Compare(a.ObjectID, c.ObjectID), cmp.Compare(a.ObjectVersion, c.ObjectVersion),
+				cmp.Compare(a.StreamSeq, c.StreamSeq))
+		})
+		for _, i := range run {
+			ev := b[i].ev
+			// A re-execution is asked for explicitly: it does not move the
+			// object's version and is not refused as stale.
+			if ev.ObjectID != "" && ev.Mode != ModeReexecute {
+				ok, err := store.GuardVersion(ctx, tx, ev.Key, ev.ObjectID, ev.ObjectVersion)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					outcomes[i] = outcomeStale
+					w.Stale = append(w.Stale, ev.Key)
+					continue
+				}
+			}
+			ev.ExecutionID = uuid.NewString()
+			msgs, err := p.o.Handler.Handle(ctx, tx, ev)
+			if err != nil {
+				culprit = i
+				return &handlerError{err: err}
+			}
+			if ev.Mode == ModeRetry {
+				w.Retried = append(w.Retried, ev.Key)
+			}
+			w.Executions = append(w.Executions, store.Execution{
+				ID: ev.ExecutionID, Key: ev.Key, Mode: ev.Mode, ReplayID: ev.ReplayID, StreamSeq: ev.StreamSeq,
+			})
+			for _, m := range msgs {
+				h := IdentityHeader(ev)
+				for k, v := range m.Header {
+					h[k] = v
+				}
+				h.Set(envelope.HeaderExecutionID, ev.ExecutionID)
+				w.Outbox = append(w.Outbox, store.OutboxRow{Key: ev.Key, Subject: m.Subject, Headers: h, Payload: m.Data})
+			}
+		}
+		return w.Flush(ctx, tx)
+	})
+	return outcomes, culprit, err
+}
+
+type handlerError struct{ err error }
+
+func (e *handlerError) Error() string { return "handler: " + e.err.Error() }
+func (e *handlerError) Unwrap() error { return e.err }
