@@ -328,3 +328,144 @@ func TestPermanentErrorFailsAtOnce(t *testing.T) {
 		t.Fatalf("handler called %d times for a permanent error, want 1", calls.Load())
 	}
 }
+
+// replay republishes the stored message at seq the way the replayer does.
+func (r *rig) replay(seq uint64, replayID, mode string) {
+	r.t.Helper()
+	ctx := context.Background()
+	s, err := r.js.Stream(ctx, envelope.StreamIn)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	raw, err := s.GetMsg(ctx, seq)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	msg := &nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data}
+	msg.Header.Set(envelope.HeaderMsgID, "replay:"+replayID+":"+raw.Header.Get(envelope.HeaderKey))
+	msg.Header.Set(envelope.HeaderReplayID, replayID)
+	msg.Header.Set(envelope.HeaderReplayMode, mode)
+	if _, err := r.js.PublishMsg(ctx, msg); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func TestReplayModes(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	m := telemetry.NewMetrics()
+	var broken atomic.Bool
+	broken.Store(true)
+	h := effects()
+	r.run(processor.Options{Metrics: m, Handler: processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
+		if ev.Key.EventID == "evt_fails" && broken.Load() {
+			return nil, processor.Permanent(errors.New("downstream schema mismatch"))
+		}
+		return h.Handle(ctx, tx, ev)
+	})})
+	r.publish("evt_ok", `{"ok":true}`, "")     // seq 1
+	r.publish("evt_fails", `{"ok":false}`, "") // seq 2
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'failed'`) == 1 &&
+			r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'processed'`) == 1
+	}, "first pass never settled")
+
+	// Exact replay of a processed event: the inbox decides, nothing applies.
+	r.replay(1, "r1", envelope.ReplayExact)
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return testutil.ToFloat64(m.Processed.WithLabelValues("demo", "replayed")) == 1
+	}, "exact replay never processed")
+	if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, key("evt_ok").String()); n != 1 {
+		t.Fatalf("exact replay of a processed event: %d effects, want 1", n)
+	}
+
+	// Exact replay of a failed event after the cause is fixed: applied once.
+	broken.Store(false)
+	r.replay(2, "r2", envelope.ReplayExact)
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'processed'`) == 2
+	}, "failed event never retried")
+	if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, key("evt_fails").String()); n != 1 {
+		t.Fatalf("retried event: %d effects, want 1", n)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.inbox WHERE event_id = 'evt_fails' AND error IS NULL`); n != 1 {
+		t.Fatal("retried event kept its error")
+	}
+
+	// Re-execution: a second execution, linked to the replay.
+	r.replay(1, "r3", envelope.ReplayReexecute)
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.executions WHERE event_id = 'evt_ok'`) == 2
+	}, "re-execution never recorded")
+	if n := r.count(`SELECT count(*) FROM intake.executions WHERE event_id = 'evt_ok' AND mode = 'reexecute' AND replay_id = 'r3'`); n != 1 {
+		t.Fatal("re-execution not linked to its replay")
+	}
+	if n := r.count(`SELECT count(*) FROM intake.executions WHERE event_id = 'evt_fails' AND mode = 'retry' AND replay_id = 'r2'`); n != 1 {
+		t.Fatal("retry execution not recorded")
+	}
+	if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, key("evt_ok").String()); n != 2 {
+		t.Fatalf("re-executed event: %d effects, want 2", n)
+	}
+	r.settled(2)
+	if out := r.outCount(); out[key("evt_ok").String()] != 2 || out[key("evt_fails").String()] != 1 {
+		t.Fatalf("INTAKE_OUT = %v, want 2 for the re-executed event and 1 for the retried one", out)
+	}
+}
+
+func TestPoisonMessageInABatchFailsAlone(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	const events = 40
+	for i := range events {
+		r.publish(fmt.Sprintf("evt_%d", i), fmt.Sprintf(`{"i":%d}`, i), "")
+	}
+	h := effects()
+	// Publish first, then start: the messages arrive as one batch.
+	r.run(processor.Options{
+		Config: config.Processor{AckWait: 5 * time.Second, MaxDeliver: 1, BatchSize: 64, BatchWait: 200 * time.Millisecond, Concurrency: 1},
+		Handler: processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
+			if ev.Key.EventID == "evt_17" {
+				return nil, errors.New("poison")
+			}
+			return h.Handle(ctx, tx, ev)
+		}),
+	})
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.inbox`) == events
+	}, "batch never settled")
+	if n := r.count(`SELECT count(*) FROM effects`); n != events-1 {
+		t.Fatalf("%d effects, want %d (all but the poison message)", n, events-1)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'failed' AND event_id = 'evt_17'`); n != 1 {
+		t.Fatal("poison message not marked failed")
+	}
+}
+
+func TestStaleVersionsAreRecordedNotApplied(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	pub := func(id string, version int64) {
+		d := envelope.NewDelivery(key(id), "acme", "customer.updated", []byte(`{"v":`+fmt.Sprint(version)+`}`), time.Now())
+		d.ObjectID, d.ObjectVersion = "cus_1", version
+		if _, err := r.js.PublishMsg(context.Background(), d.Msg()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := r.run(processor.Options{Config: config.Processor{AckWait: 2 * time.Second, MaxDeliver: 3, BatchSize: 1, Concurrency: 1}})
+	pub("evt_v2", 2)
+	r.settled(1)
+	pub("evt_v1", 1) // arrives late, older
+	pub("evt_v3", 3)
+	pub("evt_v3b", 3) // an equal version applies (documented tie rule)
+	r.settled(4)
+	stop()
+	if n := r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'stale' AND event_id = 'evt_v1'`); n != 1 {
+		t.Fatal("older version not recorded as stale")
+	}
+	if n := r.count(`SELECT count(*) FROM effects`); n != 3 {
+		t.Fatalf("%d effects, want 3 (v2, v3, v3b; not the stale v1)", n)
+	}
+	if n := r.count(`SELECT version FROM intake.object_versions WHERE object_id = 'cus_1'`); n != 3 {
+		t.Fatalf("stored version %d, want 3", n)
+	}
+}
