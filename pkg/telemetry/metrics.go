@@ -26,6 +26,10 @@ type Metrics struct {
 	Conflicts *prometheus.CounterVec // integration
 	Failures  *prometheus.CounterVec // integration, kind
 	TxLatency prometheus.Histogram   // one inbox transaction
+	// HandlerLatency times domain handler runs: integration, result.
+	HandlerLatency *prometheus.HistogramVec
+	// ReceiptsFolded counts receipts folded into the delivery history.
+	ReceiptsFolded prometheus.Counter
 
 	// Outbox relay.
 	OutboxPublished prometheus.Counter
@@ -64,6 +68,10 @@ func NewMetrics() *Metrics {
 			Name: "failures_total", Help: "Processing failures, by kind (retry, db, malformed)."}, []string{"integration", "kind"}),
 		TxLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "tx_seconds", Help: "Inbox transaction duration.", Buckets: lat}),
+		HandlerLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "handler_seconds", Help: "Domain handler duration.", Buckets: lat}, []string{"integration", "result"}),
+		ReceiptsFolded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "receipts_folded_total", Help: "Delivery receipts folded into the delivery history."}),
 		OutboxPublished: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "outbox",
 			Name: "published_total", Help: "Outbox rows published to INTAKE_OUT."}),
 		OutboxPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "outbox",
@@ -72,7 +80,7 @@ func NewMetrics() *Metrics {
 			Name: "lag_seconds", Help: "Age of the oldest unpublished outbox row at the last relay pass."}),
 	}
 	for _, c := range []prometheus.Collector{m.Received, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
-		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.TxLatency,
+		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.TxLatency, m.HandlerLatency, m.ReceiptsFolded,
 		m.OutboxPublished, m.OutboxPending, m.OutboxLag} {
 		f(c)
 	}
