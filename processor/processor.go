@@ -118,25 +118,25 @@ func (p *Processor) consume(ctx context.Context) error {
 			}
 		})
 	}
-	err = p.collect(it, batches)
+	err = collect(it, p.o.Config.BatchSize, p.o.Config.BatchWait, batches)
 	close(batches)
 	wg.Wait()
 	it.Stop()
 	return err
 }
 
-// collect groups messages into batches: up to BatchSize, or whatever came
-// within BatchWait of the first one. It returns when the iterator closes.
-func (p *Processor) collect(it jetstream.MessagesContext, out chan<- []jetstream.Msg) error {
+// collect groups messages into batches: up to size, or whatever came within
+// wait of the first one. It returns when the iterator closes.
+func collect(it jetstream.MessagesContext, size int, wait time.Duration, out chan<- []jetstream.Msg) error {
 	for {
 		first, err := it.Next()
 		if err != nil {
 			return err
 		}
 		batch := []jetstream.Msg{first}
-		deadline := time.Now().Add(p.o.Config.BatchWait)
+		deadline := time.Now().Add(wait)
 		var endErr error
-		for len(batch) < p.o.Config.BatchSize {
+		for len(batch) < size {
 			wait := time.Until(deadline)
 			if wait <= 0 {
 				break

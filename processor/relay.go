@@ -52,7 +52,12 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer func() { <-listenDone }()
 
 	failures := 0
+	nextClean := time.Now()
 	for {
+		if time.Now().After(nextClean) {
+			r.clean(ctx)
+			nextClean = time.Now().Add(time.Minute)
+		}
 		n, err := r.publishPending(ctx)
 		if ctx.Err() != nil {
 			return nil
@@ -202,4 +207,21 @@ func (r *Relay) observeLag(ctx context.Context) {
 	}
 	r.metrics.OutboxPending.Set(float64(n))
 	r.metrics.OutboxLag.Set(age.Seconds())
+}
+
+// clean deletes published rows older than the retention period.
+func (r *Relay) clean(ctx context.Context) {
+	if r.cfg.Retention <= 0 {
+		return
+	}
+	for ctx.Err() == nil {
+		n, err := r.store.DeletePublished(ctx, time.Now().Add(-r.cfg.Retention), 1000)
+		if err != nil {
+			r.log.Warn("outbox cleanup failed", "err", err)
+			return
+		}
+		if n < 1000 {
+			return
+		}
+	}
 }

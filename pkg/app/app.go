@@ -143,6 +143,12 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 				errc <- fmt.Errorf("relay: %w", err)
 			}
 		})
+		folder := processor.NewReceiptFolder(st, js, cfg.Processor, m, log)
+		wg.Go(func() {
+			if err := folder.Run(runCtx); err != nil {
+				errc <- fmt.Errorf("receipts: %w", err)
+			}
+		})
 	}
 	if o.Listening != nil {
 		o.Listening(ln.Addr())

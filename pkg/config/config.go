@@ -137,6 +137,9 @@ type Outbox struct {
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// BatchSize is the number of rows published per claim. Defaults to 100.
 	BatchSize int `yaml:"batch_size"`
+	// Retention is how long published rows stay in the table (for
+	// redelivery from the outbox) before the relay deletes them. Defaults to 72h.
+	Retention time.Duration `yaml:"retention"`
 }
 
 // Integration is one webhook endpoint: POST /webhooks/{name}.
@@ -286,6 +289,7 @@ func (c *Config) setDefaults() {
 	if c.Outbox.BatchSize == 0 {
 		c.Outbox.BatchSize = 100
 	}
+	setDur(&c.Outbox.Retention, 72*time.Hour)
 	for i := range c.Integrations {
 		in := &c.Integrations[i]
 		if in.MaxBodyBytes == 0 {

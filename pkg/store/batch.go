@@ -46,10 +46,21 @@ func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted [
 			objID[i], objVer[i] = &claims[i].ObjectID, &claims[i].ObjectVersion
 		}
 	}
+	keys := make([]string, n)
+	for i, c := range claims {
+		keys[i] = c.Key.String()
+	}
+	if err := lockKeys(ctx, tx, keys); err != nil {
+		return nil, nil, err
+	}
+	// delivery_count starts at the deliveries already folded from receipts
+	// (they often arrive first), at least 1.
 	rows, err := tx.Query(ctx, `
 		INSERT INTO intake.inbox (integration, account, event_id, tenant, event_type, payload_sha256, status,
-			first_received_at, last_received_at, processed_at, stream_seq, object_id, object_version)
-		SELECT integration, account, event_id, tenant, event_type, sha, 'processed', recv, recv, now(), seq, obj_id, obj_ver
+			first_received_at, last_received_at, processed_at, stream_seq, object_id, object_version, delivery_count)
+		SELECT integration, account, event_id, tenant, event_type, sha, 'processed', recv, recv, now(), seq, obj_id, obj_ver,
+			greatest(1, (SELECT count(*) FROM intake.deliveries d
+				WHERE d.integration = t.integration AND d.account = t.account AND d.event_id = t.event_id))
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
 			$8::bigint[], $9::text[], $10::bigint[])
 			AS t(integration, account, event_id, tenant, event_type, sha, recv, seq, obj_id, obj_ver)
@@ -149,7 +160,7 @@ type BatchWrites struct {
 	Outbox     []OutboxRow
 	Executions []Execution
 	Conflicts  []ConflictRow
-	Duplicates []Claim        // each adds one to delivery_count
+	Duplicates []Claim        // same payload, another stream message: last_received_at moves
 	Retried    []envelope.Key // failed/quarantined rows applied by a replay
 	Stale      []envelope.Key // rows claimed in this batch whose version lost
 }
@@ -193,7 +204,8 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 			int64(c.Original.StreamSeq), int64(c.StreamSeq), c.ReceivedAt)
 	}
 	for _, d := range w.Duplicates {
-		b.Queue(`UPDATE intake.inbox SET delivery_count = delivery_count + 1, last_received_at = greatest(last_received_at, $4)
+		// delivery_count is not touched: the delivery's receipt counts it.
+		b.Queue(`UPDATE intake.inbox SET last_received_at = greatest(last_received_at, $4)
 			WHERE integration = $1 AND account = $2 AND event_id = $3`,
 			d.Key.Integration, d.Key.Account, d.Key.EventID, d.ReceivedAt)
 	}

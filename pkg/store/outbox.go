@@ -84,3 +84,14 @@ func (s *Store) OutboxLag(ctx context.Context) (int64, time.Duration, error) {
 	}
 	return n, time.Since(*oldest), nil
 }
+
+// DeletePublished removes rows published before cutoff, at most limit per
+// call so a large backlog does not hold one long transaction.
+func (s *Store) DeletePublished(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM intake.outbox WHERE id IN (
+		SELECT id FROM intake.outbox WHERE published_at < $1 ORDER BY published_at LIMIT $2)`, cutoff, limit)
+	if err != nil {
+		return 0, fmt.Errorf("store: clean outbox: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -45,11 +45,42 @@ func OutConfig(c config.Stream) jetstream.StreamConfig {
 	}
 }
 
-// Ensure creates or updates both streams. It is idempotent: every role calls
+// ReceiptsConfig is INTAKE_RECEIPTS: one small record per answered delivery,
+// folded into the delivery history. No dedup: every delivery counts, and
+// the fold is idempotent by receipt id. Kept a week: the fold runs within
+// seconds; the rest is slack for an outage.
+func ReceiptsConfig(c config.Stream) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        envelope.StreamReceipts,
+		Description: "Intake: delivery receipts for the delivery history",
+		Subjects:    []string{envelope.SubjectReceiptsAll},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+		MaxAge:      min(c.MaxAge, 7*24*time.Hour),
+		Duplicates:  time.Second,
+		Discard:     jetstream.DiscardOld,
+	}
+}
+
+// ReceiptsConsumerConfig is the durable consumer the processors fold receipts from.
+func ReceiptsConsumerConfig(p config.Processor) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       envelope.ConsumerReceipts,
+		Description:   "Intake processors: fold delivery receipts into the history",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       p.AckWait,
+		MaxDeliver:    -1, // a receipt is small and the fold idempotent: never give up
+		FilterSubject: envelope.SubjectReceiptsAll,
+		MaxAckPending: 4096,
+	}
+}
+
+// Ensure creates or updates the streams. It is idempotent: every role calls
 // it at start, so the first pod up creates the topology and later ones
 // converge it to the configured values.
 func Ensure(ctx context.Context, js jetstream.JetStream, c config.Stream) error {
-	for _, sc := range []jetstream.StreamConfig{InConfig(c), OutConfig(c)} {
+	for _, sc := range []jetstream.StreamConfig{InConfig(c), OutConfig(c), ReceiptsConfig(c)} {
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
 			return fmt.Errorf("stream %s: create or update: %w", sc.Name, err)
 		}

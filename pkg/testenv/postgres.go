@@ -126,6 +126,18 @@ type PG struct {
 // be restarted or killed from a test, so then the test is skipped instead.
 func PrivatePostgres(t testing.TB) *PG {
 	t.Helper()
+	return privatePostgres(t, true)
+}
+
+// DurablePostgres is PrivatePostgres with fsync on, as in production:
+// benchmarks that measure commit cost need it.
+func DurablePostgres(t testing.TB) *PG {
+	t.Helper()
+	return privatePostgres(t, false)
+}
+
+func privatePostgres(t testing.TB, fast bool) *PG {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "intake-pg-") // not t.TempDir(): see sharedAdminURL
 	if err != nil {
 		t.Fatalf("testenv: temp dir: %v", err)
@@ -137,7 +149,7 @@ func PrivatePostgres(t testing.TB) *PG {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir, Fast: true})
+	c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir, Fast: fast})
 	if errors.Is(err, pgcluster.ErrNoBinaries) && os.Getenv("DATABASE_URL") != "" {
 		t.Skipf("testenv: fault injection needs a private cluster: %v", err)
 	}

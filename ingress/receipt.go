@@ -1,0 +1,37 @@
+package ingress
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/intakehq/intake/pkg/envelope"
+)
+
+// sendReceipt records an answered, verified delivery for the event's
+// delivery history. It is a core NATS publish into INTAKE_RECEIPTS, not a
+// JetStream publish: the answer to the provider must not wait for it. A
+// receipt lost to a NATS failure undercounts delivery_count (which is at
+// least 1 for a processed event); it never loses an event.
+func (s *Service) sendReceipt(r *http.Request, key envelope.Key, receivedAt time.Time, code int, answer string) {
+	var hints map[string]string
+	for _, h := range envelope.RetryHintHeaders {
+		if v := r.Header.Get(h); v != "" {
+			if hints == nil {
+				hints = map[string]string{}
+			}
+			hints[h] = v
+		}
+	}
+	b, err := envelope.MarshalReceipt(envelope.Receipt{
+		ID: uuid.NewString(), Key: key, ReceivedAt: receivedAt, Instance: s.instance,
+		StatusCode: code, Answer: answer, RetryHints: hints,
+	})
+	if err == nil {
+		err = s.js.Conn().Publish(envelope.SubjectReceipt(key.Integration), b)
+	}
+	if err != nil {
+		s.log.Debug("receipt not sent", "key", key.String(), "err", err)
+	}
+}

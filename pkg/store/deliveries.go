@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake/pkg/envelope"
+)
+
+// lockKeys takes a transaction-scoped advisory lock per scoped key, in hash
+// order. The inbox claim and the receipt fold both take them first, in the
+// same order, so a receipt and the claim of its event serialise: whichever
+// commits second sees the other, and delivery_count is exact.
+func lockKeys(ctx context.Context, tx pgx.Tx, keys []string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(h)
+		FROM (SELECT DISTINCT hashtextextended(k, 7001) AS h FROM unnest($1::text[]) AS k) AS t ORDER BY h`, keys)
+	if err != nil {
+		return fmt.Errorf("store: lock keys: %w", err)
+	}
+	return nil
+}
+
+// FoldReceipts records receipts in the delivery history and sets each
+// affected inbox row's delivery_count to the number of deliveries recorded.
+// Idempotent: a receipt folded twice is recorded once.
+func FoldReceipts(ctx context.Context, tx pgx.Tx, rs []envelope.Receipt) (int, error) {
+	n := len(rs)
+	if n == 0 {
+		return 0, nil
+	}
+	ids, keys, integ, acct, evID, inst, answer, hints := make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	at, code := make([]time.Time, n), make([]int32, n)
+	for i, r := range rs {
+		h, err := json.Marshal(r.RetryHints)
+		if err != nil {
+			return 0, err
+		}
+		ids[i], keys[i] = r.ID, r.Key.String()
+		integ[i], acct[i], evID[i] = r.Key.Integration, r.Key.Account, r.Key.EventID
+		inst[i], answer[i], hints[i], at[i], code[i] = r.Instance, r.Answer, string(h), r.ReceivedAt, int32(r.StatusCode)
+	}
+	if err := lockKeys(ctx, tx, keys); err != nil {
+		return 0, err
+	}
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO intake.deliveries (receipt_id, integration, account, event_id, received_at, instance,
+			status_code, answer, retry_hints)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[],
+			$7::int[], $8::text[], $9::jsonb[])
+		ON CONFLICT (receipt_id) DO NOTHING`,
+		ids, integ, acct, evID, at, inst, code, answer, hints)
+	if err != nil {
+		return 0, fmt.Errorf("store: fold receipts: %w", err)
+	}
+	_, err = tx.Exec(ctx, `
+		UPDATE intake.inbox i
+		SET delivery_count = c.n, last_received_at = greatest(i.last_received_at, c.last)
+		FROM (
+			SELECT d.integration, d.account, d.event_id, count(*) AS n, max(d.received_at) AS last
+			FROM intake.deliveries d
+			JOIN (SELECT DISTINCT * FROM unnest($1::text[], $2::text[], $3::text[])) AS t(integration, account, event_id)
+			  USING (integration, account, event_id)
+			GROUP BY 1, 2, 3
+		) c
+		WHERE i.integration = c.integration AND i.account = c.account AND i.event_id = c.event_id`,
+		integ, acct, evID)
+	if err != nil {
+		return 0, fmt.Errorf("store: count deliveries: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Delivery is one row of an event's delivery history.
+type Delivery struct {
+	ReceiptID  string            `json:"receipt_id"`
+	ReceivedAt time.Time         `json:"received_at"`
+	Instance   string            `json:"instance"`
+	StatusCode int               `json:"status_code"`
+	Answer     string            `json:"answer"`
+	RetryHints map[string]string `json:"retry_hints,omitempty"`
+}

@@ -1,0 +1,80 @@
+package processor_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	neturl "net/url"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/testenv"
+	"github.com/intakehq/intake/processor"
+)
+
+// BenchmarkGroupCommit measures committed events/s of the batched processor
+// and of the same processor with one transaction per event (batch size 1:
+// the naive receiver), side by side on the same durable Postgres (fsync on)
+// and nats-server, and reports the ratio. Each run publishes the events
+// first, then times the processor from start until every inbox row is
+// committed and the outbox is drained.
+//
+//	go test -run '^$' -bench GroupCommit -benchtime 3x ./processor/
+func BenchmarkGroupCommit(b *testing.B) {
+	const events = 3000
+	pg := testenv.DurablePostgres(b)
+	measure := func(name string, cfg config.Processor) float64 {
+		var total time.Duration
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			r := setupBench(b, pg.URL(), fmt.Sprintf("%s_%d", name, i))
+			for j := range events {
+				r.publish(fmt.Sprintf("evt_%d", j), fmt.Sprintf(`{"n":%d,"pad":"%0200d"}`, j, j), "")
+			}
+			b.StartTimer()
+			start := time.Now()
+			stop := r.run(processor.Options{Config: cfg})
+			r.settled(events)
+			total += time.Since(start)
+			stop()
+		}
+		return float64(events*b.N) / total.Seconds()
+	}
+	batched := measure("batched", config.Processor{AckWait: 30 * time.Second, MaxDeliver: 10, BatchSize: 256, BatchWait: 20 * time.Millisecond, Concurrency: 2})
+	single := measure("single", config.Processor{AckWait: 30 * time.Second, MaxDeliver: 10, BatchSize: 1, BatchWait: time.Millisecond, Concurrency: 2})
+	b.ReportMetric(batched, "batched-ev/s")
+	b.ReportMetric(single, "one-tx-ev/s")
+	b.ReportMetric(batched/single, "ratio")
+	b.ReportMetric(0, "ns/op")
+}
+
+// setupBench is setup on a fresh database of the durable cluster.
+func setupBench(b *testing.B, adminURL, name string) *rig {
+	b.Helper()
+	ctx := context.Background()
+	db := "bench_" + name
+	conn, err := pgxConnect(ctx, adminURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
+		b.Fatal(err)
+	}
+	conn.Close(ctx)
+	return setup(b, replaceDB(adminURL, db))
+}
+
+func pgxConnect(ctx context.Context, url string) (*pgx.Conn, error) { return pgx.Connect(ctx, url) }
+
+// replaceDB points a postgres:// URL at another database.
+func replaceDB(raw, db string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		panic(err)
+	}
+	u.Path = "/" + db
+	return u.String()
+}

@@ -1,0 +1,128 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/stream"
+	"github.com/intakehq/intake/pkg/telemetry"
+)
+
+// ReceiptFolder folds delivery receipts from INTAKE_RECEIPTS into the
+// delivery history in batches. Every processor pod runs one; they share the
+// durable consumer "receipts".
+type ReceiptFolder struct {
+	store   *store.Store
+	js      jetstream.JetStream
+	cfg     config.Processor
+	metrics *telemetry.Metrics
+	log     *slog.Logger
+}
+
+// NewReceiptFolder builds a folder.
+func NewReceiptFolder(s *store.Store, js jetstream.JetStream, cfg config.Processor, m *telemetry.Metrics, log *slog.Logger) *ReceiptFolder {
+	if m == nil {
+		m = telemetry.NewMetrics()
+	}
+	if log == nil {
+		log = telemetry.Discard()
+	}
+	if cfg.AckWait == 0 {
+		cfg.AckWait = 30 * time.Second
+	}
+	return &ReceiptFolder{store: s, js: js, cfg: cfg, metrics: m, log: log}
+}
+
+const (
+	receiptBatch = 500
+	receiptWait  = 50 * time.Millisecond
+)
+
+// Run folds until ctx ends.
+func (f *ReceiptFolder) Run(ctx context.Context) error {
+	for {
+		err := f.consume(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		f.log.Warn("receipt consumer ended; restarting", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (f *ReceiptFolder) consume(ctx context.Context) error {
+	cons, err := f.js.CreateOrUpdateConsumer(ctx, envelope.StreamReceipts, stream.ReceiptsConsumerConfig(f.cfg))
+	if err != nil {
+		return fmt.Errorf("receipts consumer: %w", err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(2 * receiptBatch))
+	if err != nil {
+		return fmt.Errorf("receipts: pull: %w", err)
+	}
+	stop := context.AfterFunc(ctx, it.Drain)
+	defer stop()
+	batches := make(chan []jetstream.Msg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for b := range batches {
+			f.fold(context.WithoutCancel(ctx), ctx, b)
+		}
+	}()
+	err = collect(it, receiptBatch, receiptWait, batches)
+	close(batches)
+	<-done
+	it.Stop()
+	return err
+}
+
+func (f *ReceiptFolder) fold(ctx, shutdown context.Context, msgs []jetstream.Msg) {
+	rs := make([]envelope.Receipt, 0, len(msgs))
+	valid := msgs[:0:0]
+	for _, m := range msgs {
+		r, err := envelope.ParseReceipt(m.Data())
+		if err != nil {
+			f.log.Error("terminating malformed receipt", "err", err)
+			_ = m.Term()
+			continue
+		}
+		rs, valid = append(rs, r), append(valid, m)
+	}
+	msgs = valid
+	for attempt := 0; ; attempt++ {
+		var n int
+		err := pgx.BeginFunc(ctx, f.store.Pool(), func(tx pgx.Tx) error {
+			var err error
+			n, err = store.FoldReceipts(ctx, tx, rs)
+			return err
+		})
+		if err == nil {
+			f.metrics.ReceiptsFolded.Add(float64(n))
+			break
+		}
+		f.log.Warn("receipt fold failed; retrying", "receipts", len(rs), "err", err)
+		select {
+		case <-shutdown.Done():
+			for _, m := range msgs {
+				_ = m.Nak()
+			}
+			return
+		case <-time.After(infraBackoff(attempt)):
+		}
+	}
+	for _, m := range msgs {
+		_ = m.Ack()
+	}
+}
