@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake/pkg/envelope"
@@ -149,7 +148,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, int, error
 					continue
 				}
 			}
-			ev.ExecutionID = uuid.NewString()
+			ev.ExecutionID = store.NewID()
 			msgs, err := p.o.Handler.Handle(ctx, tx, ev)
 			if err != nil {
 				culprit = i

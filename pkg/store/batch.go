@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake/pkg/envelope"
@@ -169,18 +170,22 @@ type BatchWrites struct {
 func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 	b := &pgx.Batch{}
 	if n := len(w.Outbox); n > 0 {
-		integ, acct, id, subj, hdr := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		ids, integ, acct, id, subj, hdr := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		payload := make([][]byte, n)
 		for i, r := range w.Outbox {
 			h, err := json.Marshal(r.Headers)
 			if err != nil {
 				return fmt.Errorf("store: outbox headers: %w", err)
 			}
+			ids[i] = r.ID
+			if ids[i] == "" {
+				ids[i] = NewID()
+			}
 			integ[i], acct[i], id[i], subj[i], hdr[i], payload[i] = r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, string(h), r.Payload
 		}
-		b.Queue(`INSERT INTO intake.outbox (integration, account, event_id, subject, headers, payload)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::bytea[])`,
-			integ, acct, id, subj, hdr, payload)
+		b.Queue(`INSERT INTO intake.outbox (id, integration, account, event_id, subject, headers, payload)
+			SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::bytea[])`,
+			ids, integ, acct, id, subj, hdr, payload)
 	}
 	if n := len(w.Executions); n > 0 {
 		ids, integ, acct, evID, mode := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -224,4 +229,15 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 		return fmt.Errorf("store: batch writes: %w", err)
 	}
 	return nil
+}
+
+// NewID returns a time-ordered UUID (v7). Outbox and execution ids are
+// primary keys: ordered ids append to the index instead of splitting random
+// pages, which group commit notices.
+func NewID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
 }
