@@ -11,6 +11,9 @@ var (
 	ErrBadSignature = errors.New("signature mismatch")
 	// ErrTimestamp: the signed timestamp is malformed or outside tolerance. Answer 401.
 	ErrTimestamp = errors.New("timestamp outside tolerance")
+	// ErrAccount: the signature is valid but the delivery names an account
+	// the integration does not allow (Shopify's allowed_shops). Answer 401.
+	ErrAccount = errors.New("account not allowed")
 	// ErrMalformed: the verified delivery lacks an event id or cannot be
 	// parsed where parsing is needed. Answer 400.
 	ErrMalformed = errors.New("malformed delivery")
@@ -25,6 +28,8 @@ func Reason(err error) string {
 		return "bad_signature"
 	case errors.Is(err, ErrTimestamp):
 		return "timestamp"
+	case errors.Is(err, ErrAccount):
+		return "account_not_allowed"
 	case errors.Is(err, ErrMalformed):
 		return "malformed"
 	default:

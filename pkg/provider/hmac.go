@@ -1,15 +1,22 @@
 package provider
 
-// Generic HMAC: the sender puts HMAC-SHA256 or HMAC-SHA512 of the raw body,
-// keyed with the secret's bytes as written, hex or base64 encoded and
-// optionally prefixed ("sha256=…"), in the header hmac.header. The scheme
-// names no event id, so event_id (a header or a body field) is required;
-// event_type is optional. Only the body is signed: an id taken from a header
-// can be changed by anyone replaying a captured delivery, which defeats
-// deduplication, so prefer a body field when the sender puts the id there.
+// Generic HMAC: the sender puts HMAC-SHA256 or HMAC-SHA512 of the signed
+// content, keyed with the secret's bytes as written, hex or base64 encoded
+// and optionally prefixed ("sha256=…"), in the header hmac.header.
+//
+// The signed content is hmac.template: "{body}" by default, or a template
+// that also signs a timestamp header ("{timestamp}.{body}") and/or the event
+// id header ("{id}.{timestamp}.{body}"). With hmac.timestamp_header set, the
+// timestamp must be unix seconds within ± tolerance, and the template must
+// sign it: an unsigned timestamp stops no replay.
+//
+// The scheme names no event id, so event_id (a header or a body field) is
+// required; event_type, object_id and object_version are optional. An id
+// taken from a header the template does not sign can be changed by anyone
+// replaying a captured delivery, which defeats deduplication: prefer a body
+// field, or sign the header with "{id}".
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
@@ -18,6 +25,7 @@ import (
 	"hash"
 	"net/textproto"
 	"strings"
+	"time"
 )
 
 type hmacVerifier struct {
@@ -27,9 +35,19 @@ type hmacVerifier struct {
 	size    int // MAC length in bytes
 	base64  bool
 
-	keys      [][]byte
-	eventID   source
-	eventType source
+	timestampHeader string // canonical; "" when none
+	idHeader        string // canonical event_id header when the template signs {id}
+	template        []templatePart
+	tolerance       time.Duration
+
+	keys     [][]byte
+	identity identity
+}
+
+// templatePart is a literal or one placeholder of hmac.template.
+type templatePart struct {
+	literal     string
+	placeholder string // "body", "timestamp", "id"; "" for a literal
 }
 
 func newHMAC(cfg Config) (Verifier, error) {
@@ -41,9 +59,10 @@ func newHMAC(cfg Config) (Verifier, error) {
 		return nil, fmt.Errorf("hmac.header: %q is not a valid header name", c.Header)
 	}
 	v := &hmacVerifier{
-		header: textproto.CanonicalMIMEHeaderKey(c.Header),
-		prefix: c.Prefix,
-		keys:   make([][]byte, len(cfg.Secrets)),
+		header:    textproto.CanonicalMIMEHeaderKey(c.Header),
+		prefix:    c.Prefix,
+		keys:      secretKeys(cfg.Secrets),
+		tolerance: cfg.Tolerance,
 	}
 	switch strings.ToLower(c.Algorithm) {
 	case "", "sha256":
@@ -60,20 +79,96 @@ func newHMAC(cfg Config) (Verifier, error) {
 	default:
 		return nil, fmt.Errorf("hmac.encoding: unknown %q (hex or base64)", c.Encoding)
 	}
-	for i, s := range cfg.Secrets {
-		v.keys[i] = []byte(s)
-	}
 	if cfg.EventID.IsZero() {
 		return nil, fmt.Errorf("event_id: header or field required for provider hmac")
 	}
+
 	var err error
-	if v.eventID, err = newSource("event_id", cfg.EventID); err != nil {
-		return nil, err
+	if v.template, err = parseTemplate(c.Template); err != nil {
+		return nil, fmt.Errorf("hmac.template: %w", err)
 	}
-	if v.eventType, err = newSource("event_type", cfg.EventType); err != nil {
+	signs := map[string]bool{}
+	for _, p := range v.template {
+		signs[p.placeholder] = true
+	}
+	if c.TimestampHeader != "" {
+		if !validHeaderName(c.TimestampHeader) {
+			return nil, fmt.Errorf("hmac.timestamp_header: %q is not a valid header name", c.TimestampHeader)
+		}
+		if !signs["timestamp"] {
+			return nil, fmt.Errorf("hmac.template: must sign {timestamp} when hmac.timestamp_header is set (e.g. \"{timestamp}.{body}\"); an unsigned timestamp stops no replay")
+		}
+		v.timestampHeader = textproto.CanonicalMIMEHeaderKey(c.TimestampHeader)
+	} else if signs["timestamp"] {
+		return nil, fmt.Errorf("hmac.template: {timestamp} needs hmac.timestamp_header")
+	}
+	if signs["id"] {
+		if cfg.EventID.Header == "" {
+			return nil, fmt.Errorf("hmac.template: {id} needs event_id.header")
+		}
+		v.idHeader = textproto.CanonicalMIMEHeaderKey(cfg.EventID.Header)
+	}
+	if v.identity, err = newIdentity(cfg, identityFields{}); err != nil {
 		return nil, err
 	}
 	return v, nil
+}
+
+// parseTemplate splits a template into literals and placeholders. It
+// requires {body} exactly once and rejects unknown {names}, so a typo such
+// as "{timestmp}" fails at startup instead of never matching.
+func parseTemplate(t string) ([]templatePart, error) {
+	if t == "" {
+		t = "{body}"
+	}
+	var parts []templatePart
+	var lit strings.Builder
+	bodies := 0
+	for i := 0; i < len(t); {
+		if t[i] == '{' {
+			if end := strings.IndexByte(t[i:], '}'); end > 0 {
+				name := t[i+1 : i+end]
+				switch name {
+				case "body", "timestamp", "id":
+					if lit.Len() > 0 {
+						parts = append(parts, templatePart{literal: lit.String()})
+						lit.Reset()
+					}
+					parts = append(parts, templatePart{placeholder: name})
+					if name == "body" {
+						bodies++
+					}
+					i += end + 1
+					continue
+				default:
+					if isPlaceholderName(name) {
+						return nil, fmt.Errorf("unknown placeholder {%s} (known: {body}, {timestamp}, {id})", name)
+					}
+				}
+			}
+		}
+		lit.WriteByte(t[i])
+		i++
+	}
+	if lit.Len() > 0 {
+		parts = append(parts, templatePart{literal: lit.String()})
+	}
+	if bodies != 1 {
+		return nil, fmt.Errorf("must contain {body} exactly once")
+	}
+	return parts, nil
+}
+
+func isPlaceholderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *hmacVerifier) Verify(d *Delivery) (Event, error) {
@@ -81,45 +176,54 @@ func (v *hmacVerifier) Verify(d *Delivery) (Event, error) {
 	if sig == "" {
 		return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, v.header)
 	}
-	// A later optional timestamp header is checked here, before any MAC work,
-	// and folded into the signed content by sign.
+	var ts, id string
+	if v.timestampHeader != "" {
+		if ts = d.Header.Get(v.timestampHeader); ts == "" {
+			return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, v.timestampHeader)
+		}
+		// Checked before any MAC work: cheap, and stale replays stop here.
+		sec, err := parseUnixSeconds(ts)
+		if err == nil {
+			err = checkWithin(sec, d.now(), v.tolerance)
+		}
+		if err != nil {
+			return Event{}, fmt.Errorf("%w (%s)", err, v.timestampHeader)
+		}
+	}
+	if v.idHeader != "" {
+		if id = d.Header.Get(v.idHeader); id == "" {
+			return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, v.idHeader)
+		}
+	}
 	want, err := v.decode(sig)
 	if err != nil {
 		return Event{}, err
 	}
-	idx := -1
-	sum := make([]byte, 0, v.size)
-	for i := range v.keys {
-		sum = v.sign(sum[:0], i, d)
-		if hmac.Equal(sum, want) {
-			idx = i
-			break
+	content := make([][]byte, len(v.template))
+	for i, p := range v.template {
+		switch p.placeholder {
+		case "body":
+			content[i] = d.Body
+		case "timestamp":
+			content[i] = []byte(ts)
+		case "id":
+			content[i] = []byte(id)
+		default:
+			content[i] = []byte(p.literal)
 		}
 	}
+	idx := firstMatch(v.newHash, v.keys, want, content...)
 	if idx < 0 {
 		return Event{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, v.header)
 	}
 
 	// Verified: only now is the body parsed.
-	body := jsonBody{raw: d.Body}
 	ev := Event{SecretIndex: idx}
-	if ev.ID, err = v.eventID.read(d.Header, &body); err != nil {
-		return Event{}, fmt.Errorf("event id: %w", err)
-	}
-	if ev.ID == "" {
-		return Event{}, fmt.Errorf("%w: no event id at the configured event_id source", ErrMalformed)
-	}
-	if ev.Type, err = v.eventType.read(d.Header, &body); err != nil {
-		return Event{}, fmt.Errorf("event type: %w", err)
+	body := jsonBody{raw: d.Body}
+	if err := v.identity.read(d.Header, &body, &ev); err != nil {
+		return Event{}, err
 	}
 	return ev, nil
-}
-
-// sign appends the MAC of the signed content under key i to dst.
-func (v *hmacVerifier) sign(dst []byte, i int, d *Delivery) []byte {
-	m := hmac.New(v.newHash, v.keys[i])
-	m.Write(d.Body)
-	return m.Sum(dst)
 }
 
 // decode strips the prefix and decodes the MAC. Any failure is a bad

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"hash"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 const (
@@ -150,6 +152,100 @@ func BenchmarkHMACVerify(b *testing.B) {
 	for b.Loop() {
 		if _, err := v.Verify(d); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestHMACTimestampAndTemplate(t *testing.T) {
+	const body = `{"id":"evt_t","type":"order.paid"}`
+	now := time.Unix(1_700_000_000, 0)
+	tsStr := strconv.FormatInt(now.Unix(), 10)
+	sig := func(secret, content string) string { return hex.EncodeToString(macOf(sha256.New, secret, content)) }
+	signedAt := func(offset time.Duration) http.Header {
+		ts := strconv.FormatInt(now.Add(offset).Unix(), 10)
+		return hdr("X-Sig", sig(hmacSecret, ts+"."+body), "X-Ts", ts)
+	}
+	good := signedAt(0)
+	base := Config{Provider: "hmac", Secrets: []string{hmacSecret}, EventID: Field{Field: "id"}, EventType: Field{Field: "type"},
+		HMAC: HMACConfig{Header: "X-Sig", TimestampHeader: "X-Ts", Template: "{timestamp}.{body}"}}
+	want := Event{ID: "evt_t", Type: "order.paid"}
+	template := func(tmpl string) func(*Config) { return func(c *Config) { c.HMAC.Template = tmpl } }
+
+	runVerifyCases(t, base, body, now, []verifyCase{
+		{name: "valid", header: good, want: want},
+		{name: "rotated: second secret", cfg: func(c *Config) { c.Secrets = []string{hmacOtherSecret, hmacSecret} },
+			header: good, want: Event{ID: "evt_t", Type: "order.paid", SecretIndex: 1}},
+		{name: "wrong secret", header: with(good, "X-Sig", sig(hmacOtherSecret, tsStr+"."+body)), wantErr: ErrBadSignature},
+		{name: "tampered body", body: strp(body + " "), header: good, wantErr: ErrBadSignature},
+		{name: "tampered timestamp", header: with(good, "X-Ts", strconv.FormatInt(now.Unix()+1, 10)), wantErr: ErrBadSignature},
+		{name: "body-only MAC under a timestamp template", header: with(good, "X-Sig", sig(hmacSecret, body)), wantErr: ErrBadSignature},
+		{name: "stale at the boundary", header: signedAt(-DefaultTolerance), want: want},
+		{name: "stale just past the boundary", header: signedAt(-DefaultTolerance - time.Second), wantErr: ErrTimestamp},
+		{name: "future at the boundary", header: signedAt(DefaultTolerance), want: want},
+		{name: "future just past the boundary", header: signedAt(DefaultTolerance + time.Second), wantErr: ErrTimestamp},
+		{name: "timestamp not an integer", header: hdr("X-Sig", sig(hmacSecret, "1.5."+body), "X-Ts", "1.5"), wantErr: ErrTimestamp},
+		{name: "missing timestamp", header: with(good, "X-Ts", ""), wantErr: ErrMissingHeader, errHas: "X-Ts"},
+		{name: "missing signature", header: with(good, "X-Sig", ""), wantErr: ErrMissingHeader, errHas: "X-Sig"},
+		{name: "Slack-like template", cfg: template("v0:{timestamp}:{body}"),
+			header: hdr("X-Sig", sig(hmacSecret, "v0:"+tsStr+":"+body), "X-Ts", tsStr), want: want},
+		{name: "body first", cfg: template("{body}|{timestamp}"),
+			header: hdr("X-Sig", sig(hmacSecret, body+"|"+tsStr), "X-Ts", tsStr), want: want},
+		{name: "literal braces kept", cfg: template("{ {timestamp} }{body}"),
+			header: hdr("X-Sig", sig(hmacSecret, "{ "+tsStr+" }"+body), "X-Ts", tsStr), want: want},
+		{name: "signed id header", cfg: func(c *Config) {
+			c.HMAC.Template = "{id}.{timestamp}.{body}"
+			c.EventID = Field{Header: "X-Id"}
+		}, header: hdr("X-Sig", sig(hmacSecret, "hdr_9."+tsStr+"."+body), "X-Ts", tsStr, "X-Id", "hdr_9"),
+			want: Event{ID: "hdr_9", Type: "order.paid"}},
+		{name: "signed id header changed", cfg: func(c *Config) {
+			c.HMAC.Template = "{id}.{timestamp}.{body}"
+			c.EventID = Field{Header: "X-Id"}
+		}, header: hdr("X-Sig", sig(hmacSecret, "hdr_9."+tsStr+"."+body), "X-Ts", tsStr, "X-Id", "hdr_8"), wantErr: ErrBadSignature},
+		{name: "signed id header missing", cfg: func(c *Config) {
+			c.HMAC.Template = "{id}.{timestamp}.{body}"
+			c.EventID = Field{Header: "X-Id", Field: "id"}
+		}, header: good, wantErr: ErrMissingHeader, errHas: "X-Id"},
+		{name: "sha512 base64 with template", cfg: func(c *Config) { c.HMAC.Algorithm, c.HMAC.Encoding = "sha512", "base64" },
+			header: hdr("X-Sig", base64.StdEncoding.EncodeToString(macOf(sha512.New, hmacSecret, tsStr+"."+body)), "X-Ts", tsStr), want: want},
+		{name: "object fields", cfg: func(c *Config) {
+			c.ObjectID = Field{Field: "id"}
+			c.ObjectVersion = Field{Header: "X-Ts"}
+		}, header: good, want: Event{ID: "evt_t", Type: "order.paid", ObjectID: "evt_t", ObjectVersion: tsStr}},
+	})
+}
+
+func TestHMACTemplateConfig(t *testing.T) {
+	cfg := func(h HMACConfig, id Field) Config {
+		h.Header = "X-Sig"
+		return Config{Provider: "hmac", Secrets: []string{"s"}, HMAC: h, EventID: id}
+	}
+	idField := Field{Field: "id"}
+	for _, tt := range []struct {
+		name   string
+		cfg    Config
+		errHas string
+	}{
+		{"timestamp header without template", cfg(HMACConfig{TimestampHeader: "X-Ts"}, idField), "must sign {timestamp}"},
+		{"timestamp header, template without it", cfg(HMACConfig{TimestampHeader: "X-Ts", Template: "{body}"}, idField), "must sign {timestamp}"},
+		{"template timestamp without header", cfg(HMACConfig{Template: "{timestamp}.{body}"}, idField), "needs hmac.timestamp_header"},
+		{"no body", cfg(HMACConfig{Template: "{timestamp}", TimestampHeader: "X-Ts"}, idField), "{body} exactly once"},
+		{"body twice", cfg(HMACConfig{Template: "{body}{body}"}, idField), "{body} exactly once"},
+		{"typo", cfg(HMACConfig{Template: "{timestmp}.{body}", TimestampHeader: "X-Ts"}, idField), "unknown placeholder {timestmp}"},
+		{"id without id header", cfg(HMACConfig{Template: "{id}.{body}"}, idField), "{id} needs event_id.header"},
+		{"bad timestamp header", cfg(HMACConfig{Template: "{timestamp}.{body}", TimestampHeader: "X Ts"}, idField), "hmac.timestamp_header"},
+	} {
+		_, err := New(tt.cfg)
+		if err == nil || !strings.Contains(err.Error(), tt.errHas) {
+			t.Errorf("%s: err = %v, want it to name %q", tt.name, err, tt.errHas)
+		}
+	}
+	for _, tmpl := range []string{"{body}", "a{-}c{body}", "{timestamp}.{body}", "}{{body}{", "{ {body} }"} {
+		c := cfg(HMACConfig{Template: tmpl}, idField)
+		if strings.Contains(tmpl, "{timestamp}") {
+			c.HMAC.TimestampHeader = "X-Ts"
+		}
+		if _, err := New(c); err != nil {
+			t.Errorf("template %q: %v", tmpl, err)
 		}
 	}
 }

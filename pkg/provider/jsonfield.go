@@ -22,6 +22,9 @@ import (
 type source struct {
 	header string // canonical header name; "" when none
 	path   string // gjson path into the body; "" when none
+	// lenient reads "" instead of failing when the body is not JSON (see
+	// identity.go: provider defaults are lenient, configured fields strict).
+	lenient bool
 }
 
 // newSource validates f; name is the config key used in error messages.
@@ -44,6 +47,20 @@ func newSource(name string, f Field) (source, error) {
 
 func (s source) isZero() bool { return s.header == "" && s.path == "" }
 
+// String names the source in error messages.
+func (s source) String() string {
+	switch {
+	case s.header != "" && s.path != "":
+		return "header " + s.header + " or field " + s.path
+	case s.header != "":
+		return "header " + s.header
+	case s.path != "":
+		return "field " + s.path
+	default:
+		return "no configured source"
+	}
+}
+
 // read returns the header's value when present and non-empty, else the body
 // field's value; "" when neither yields one. It fails only when the body must
 // be read and is not valid JSON.
@@ -56,7 +73,11 @@ func (s source) read(h http.Header, body *jsonBody) (string, error) {
 	if s.path == "" {
 		return "", nil
 	}
-	return body.field(s.path)
+	v, err := body.field(s.path)
+	if err != nil && s.lenient {
+		return "", nil
+	}
+	return v, err
 }
 
 // jsonBody validates a delivery body at most once, however many fields are

@@ -18,6 +18,17 @@ type Event struct {
 	ID      string // provider's stable event id: the dedup id
 	Type    string // provider's event type; "" when the provider gives none
 	Account string // provider account scope when the delivery carries a verified one; "" otherwise
+	// ObjectID names the business object the event is about (Stripe's
+	// data.object.id, …) and ObjectVersion orders that object's events, as the
+	// raw text the provider sent (a number, a timestamp). Both are "" unless
+	// configured or defaulted for the provider and present in the delivery;
+	// the processor uses them to refuse an older version over a newer one.
+	ObjectID      string
+	ObjectVersion string
+	// Challenge, when non-empty, marks a verified handshake rather than an
+	// event (Slack's url_verification): ingress answers it and publishes
+	// nothing. ID is then empty.
+	Challenge string
 	// SecretIndex is the index in Config.Secrets of the secret that matched, so
 	// operators can see when a rotated-out secret stops being used.
 	SecretIndex int
@@ -27,7 +38,7 @@ type Event struct {
 type Verifier interface {
 	// Verify returns the event's identity or an error wrapping one of the
 	// sentinel errors (ErrMissingHeader, ErrBadSignature, ErrTimestamp,
-	// ErrMalformed).
+	// ErrAccount, ErrMalformed).
 	Verify(d *Delivery) (Event, error)
 }
 
@@ -51,11 +62,20 @@ type HMACConfig struct {
 	Encoding string `yaml:"encoding,omitempty"`
 	// Prefix stripped from the header value before decoding, e.g. "sha256=".
 	Prefix string `yaml:"prefix,omitempty"`
+	// TimestampHeader names a header carrying the send time in unix seconds.
+	// When set, the header is required, must lie within ± tolerance of now,
+	// and Template must sign it. Defaults to none (no timestamp check).
+	TimestampHeader string `yaml:"timestamp_header,omitempty"`
+	// Template is the signed content: "{body}" plus optional "{timestamp}"
+	// (the timestamp header's value) and "{id}" (the event_id header's value),
+	// e.g. "{timestamp}.{body}". Defaults to "{body}".
+	Template string `yaml:"template,omitempty"`
 }
 
 // Config is the provider part of an integration's configuration.
 type Config struct {
-	// Provider names the signature scheme: standard, hmac (more in later releases).
+	// Provider names the signature scheme: standard, svix, stripe, github,
+	// shopify, slack or hmac.
 	Provider string `yaml:"provider"`
 	// Secrets are tried in order; any may match (rotation). At least one.
 	Secrets []string `yaml:"secrets"`
@@ -65,17 +85,29 @@ type Config struct {
 	// EventID overrides where the event id comes from (required for hmac).
 	EventID Field `yaml:"event_id,omitempty"`
 	// EventType overrides where the event type comes from. Defaults per
-	// provider (standard: body field "type").
+	// provider (see docs/providers.md).
 	EventType Field `yaml:"event_type,omitempty"`
+	// ObjectID overrides where the object id comes from. Defaults: stripe
+	// field data.object.id, shopify field admin_graphql_api_id, others none.
+	ObjectID Field `yaml:"object_id,omitempty"`
+	// ObjectVersion overrides where the object version comes from. Defaults:
+	// stripe field created, shopify header X-Shopify-Triggered-At, others none.
+	ObjectVersion Field `yaml:"object_version,omitempty"`
+	// AllowedShops (provider shopify) lists the shop domains whose deliveries
+	// are accepted, e.g. "acme.myshopify.com". Empty: any shop.
+	AllowedShops []string `yaml:"allowed_shops,omitempty"`
 	// HMAC configures provider hmac.
 	HMAC HMACConfig `yaml:"hmac,omitempty"`
 }
 
 // DefaultTolerance is the timestamp tolerance when Config.Tolerance is zero.
+// It is also what Stripe's, Slack's and the Standard Webhooks libraries use.
 const DefaultTolerance = 5 * time.Minute
 
 // Names lists the providers this build knows.
-func Names() []string { return []string{"standard", "hmac"} }
+func Names() []string {
+	return []string{"standard", "svix", "stripe", "github", "shopify", "slack", "hmac"}
+}
 
 // New builds the Verifier for cfg, validating it. Errors name the offending field.
 func New(cfg Config) (Verifier, error) {
@@ -93,9 +125,27 @@ func New(cfg Config) (Verifier, error) {
 	if cfg.Tolerance == 0 {
 		cfg.Tolerance = DefaultTolerance
 	}
+	// Options of another provider are a mistake, not something to ignore:
+	// a Shopify allow-list on a Stripe integration would protect nothing.
+	if len(cfg.AllowedShops) > 0 && cfg.Provider != "shopify" {
+		return nil, fmt.Errorf("allowed_shops: only for provider shopify")
+	}
+	if cfg.HMAC != (HMACConfig{}) && cfg.Provider != "hmac" {
+		return nil, fmt.Errorf("hmac: only for provider hmac")
+	}
 	switch cfg.Provider {
 	case "standard":
 		return newStandard(cfg)
+	case "svix":
+		return newSvix(cfg)
+	case "stripe":
+		return newStripe(cfg)
+	case "github":
+		return newGitHub(cfg)
+	case "shopify":
+		return newShopify(cfg)
+	case "slack":
+		return newSlack(cfg)
 	case "hmac":
 		return newHMAC(cfg)
 	case "":
@@ -103,4 +153,12 @@ func New(cfg Config) (Verifier, error) {
 	default:
 		return nil, fmt.Errorf("provider: unknown %q (one of %v)", cfg.Provider, Names())
 	}
+}
+
+// now returns d.Now, or the clock when it is zero.
+func (d *Delivery) now() time.Time {
+	if d.Now.IsZero() {
+		return time.Now()
+	}
+	return d.Now
 }

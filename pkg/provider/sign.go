@@ -1,11 +1,13 @@
 package provider
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"hash"
 	"net/http"
@@ -14,56 +16,189 @@ import (
 	"time"
 )
 
+// Message is what SignMessage signs: the body plus the identity a provider
+// sends beside it in headers.
+type Message struct {
+	// ID is the event id for providers that send it in a header (standard,
+	// svix, github, shopify, hmac with event_id.header). Stripe and Slack
+	// carry it in the body.
+	ID string
+	// Type is the event type for providers that send it in a header
+	// (github X-GitHub-Event, shopify X-Shopify-Topic); omitted when "".
+	Type string
+	Body []byte
+	Time time.Time
+}
+
 // Sign produces the headers a provider would send for body, signed with
+// cfg.Secrets[secretIndex]; see SignMessage.
+func Sign(cfg Config, secretIndex int, eventID string, body []byte, now time.Time) (http.Header, error) {
+	return SignMessage(cfg, secretIndex, Message{ID: eventID, Body: body, Time: now})
+}
+
+// SignMessage produces the headers a provider would send for m, signed with
 // cfg.Secrets[secretIndex]. It serves `intake send`, the load generators and
 // tests; it is the sending side of each scheme, so it shares no code path
-// with verification beyond the standard library.
-func Sign(cfg Config, secretIndex int, eventID string, body []byte, now time.Time) (http.Header, error) {
+// with verification beyond the standard library. For standard and svix a
+// "whsk_" secret signs v1a (ed25519); a "whpk_" public key cannot sign.
+func SignMessage(cfg Config, secretIndex int, m Message) (http.Header, error) {
 	if secretIndex < 0 || secretIndex >= len(cfg.Secrets) {
 		return nil, fmt.Errorf("secrets[%d]: no such secret", secretIndex)
 	}
 	secret := cfg.Secrets[secretIndex]
+	ts := strconv.FormatInt(m.Time.Unix(), 10)
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	switch cfg.Provider {
-	case "standard":
-		key, err := standardSigningKey(secret)
+	case "standard", "svix":
+		sig, err := signStandardScheme(secret, m.ID+"."+ts+".", m.Body)
 		if err != nil {
 			return nil, fmt.Errorf("secrets[%d]: %w", secretIndex, err)
 		}
-		ts := strconv.FormatInt(now.Unix(), 10)
-		mac := hmac.New(sha256.New, key)
-		mac.Write([]byte(eventID + "." + ts + "."))
-		mac.Write(body)
-		h.Set("webhook-id", eventID)
-		h.Set("webhook-timestamp", ts)
-		h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+		prefix := "webhook-"
+		if cfg.Provider == "svix" {
+			prefix = "svix-"
+		}
+		h.Set(prefix+"id", m.ID)
+		h.Set(prefix+"timestamp", ts)
+		h.Set(prefix+"signature", sig)
+	case "stripe":
+		h.Set("Stripe-Signature", "t="+ts+",v1="+hex.EncodeToString(macSum(sha256.New, secret, ts+".", m.Body)))
+	case "github":
+		h.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(macSum(sha256.New, secret, "", m.Body)))
+		h.Set("X-GitHub-Delivery", m.ID)
+		if m.Type != "" {
+			h.Set("X-GitHub-Event", m.Type)
+		}
+		h.Set("User-Agent", "GitHub-Hookshot/intake-send")
+	case "shopify":
+		shop := "intake-dev.myshopify.com"
+		if len(cfg.AllowedShops) > 0 {
+			shop = cfg.AllowedShops[0]
+		}
+		h.Set("X-Shopify-Hmac-Sha256", base64.StdEncoding.EncodeToString(macSum(sha256.New, secret, "", m.Body)))
+		h.Set("X-Shopify-Shop-Domain", shop)
+		h.Set("X-Shopify-Webhook-Id", m.ID)
+		h.Set("X-Shopify-Event-Id", m.ID)
+		h.Set("X-Shopify-Triggered-At", m.Time.UTC().Format(time.RFC3339Nano))
+		if m.Type != "" {
+			h.Set("X-Shopify-Topic", m.Type)
+		}
+	case "slack":
+		h.Set("X-Slack-Request-Timestamp", ts)
+		h.Set("X-Slack-Signature", "v0="+hex.EncodeToString(macSum(sha256.New, secret, "v0:"+ts+":", m.Body)))
 	case "hmac":
-		newHash := sha256.New
-		if strings.EqualFold(cfg.HMAC.Algorithm, "sha512") {
-			newHash = sha512.New
-		}
-		mac := hmac.New(func() hash.Hash { return newHash() }, []byte(secret))
-		mac.Write(body)
-		sum := mac.Sum(nil)
-		enc := hex.EncodeToString(sum)
-		if strings.EqualFold(cfg.HMAC.Encoding, "base64") {
-			enc = base64.StdEncoding.EncodeToString(sum)
-		}
-		h.Set(cfg.HMAC.Header, cfg.HMAC.Prefix+enc)
-		if cfg.EventID.Header != "" {
-			h.Set(cfg.EventID.Header, eventID)
-		}
+		signHMAC(h, cfg, secret, ts, m)
 	default:
 		return nil, fmt.Errorf("provider %q: signing not supported", cfg.Provider)
 	}
 	return h, nil
 }
 
-func standardSigningKey(secret string) ([]byte, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
-	if err != nil {
-		return nil, fmt.Errorf("whsec secret is not base64 after the prefix")
+// macSum is the HMAC of prefix followed by body under the secret's bytes.
+func macSum(newHash func() hash.Hash, secret, prefix string, body []byte) []byte {
+	m := hmac.New(newHash, []byte(secret))
+	m.Write([]byte(prefix))
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// signStandardScheme returns one webhook-signature entry over prefix+body:
+// v1 for a whsec_ secret, v1a for a whsk_ ed25519 secret key (base64 of the
+// 32-byte seed or of the 64-byte seed+public key).
+func signStandardScheme(secret, prefix string, body []byte) (string, error) {
+	switch {
+	case strings.HasPrefix(secret, "whpk_"):
+		return "", fmt.Errorf("a whpk_ public key cannot sign; sign with its whsk_ secret key")
+	case strings.HasPrefix(secret, "whsk_"):
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsk_"))
+		var priv ed25519.PrivateKey
+		switch {
+		case err != nil:
+		case len(raw) == ed25519.SeedSize:
+			priv = ed25519.NewKeyFromSeed(raw)
+		case len(raw) == ed25519.PrivateKeySize:
+			priv = ed25519.PrivateKey(raw)
+		}
+		if priv == nil {
+			return "", fmt.Errorf("whsk_ key is not base64 of a 32-byte seed or a 64-byte ed25519 private key")
+		}
+		return "v1a," + base64.StdEncoding.EncodeToString(ed25519.Sign(priv, append([]byte(prefix), body...))), nil
+	default:
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+		if err != nil {
+			return "", fmt.Errorf("whsec secret is not base64 after the prefix")
+		}
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(prefix))
+		m.Write(body)
+		return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil)), nil
 	}
-	return key, nil
+}
+
+// signHMAC fills the generic provider's headers, expanding hmac.template by
+// plain substitution.
+func signHMAC(h http.Header, cfg Config, secret, ts string, m Message) {
+	newHash := sha256.New
+	if strings.EqualFold(cfg.HMAC.Algorithm, "sha512") {
+		newHash = sha512.New
+	}
+	template := cfg.HMAC.Template
+	if template == "" {
+		template = "{body}"
+	}
+	before, after, _ := strings.Cut(template, "{body}")
+	expand := strings.NewReplacer("{timestamp}", ts, "{id}", m.ID)
+	mac := hmac.New(newHash, []byte(secret))
+	mac.Write([]byte(expand.Replace(before)))
+	mac.Write(m.Body)
+	mac.Write([]byte(expand.Replace(after)))
+	sum := mac.Sum(nil)
+	enc := hex.EncodeToString(sum)
+	if strings.EqualFold(cfg.HMAC.Encoding, "base64") {
+		enc = base64.StdEncoding.EncodeToString(sum)
+	}
+	h.Set(cfg.HMAC.Header, cfg.HMAC.Prefix+enc)
+	if cfg.HMAC.TimestampHeader != "" {
+		h.Set(cfg.HMAC.TimestampHeader, ts)
+	}
+	if cfg.EventID.Header != "" {
+		h.Set(cfg.EventID.Header, m.ID)
+	}
+}
+
+// SampleBody returns a small JSON event of the provider's shape from which
+// its verifier reads id and typ: `intake send`'s default payload. It depends
+// only on its arguments, so the same id twice is the same delivery.
+func SampleBody(cfg Config, id, typ string) []byte {
+	msg := map[string]any{"message": "hello from intake send"}
+	var ev map[string]any
+	switch cfg.Provider {
+	case "stripe":
+		ev = map[string]any{"id": id, "object": "event", "type": typ,
+			"data": map[string]any{"object": map[string]any{"id": "obj_" + id, "object": "intake_sample", "metadata": msg}}}
+	case "slack":
+		ev = map[string]any{"type": "event_callback", "event_id": id, "team_id": "T0INTAKE",
+			"event": map[string]any{"type": typ, "text": msg["message"]}}
+	default:
+		ev = map[string]any{"id": id, "type": typ, "data": msg}
+		// Put the id where a configured event_id field reads it, when that
+		// is a plain dotted path.
+		if p := cfg.EventID.Field; cfg.EventID.Header == "" && p != "" && p != "id" && !strings.Contains(p, `\`) {
+			delete(ev, "id")
+			keys := strings.Split(p, ".")
+			node := ev
+			for _, k := range keys[:len(keys)-1] {
+				next, ok := node[k].(map[string]any)
+				if !ok {
+					next = map[string]any{}
+					node[k] = next
+				}
+				node = next
+			}
+			node[keys[len(keys)-1]] = id
+		}
+	}
+	b, _ := json.Marshal(ev) // maps of strings always marshal
+	return b
 }

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // Published example from the Standard Webhooks libraries' test suites.
@@ -253,4 +256,184 @@ func BenchmarkStandardVerify(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// An ed25519 key pair for v1a, from a fixed seed so failures reproduce.
+var (
+	edSeed = []byte("standard-webhooks-ed25519-seed-0")
+	edPriv = ed25519.NewKeyFromSeed(edSeed)
+	edPub  = edPriv.Public().(ed25519.PublicKey)
+	whpk   = "whpk_" + base64.StdEncoding.EncodeToString(edPub)
+	whsk   = "whsk_" + base64.StdEncoding.EncodeToString(edSeed)
+)
+
+// signStandardV1a implements v1a independently of standard.go.
+func signStandardV1a(priv ed25519.PrivateKey, id string, ts int64, body string) string {
+	msg := id + "." + strconv.FormatInt(ts, 10) + "." + body
+	return "v1a," + base64.StdEncoding.EncodeToString(ed25519.Sign(priv, []byte(msg)))
+}
+
+func TestStandardV1aAndRotation(t *testing.T) {
+	const (
+		id   = "msg_ed25519"
+		body = `{"type":"user.created","data":{"id":"u_1"}}`
+	)
+	now := time.Unix(1_700_000_000, 0)
+	ts := now.Unix()
+	tsStr := strconv.FormatInt(ts, 10)
+	sigEd := signStandardV1a(edPriv, id, ts, body)
+	_, otherPriv, _ := ed25519.GenerateKey(nil)
+	sigOtherEd := signStandardV1a(otherPriv, id, ts, body)
+	sigA := signStandard(keyA, id, ts, body)
+	want := Event{ID: id, Type: "user.created"}
+	wantAt := func(i int) Event { w := want; w.SecretIndex = i; return w }
+	secrets := func(s ...string) func(*Config) { return func(c *Config) { c.Secrets = s } }
+	junk := "v1a," + base64.StdEncoding.EncodeToString(make([]byte, ed25519.SignatureSize))
+
+	runVerifyCases(t, Config{Provider: "standard", Secrets: []string{whpk}}, body, now, []verifyCase{
+		{name: "v1a valid", header: standardHeader(id, tsStr, sigEd), want: want},
+		{name: "v1a among v1 entries", header: standardHeader(id, tsStr, sigA+" "+sigEd), want: want},
+		{name: "mixed secrets: public key second", cfg: secrets(whsec(keyC), whpk),
+			header: standardHeader(id, tsStr, sigEd), want: wantAt(1)},
+		{name: "mixed secrets: HMAC second", cfg: secrets(whpk, whsec(keyA)),
+			header: standardHeader(id, tsStr, sigA), want: wantAt(1)},
+		{name: "mixed secrets: both entries match, first secret wins", cfg: secrets(whpk, whsec(keyA)),
+			header: standardHeader(id, tsStr, sigA+" "+sigEd), want: wantAt(0)},
+		{name: "v1a by another key", header: standardHeader(id, tsStr, sigOtherEd), wantErr: ErrBadSignature},
+		{name: "several v1a, one matches", header: standardHeader(id, tsStr, sigOtherEd+" "+sigEd+" "+sigOtherEd), want: want},
+		{name: "v1a tampered body", body: strp(strings.Replace(body, "u_1", "u_2", 1)),
+			header: standardHeader(id, tsStr, sigEd), wantErr: ErrBadSignature},
+		{name: "v1a tampered id", header: standardHeader("msg_other", tsStr, sigEd), wantErr: ErrBadSignature},
+		{name: "v1a signature labelled v1", header: standardHeader(id, tsStr, "v1,"+strings.TrimPrefix(sigEd, "v1a,")),
+			wantErr: ErrBadSignature},
+		{name: "v1a entry against HMAC secrets only", cfg: secrets(whsec(keyA)),
+			header: standardHeader(id, tsStr, sigEd), wantErr: ErrBadSignature},
+		{name: "v1a stale", header: func() http.Header {
+			old := ts - 301
+			return standardHeader(id, strconv.FormatInt(old, 10), signStandardV1a(edPriv, id, old, body))
+		}(), wantErr: ErrTimestamp},
+		{name: "v1a at the future boundary", header: func() http.Header {
+			later := ts + 300
+			return standardHeader(id, strconv.FormatInt(later, 10), signStandardV1a(edPriv, id, later, body))
+		}(), want: want},
+		{name: "v1a truncated", header: standardHeader(id, tsStr, sigEd[:len(sigEd)-4]), wantErr: ErrBadSignature},
+		// The cost bound: only the first maxEd25519Entries v1a entries count.
+		{name: "v1a beyond the entry cap", header: standardHeader(id, tsStr,
+			strings.Repeat(junk+" ", maxEd25519Entries)+sigEd), wantErr: ErrBadSignature},
+		{name: "v1a just inside the entry cap", header: standardHeader(id, tsStr,
+			strings.Repeat(junk+" ", maxEd25519Entries-1)+sigEd), want: want},
+	})
+}
+
+// The reference libraries parse the timestamp and sign the number, and read
+// an entry's value up to a second comma; Intake does the same.
+func TestStandardLibraryParity(t *testing.T) {
+	const id, body = "msg_parity", `{"type":"a"}`
+	now := time.Unix(1_700_000_000, 0)
+	sig := signStandard(keyA, id, now.Unix(), body)
+	runVerifyCases(t, Config{Provider: "standard", Secrets: []string{whsec(keyA)}}, body, now, []verifyCase{
+		{name: "leading zero timestamp", header: standardHeader(id, "0"+strconv.FormatInt(now.Unix(), 10), sig),
+			want: Event{ID: id, Type: "a"}},
+		{name: "entry with a trailing comma part", header: standardHeader(id, strconv.FormatInt(now.Unix(), 10), sig+",extra"),
+			want: Event{ID: id, Type: "a"}},
+		{name: "non-canonical base64 padding bits", header: standardHeader(id, strconv.FormatInt(now.Unix(), 10),
+			flipPaddingBits(sig)), wantErr: ErrBadSignature},
+	})
+}
+
+// flipPaddingBits changes the unused low bits of the last base64 digit
+// before the padding, which lenient decoders ignore.
+func flipPaddingBits(sig string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	i := strings.IndexByte(sig, '=') - 1
+	pos := strings.IndexByte(alphabet, sig[i])
+	return sig[:i] + string(alphabet[pos^1]) + sig[i+1:]
+}
+
+func TestStandardKeyConfig(t *testing.T) {
+	for _, tt := range []struct {
+		name, secret, errHas string
+	}{
+		{"secret key instead of public", whsk, "whpk_ public key"},
+		{"public key of the wrong size", "whpk_" + base64.StdEncoding.EncodeToString(edPub[:31]), "32-byte"},
+		{"public key not base64", "whpk_***", "not a whpk_ key"},
+	} {
+		_, err := New(Config{Provider: "standard", Secrets: []string{whsec(keyA), tt.secret}})
+		if err == nil || !strings.Contains(err.Error(), "secrets[1]") || !strings.Contains(err.Error(), tt.errHas) {
+			t.Errorf("%s: err = %v, want secrets[1] … %s", tt.name, err, tt.errHas)
+		}
+		if err != nil {
+			assertNoLeak(t, err, tt.secret)
+		}
+	}
+}
+
+// Conformance with the Standard Webhooks Go library: sign with theirs,
+// verify with ours, and the reverse. Their Verify reads the wall clock, so
+// these use time.Now and stay far from the tolerance boundary.
+func TestStandardConformanceWithReferenceLibrary(t *testing.T) {
+	const id = "msg_conformance_1"
+	body := []byte(`{"type":"invoice.paid","data":{"id":"in_9"}}`)
+	secrets := []string{whsec(keyB), specSecret}
+	cfg := Config{Provider: "standard", Secrets: secrets}
+	v := newTestVerifier(t, cfg)
+	theirs, err := standardwebhooks.NewWebhook(specSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("theirs signs, ours verifies", func(t *testing.T) {
+		now := time.Now()
+		sig, err := theirs.Sign(id, now, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := standardHeader(id, strconv.FormatInt(now.Unix(), 10), sig)
+		ev, err := v.Verify(&Delivery{Header: h, Body: body, Now: now})
+		if err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+		if want := (Event{ID: id, Type: "invoice.paid", SecretIndex: 1}); ev != want {
+			t.Fatalf("event = %+v, want %+v", ev, want)
+		}
+	})
+	t.Run("ours signs, theirs verifies", func(t *testing.T) {
+		h, err := Sign(cfg, 1, id, body, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := theirs.Verify(body, h); err != nil {
+			t.Fatalf("reference Verify: %v", err)
+		}
+	})
+	t.Run("both reject", func(t *testing.T) {
+		now := time.Now()
+		good, _ := theirs.Sign(id, now, body)
+		ts := strconv.FormatInt(now.Unix(), 10)
+		wrong, _ := standardwebhooks.NewWebhook(whsec(keyC))
+		wrongSig, _ := wrong.Sign(id, now, body)
+		stale := now.Add(-10 * time.Minute)
+		staleSig, _ := theirs.Sign(id, stale, body)
+		future := now.Add(10 * time.Minute)
+		futureSig, _ := theirs.Sign(id, future, body)
+		for name, d := range map[string]struct {
+			h    http.Header
+			body []byte
+		}{
+			"tampered body":     {standardHeader(id, ts, good), append(append([]byte(nil), body...), ' ')},
+			"wrong secret":      {standardHeader(id, ts, wrongSig), body},
+			"stale":             {standardHeader(id, strconv.FormatInt(stale.Unix(), 10), staleSig), body},
+			"future":            {standardHeader(id, strconv.FormatInt(future.Unix(), 10), futureSig), body},
+			"missing id":        {with(standardHeader(id, ts, good), "webhook-id", ""), body},
+			"missing signature": {with(standardHeader(id, ts, good), "webhook-signature", ""), body},
+			"timestamp not int": {standardHeader(id, ts+".0", good), body},
+		} {
+			if err := theirs.Verify(d.body, d.h); err == nil {
+				t.Errorf("%s: reference library accepted", name)
+			}
+			if _, err := v.Verify(&Delivery{Header: d.h, Body: d.body, Now: now}); err == nil {
+				t.Errorf("%s: Intake accepted", name)
+			}
+		}
+	})
 }
