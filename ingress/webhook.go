@@ -89,15 +89,18 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 		s.log.Warn("publish failed", "integration", in.Name, "key", key.String(), "err", err)
 		w.Header().Set("Retry-After", retryAfter)
 		writeAnswer(w, http.StatusServiceUnavailable, Answer{Status: "unavailable", Reason: "stream_unavailable"})
+		s.sendReceipt(r, key, now, http.StatusServiceUnavailable, "unavailable")
 		return http.StatusServiceUnavailable
 	}
 	if ack.Duplicate {
 		s.metrics.Duplicates.WithLabelValues(in.Name).Inc()
 		writeAnswer(w, http.StatusOK, Answer{Status: "duplicate", Key: key.String()})
+		s.sendReceipt(r, key, now, http.StatusOK, "duplicate")
 		return http.StatusOK
 	}
 	s.metrics.Accepted.WithLabelValues(in.Name).Inc()
 	writeAnswer(w, http.StatusOK, Answer{Status: "accepted", Key: key.String()})
+	s.sendReceipt(r, key, now, http.StatusOK, "accepted")
 	return http.StatusOK
 }
 

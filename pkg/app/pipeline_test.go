@@ -323,6 +323,27 @@ func TestSameDeliveryConcurrently(t *testing.T) {
 	if got := streamCount(t, p.js, envelope.StreamIn); got != 1 {
 		t.Fatalf("INTAKE_IN holds %d messages, want 1", got)
 	}
+	// Every answered delivery is in the history, also the ones the stream stopped.
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		_, ev := p.getEvent(viewerToken, "demo", "evt_twice")
+		return ev.DeliveryCount == n
+	}, "delivery_count never reached %d", n)
+	answers := map[string]int{}
+	rows, err := p.db.Query(context.Background(), `SELECT answer, count(*) FROM intake.deliveries GROUP BY answer`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var a string
+		var c int
+		if err := rows.Scan(&a, &c); err != nil {
+			t.Fatal(err)
+		}
+		answers[a] = c
+	}
+	if answers["accepted"] != 1 || answers["duplicate"] != n-1 {
+		t.Fatalf("delivery history answers = %v, want 1 accepted and %d duplicate", answers, n-1)
+	}
 	if out := p.outMessages(); len(out["demo/main/evt_twice"]) != 1 || len(out) != 1 {
 		t.Fatalf("INTAKE_OUT: %d messages for the event, want 1", len(out["demo/main/evt_twice"]))
 	}
