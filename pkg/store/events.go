@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -67,4 +70,290 @@ func (s *Store) findEvent(ctx context.Context, where string, args ...any) (Event
 	}
 	e.Key = envelope.Key{Integration: e.Integration, Account: e.Account, EventID: e.EventID}.String()
 	return e, nil
+}
+
+// EventFilter selects inbox rows for ListEvents. Zero fields do not filter.
+type EventFilter struct {
+	Integration string
+	Tenant      string
+	EventType   string
+	Status      string
+	// Since and Until bound first_received_at: since ≤ t < until.
+	Since, Until time.Time
+	// KeyPrefix matches the start of the scoped key {integration}/{account}/{event_id}.
+	KeyPrefix string
+	// Limit caps the page. Defaults to 100; at most 1000.
+	Limit int
+	// Cursor continues after the last row of a previous page (NextCursor).
+	Cursor string
+}
+
+// eventCursor is the keyset position of the last row of a page: rows come
+// newest first, ties broken by the key.
+type eventCursor struct {
+	At          time.Time `json:"t"`
+	Integration string    `json:"i"`
+	Account     string    `json:"a"`
+	EventID     string    `json:"e"`
+}
+
+// ErrBadCursor is returned for a cursor this store did not hand out.
+var ErrBadCursor = errors.New("store: invalid cursor")
+
+// ListEvents returns one page of inbox rows, newest first, and the cursor of
+// the next page ("" when this is the last).
+func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, string, error) {
+	limit := pageLimit(f.Limit)
+	var (
+		where []string
+		args  []any
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Integration != "" {
+		where = append(where, "i.integration = "+arg(f.Integration))
+	}
+	if f.Tenant != "" {
+		where = append(where, "i.tenant = "+arg(f.Tenant))
+	}
+	if f.EventType != "" {
+		where = append(where, "i.event_type = "+arg(f.EventType))
+	}
+	if f.Status != "" {
+		where = append(where, "i.status = "+arg(f.Status))
+	}
+	if !f.Since.IsZero() {
+		where = append(where, "i.first_received_at >= "+arg(f.Since))
+	}
+	if !f.Until.IsZero() {
+		where = append(where, "i.first_received_at < "+arg(f.Until))
+	}
+	if f.KeyPrefix != "" {
+		where = append(where, "starts_with(i.integration || '/' || i.account || '/' || i.event_id, "+arg(f.KeyPrefix)+")")
+	}
+	if f.Cursor != "" {
+		var c eventCursor
+		if err := decodeCursor(f.Cursor, &c); err != nil {
+			return nil, "", err
+		}
+		where = append(where, fmt.Sprintf("(i.first_received_at, i.integration, i.account, i.event_id) < (%s, %s, %s, %s)",
+			arg(c.At), arg(c.Integration), arg(c.Account), arg(c.EventID)))
+	}
+	q := `SELECT ` + eventColumns + ` FROM intake.inbox i`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY i.first_received_at DESC, i.integration DESC, i.account DESC, i.event_id DESC LIMIT " + arg(limit+1)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("store: list events: %w", err)
+	}
+	events, err := pgx.CollectRows(rows, scanEvent)
+	if err != nil {
+		return nil, "", fmt.Errorf("store: list events: %w", err)
+	}
+	next := ""
+	if len(events) > limit {
+		events = events[:limit]
+		last := events[limit-1]
+		next = encodeCursor(eventCursor{At: last.FirstReceivedAt, Integration: last.Integration, Account: last.Account, EventID: last.EventID})
+	}
+	return events, next, nil
+}
+
+const eventColumns = `i.integration, i.account, i.event_id, i.tenant, i.event_type, i.status, i.payload_sha256,
+	i.delivery_count, i.attempts, i.stream_seq, i.first_received_at, i.last_received_at,
+	i.processed_at, i.error,
+	(SELECT count(*) FROM intake.conflicts c
+	 WHERE c.integration = i.integration AND c.account = i.account AND c.event_id = i.event_id)`
+
+func scanEvent(row pgx.CollectableRow) (Event, error) {
+	var e Event
+	err := row.Scan(&e.Integration, &e.Account, &e.EventID, &e.Tenant, &e.EventType, &e.Status, &e.PayloadSHA256,
+		&e.DeliveryCount, &e.Attempts, &e.StreamSeq, &e.FirstReceivedAt, &e.LastReceivedAt,
+		&e.ProcessedAt, &e.Error, &e.Conflicts)
+	e.Key = envelope.Key{Integration: e.Integration, Account: e.Account, EventID: e.EventID}.String()
+	return e, err
+}
+
+func pageLimit(n int) int {
+	switch {
+	case n <= 0:
+		return 100
+	case n > 1000:
+		return 1000
+	}
+	return n
+}
+
+func encodeCursor(v any) string {
+	b, _ := json.Marshal(v)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string, v any) error {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return ErrBadCursor
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return ErrBadCursor
+	}
+	return nil
+}
+
+// Conflict is a same-key-other-payload delivery: both hashes, both stream
+// sequences, when it arrived and when the processor saw it.
+type Conflict struct {
+	ID                   int64     `json:"id"`
+	Key                  string    `json:"key"`
+	Integration          string    `json:"integration"`
+	Account              string    `json:"account"`
+	EventID              string    `json:"event_id"`
+	Tenant               string    `json:"tenant"`
+	OriginalSHA256       string    `json:"original_sha256"`
+	ConflictingSHA256    string    `json:"conflicting_sha256"`
+	OriginalStreamSeq    int64     `json:"original_stream_seq"`
+	ConflictingStreamSeq int64     `json:"conflicting_stream_seq"`
+	ReceivedAt           time.Time `json:"received_at"`
+	DetectedAt           time.Time `json:"detected_at"`
+}
+
+// ConflictFilter selects conflicts for ListConflicts. Zero fields do not filter.
+type ConflictFilter struct {
+	Integration string
+	Tenant      string
+	// Since and Until bound detected_at: since ≤ t < until.
+	Since, Until time.Time
+	KeyPrefix    string
+	// Limit caps the page. Defaults to 100; at most 1000.
+	Limit  int
+	Cursor string
+}
+
+// ListConflicts returns one page of conflicts, newest first, and the cursor
+// of the next page ("" when this is the last).
+func (s *Store) ListConflicts(ctx context.Context, f ConflictFilter) ([]Conflict, string, error) {
+	limit := pageLimit(f.Limit)
+	var (
+		where []string
+		args  []any
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Integration != "" {
+		where = append(where, "integration = "+arg(f.Integration))
+	}
+	if f.Tenant != "" {
+		where = append(where, "tenant = "+arg(f.Tenant))
+	}
+	if !f.Since.IsZero() {
+		where = append(where, "detected_at >= "+arg(f.Since))
+	}
+	if !f.Until.IsZero() {
+		where = append(where, "detected_at < "+arg(f.Until))
+	}
+	if f.KeyPrefix != "" {
+		where = append(where, "starts_with(integration || '/' || account || '/' || event_id, "+arg(f.KeyPrefix)+")")
+	}
+	if f.Cursor != "" {
+		var id int64
+		if err := decodeCursor(f.Cursor, &id); err != nil {
+			return nil, "", err
+		}
+		where = append(where, "id < "+arg(id))
+	}
+	q := `SELECT ` + conflictColumns + ` FROM intake.conflicts`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT " + arg(limit+1)
+	out, err := s.queryConflicts(ctx, q, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = encodeCursor(out[limit-1].ID)
+	}
+	return out, next, nil
+}
+
+// EventConflicts lists the conflicts of one event, oldest first.
+func (s *Store) EventConflicts(ctx context.Context, k envelope.Key) ([]Conflict, error) {
+	return s.queryConflicts(ctx, `SELECT `+conflictColumns+` FROM intake.conflicts
+		WHERE integration = $1 AND account = $2 AND event_id = $3 ORDER BY id`, k.Integration, k.Account, k.EventID)
+}
+
+const conflictColumns = `id, integration, account, event_id, tenant, original_sha256, conflicting_sha256,
+	original_stream_seq, conflicting_stream_seq, received_at, detected_at`
+
+func (s *Store) queryConflicts(ctx context.Context, q string, args ...any) ([]Conflict, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: conflicts: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Conflict, error) {
+		var c Conflict
+		err := row.Scan(&c.ID, &c.Integration, &c.Account, &c.EventID, &c.Tenant, &c.OriginalSHA256, &c.ConflictingSHA256,
+			&c.OriginalStreamSeq, &c.ConflictingStreamSeq, &c.ReceivedAt, &c.DetectedAt)
+		c.Key = envelope.Key{Integration: c.Integration, Account: c.Account, EventID: c.EventID}.String()
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: conflicts: %w", err)
+	}
+	return out, nil
+}
+
+// EventDeliveryHistory lists the delivery history of one event, oldest first.
+func (s *Store) EventDeliveryHistory(ctx context.Context, k envelope.Key) ([]Delivery, error) {
+	rows, err := s.pool.Query(ctx, `SELECT receipt_id, received_at, instance, status_code, answer, retry_hints
+		FROM intake.deliveries WHERE integration = $1 AND account = $2 AND event_id = $3
+		ORDER BY received_at, receipt_id`, k.Integration, k.Account, k.EventID)
+	if err != nil {
+		return nil, fmt.Errorf("store: deliveries: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Delivery, error) {
+		var d Delivery
+		err := row.Scan(&d.ReceiptID, &d.ReceivedAt, &d.Instance, &d.StatusCode, &d.Answer, &d.RetryHints)
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// ExecutionRecord is one handler run of an event as the API shows it.
+type ExecutionRecord struct {
+	ID         string    `json:"id"`
+	Mode       string    `json:"mode"`
+	ReplayID   *string   `json:"replay_id"`
+	StreamSeq  int64     `json:"stream_seq"`
+	ExecutedAt time.Time `json:"executed_at"`
+}
+
+// EventExecutions lists the handler runs of one event, oldest first.
+func (s *Store) EventExecutions(ctx context.Context, k envelope.Key) ([]ExecutionRecord, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id::text, mode, replay_id, stream_seq, executed_at
+		FROM intake.executions WHERE integration = $1 AND account = $2 AND event_id = $3
+		ORDER BY executed_at, id`, k.Integration, k.Account, k.EventID)
+	if err != nil {
+		return nil, fmt.Errorf("store: executions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ExecutionRecord, error) {
+		var e ExecutionRecord
+		err := row.Scan(&e.ID, &e.Mode, &e.ReplayID, &e.StreamSeq, &e.ExecutedAt)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: executions: %w", err)
+	}
+	return out, nil
 }

@@ -1,0 +1,467 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/intakehq/intake/pkg/envelope"
+)
+
+// Replay modes (intake.replays.mode). A redelivery is recorded as a replay
+// with mode redeliver: one audit trail, one engine.
+const (
+	ReplayExact     = "exact"
+	ReplayReexecute = "reexecute"
+	ReplayRedeliver = "redeliver"
+)
+
+// Replay states.
+const (
+	ReplayRunning   = "running"
+	ReplayDone      = "done"
+	ReplayFailed    = "failed"
+	ReplayCancelled = "cancelled"
+)
+
+// Replay item states.
+const (
+	ItemPending   = "pending"
+	ItemPublished = "published"
+	ItemMissing   = "missing"
+)
+
+// OutcomeMissing is the predicted outcome of an item whose source message
+// is gone; such items are never published.
+const OutcomeMissing = "missing"
+
+// Replay is one row of intake.replays: the audit record and the progress of
+// a replay or redelivery.
+type Replay struct {
+	ID          string           `json:"id"`
+	RequestedBy string           `json:"requested_by"`
+	CreatedAt   time.Time        `json:"created_at"`
+	Selector    json.RawMessage  `json:"selector"`
+	Mode        string           `json:"mode"`
+	Reason      string           `json:"reason"`
+	DryRun      bool             `json:"dry_run"`
+	Rate        int              `json:"rate"`
+	State       string           `json:"state"`
+	Matched     int64            `json:"matched"`
+	Published   int64            `json:"published"`
+	Duplicates  int64            `json:"duplicates"`
+	Outcomes    map[string]int64 `json:"outcomes"`
+	Counts      []OutcomeCount   `json:"counts"`
+	Sample      []string         `json:"sample"`
+	CancelledBy *string          `json:"cancelled_by,omitempty"`
+	Error       *string          `json:"error,omitempty"`
+	FinishedAt  *time.Time       `json:"finished_at"`
+
+	// ResumeFromSeq: see the column in migration 00003.
+	ResumeFromSeq uint64 `json:"-"`
+}
+
+// OutcomeCount is the number of selected events of one tenant, integration
+// and type with one predicted outcome.
+type OutcomeCount struct {
+	Tenant      string `json:"tenant"`
+	Integration string `json:"integration"`
+	EventType   string `json:"event_type"`
+	Outcome     string `json:"outcome"`
+	Count       int64  `json:"count"`
+}
+
+// ReplayItem is one message a replay republishes.
+type ReplayItem struct {
+	Pos       int
+	Key       envelope.Key
+	Tenant    string
+	EventType string
+	StreamSeq uint64 // in the source stream; 0 for outbox items
+	OutboxID  string // outbox redeliveries
+	MsgID     string // Nats-Msg-Id of the copy, unique within the replay
+	Outcome   string
+	State     string
+}
+
+const replayColumns = `id::text, requested_by, created_at, selector, mode, reason, dry_run, rate, state,
+	matched, published, duplicates, outcomes, counts, sample, cancelled_by, error, finished_at, resume_from_seq`
+
+func scanReplay(row pgx.Row) (Replay, error) {
+	var r Replay
+	var resume int64
+	err := row.Scan(&r.ID, &r.RequestedBy, &r.CreatedAt, &r.Selector, &r.Mode, &r.Reason, &r.DryRun, &r.Rate, &r.State,
+		&r.Matched, &r.Published, &r.Duplicates, &r.Outcomes, &r.Counts, &r.Sample, &r.CancelledBy, &r.Error,
+		&r.FinishedAt, &resume)
+	r.ResumeFromSeq = uint64(resume)
+	return r, err
+}
+
+// CreateReplay records r and its items in one transaction. A dry run has no
+// items and is recorded finished. r.CreatedAt is filled in.
+func (s *Store) CreateReplay(ctx context.Context, r *Replay, items []ReplayItem) error {
+	if r.Outcomes == nil {
+		r.Outcomes = map[string]int64{}
+	}
+	if r.Counts == nil {
+		r.Counts = []OutcomeCount{}
+	}
+	if r.Sample == nil {
+		r.Sample = []string{}
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+			INSERT INTO intake.replays (id, requested_by, selector, mode, reason, dry_run, rate, state, matched,
+				published, outcomes, counts, sample, resume_from_seq, error, finished_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+			RETURNING created_at`,
+			r.ID, r.RequestedBy, r.Selector, r.Mode, r.Reason, r.DryRun, r.Rate, r.State, r.Matched,
+			r.Published, r.Outcomes, r.Counts, r.Sample, int64(r.ResumeFromSeq), r.Error, r.FinishedAt,
+		).Scan(&r.CreatedAt)
+		if err != nil {
+			return fmt.Errorf("store: create replay: %w", err)
+		}
+		if len(items) == 0 {
+			return nil
+		}
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{Schema, "replay_items"},
+			[]string{"replay_id", "pos", "integration", "account", "event_id", "tenant", "event_type",
+				"stream_seq", "outbox_id", "msg_id", "outcome", "state"},
+			pgx.CopyFromSlice(len(items), func(i int) ([]any, error) {
+				it := items[i]
+				var seq *int64
+				if it.StreamSeq > 0 {
+					v := int64(it.StreamSeq)
+					seq = &v
+				}
+				var outbox *string
+				if it.OutboxID != "" {
+					outbox = &items[i].OutboxID
+				}
+				state := ItemPending
+				if it.Outcome == OutcomeMissing {
+					state = ItemMissing
+				}
+				return []any{r.ID, it.Pos, it.Key.Integration, it.Key.Account, it.Key.EventID, it.Tenant, it.EventType,
+					seq, outbox, it.MsgID, it.Outcome, state}, nil
+			}))
+		if err != nil {
+			return fmt.Errorf("store: create replay items: %w", err)
+		}
+		return nil
+	})
+}
+
+// GetReplay reads one replay; ErrNotFound if there is none.
+func (s *Store) GetReplay(ctx context.Context, id string) (Replay, error) {
+	if !validUUID(id) {
+		return Replay{}, ErrNotFound
+	}
+	r, err := scanReplay(s.pool.QueryRow(ctx, `SELECT `+replayColumns+` FROM intake.replays WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Replay{}, ErrNotFound
+	}
+	if err != nil {
+		return Replay{}, fmt.Errorf("store: get replay: %w", err)
+	}
+	return r, nil
+}
+
+// ListReplays returns one page of replays (the audit log), newest first.
+func (s *Store) ListReplays(ctx context.Context, limit int, cursor string) ([]Replay, string, error) {
+	limit = pageLimit(limit)
+	var c struct {
+		At time.Time `json:"t"`
+		ID string    `json:"i"`
+	}
+	q := `SELECT ` + replayColumns + ` FROM intake.replays`
+	args := []any{limit + 1}
+	if cursor != "" {
+		if err := decodeCursor(cursor, &c); err != nil {
+			return nil, "", err
+		}
+		q += ` WHERE (created_at, id) < ($2, $3::uuid)`
+		args = append(args, c.At, c.ID)
+	}
+	rows, err := s.pool.Query(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT $1`, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("store: list replays: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Replay, error) { return scanReplay(row) })
+	if err != nil {
+		return nil, "", fmt.Errorf("store: list replays: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		c.At, c.ID = out[limit-1].CreatedAt, out[limit-1].ID
+		next = encodeCursor(c)
+	}
+	return out, next, nil
+}
+
+// CancelReplay moves a running replay to cancelled and reports whether it
+// was running. The replayer publishing it stops at its next batch.
+func (s *Store) CancelReplay(ctx context.Context, id, by string) (Replay, bool, error) {
+	if !validUUID(id) {
+		return Replay{}, false, ErrNotFound
+	}
+	r, err := scanReplay(s.pool.QueryRow(ctx, `
+		UPDATE intake.replays SET state = 'cancelled', cancelled_by = $2, finished_at = now()
+		WHERE id = $1 AND state = 'running'
+		RETURNING `+replayColumns, id, by))
+	if err == nil {
+		return r, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return Replay{}, false, fmt.Errorf("store: cancel replay: %w", err)
+	}
+	r, err = s.GetReplay(ctx, id)
+	return r, false, err
+}
+
+// RunningReplays lists the ids of replays still to be published, oldest first.
+func (s *Store) RunningReplays(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id::text FROM intake.replays WHERE state = 'running' ORDER BY created_at`)
+	if err != nil {
+		return nil, fmt.Errorf("store: running replays: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("store: running replays: %w", err)
+	}
+	return ids, nil
+}
+
+// ReplayRef is a replay that republished (or was to republish) one event.
+type ReplayRef struct {
+	ID           string    `json:"id"`
+	Mode         string    `json:"mode"`
+	State        string    `json:"state"`
+	RequestedBy  string    `json:"requested_by"`
+	Reason       string    `json:"reason"`
+	CreatedAt    time.Time `json:"created_at"`
+	ItemState    string    `json:"item_state"` // pending, published or missing
+	PublishedSeq *int64    `json:"published_seq"`
+}
+
+// ReplaysOfEvent lists the replays and redeliveries that selected one
+// event, oldest first (dry runs select nothing and are not listed).
+func (s *Store) ReplaysOfEvent(ctx context.Context, k envelope.Key) ([]ReplayRef, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT r.id::text, r.mode, r.state, r.requested_by, r.reason, r.created_at, ri.state, ri.published_seq
+		FROM intake.replay_items ri JOIN intake.replays r ON r.id = ri.replay_id
+		WHERE ri.integration = $1 AND ri.account = $2 AND ri.event_id = $3
+		ORDER BY r.created_at, r.id, ri.pos`, k.Integration, k.Account, k.EventID)
+	if err != nil {
+		return nil, fmt.Errorf("store: replays of event: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ReplayRef, error) {
+		var r ReplayRef
+		err := row.Scan(&r.ID, &r.Mode, &r.State, &r.RequestedBy, &r.Reason, &r.CreatedAt, &r.ItemState, &r.PublishedSeq)
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: replays of event: %w", err)
+	}
+	return out, nil
+}
+
+// ReplayLock is the exclusive right to publish one replay: a session
+// advisory lock held on a connection of its own. When the process dies or
+// the connection breaks, Postgres releases it, and another replayer may
+// resume the replay. Progress is written through the same connection, so a
+// replayer that lost its lock cannot record progress either.
+type ReplayLock struct {
+	conn *pgxpool.Conn
+	id   string
+}
+
+// LockReplay takes the replay's lock without waiting; it returns nil (and no
+// error) when another replayer holds it.
+func (s *Store) LockReplay(ctx context.Context, id string) (*ReplayLock, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: lock replay: %w", err)
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended('intake.replay:' || $1, 0))`, id).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("store: lock replay: %w", err)
+	}
+	if !ok {
+		conn.Release()
+		return nil, nil
+	}
+	return &ReplayLock{conn: conn, id: id}, nil
+}
+
+// Release gives the lock up. It never fails: a connection that cannot
+// unlock is closed, which unlocks.
+func (l *ReplayLock) Release() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := l.conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended('intake.replay:' || $1, 0))`, l.id); err != nil {
+		_ = l.conn.Hijack().Close(ctx)
+		return
+	}
+	l.conn.Release()
+}
+
+// Replay reads the locked replay.
+func (l *ReplayLock) Replay(ctx context.Context) (Replay, error) {
+	r, err := scanReplay(l.conn.QueryRow(ctx, `SELECT `+replayColumns+` FROM intake.replays WHERE id = $1`, l.id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Replay{}, ErrNotFound
+	}
+	if err != nil {
+		return Replay{}, fmt.Errorf("store: read replay: %w", err)
+	}
+	return r, nil
+}
+
+// Pending returns up to limit items not yet published, in order.
+func (l *ReplayLock) Pending(ctx context.Context, limit int) ([]ReplayItem, error) {
+	rows, err := l.conn.Query(ctx, `
+		SELECT pos, integration, account, event_id, tenant, event_type, coalesce(stream_seq, 0),
+			coalesce(outbox_id::text, ''), msg_id, outcome, state
+		FROM intake.replay_items WHERE replay_id = $1 AND state = 'pending'
+		ORDER BY pos LIMIT $2`, l.id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending replay items: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ReplayItem, error) {
+		var it ReplayItem
+		var seq int64
+		err := row.Scan(&it.Pos, &it.Key.Integration, &it.Key.Account, &it.Key.EventID, &it.Tenant, &it.EventType,
+			&seq, &it.OutboxID, &it.MsgID, &it.Outcome, &it.State)
+		it.StreamSeq = uint64(seq)
+		return it, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: pending replay items: %w", err)
+	}
+	return out, nil
+}
+
+// HasPending reports whether any item is still to be published.
+func (l *ReplayLock) HasPending(ctx context.Context) (bool, error) {
+	var ok bool
+	err := l.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM intake.replay_items WHERE replay_id = $1 AND state = 'pending')`, l.id).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("store: pending replay items: %w", err)
+	}
+	return ok, nil
+}
+
+// Progress is what one batch of publishing achieved.
+type Progress struct {
+	// Published maps the Nats-Msg-Id of each acknowledged copy to the
+	// sequence it landed at.
+	Published map[string]uint64
+	// Missing lists items whose source message is gone.
+	Missing []int
+	// Duplicates counts PubAcks the stream answered as duplicates.
+	Duplicates int
+	// ResumeFromSeq, when greater than the stored one, replaces it.
+	ResumeFromSeq uint64
+}
+
+// Record writes p in one transaction and returns the replay's state, which
+// an operator may have changed to cancelled meanwhile. Items are marked
+// once: recording the same copy again changes nothing.
+func (l *ReplayLock) Record(ctx context.Context, p Progress) (string, error) {
+	var state string
+	err := pgx.BeginFunc(ctx, l.conn, func(tx pgx.Tx) error {
+		published := int64(0)
+		if len(p.Published) > 0 {
+			ids, seqs := make([]string, 0, len(p.Published)), make([]int64, 0, len(p.Published))
+			for id, seq := range p.Published {
+				ids, seqs = append(ids, id), append(seqs, int64(seq))
+			}
+			tag, err := tx.Exec(ctx, `
+				UPDATE intake.replay_items ri SET state = 'published', published_seq = t.seq, published_at = now()
+				FROM unnest($2::text[], $3::bigint[]) AS t(msg_id, seq)
+				WHERE ri.replay_id = $1 AND ri.msg_id = t.msg_id AND ri.state = 'pending'`, l.id, ids, seqs)
+			if err != nil {
+				return err
+			}
+			published = tag.RowsAffected()
+		}
+		recount := false
+		if len(p.Missing) > 0 {
+			tag, err := tx.Exec(ctx, `
+				UPDATE intake.replay_items SET state = 'missing', outcome = 'missing'
+				WHERE replay_id = $1 AND pos = ANY($2) AND state = 'pending'`, l.id, p.Missing)
+			if err != nil {
+				return err
+			}
+			recount = tag.RowsAffected() > 0
+		}
+		err := tx.QueryRow(ctx, `
+			UPDATE intake.replays SET published = published + $2, duplicates = duplicates + $3,
+				resume_from_seq = greatest(resume_from_seq, $4)
+			WHERE id = $1 RETURNING state`, l.id, published, p.Duplicates, int64(p.ResumeFromSeq)).Scan(&state)
+		if err != nil {
+			return err
+		}
+		if recount {
+			// A prediction turned out wrong: the message is gone. Recount
+			// from the items so outcomes stay the truth.
+			_, err = tx.Exec(ctx, `
+				UPDATE intake.replays SET
+					outcomes = (SELECT jsonb_object_agg(outcome, n) FROM
+						(SELECT outcome, count(*) AS n FROM intake.replay_items WHERE replay_id = $1 GROUP BY outcome) o),
+					counts = (SELECT jsonb_agg(jsonb_build_object('tenant', tenant, 'integration', integration,
+							'event_type', event_type, 'outcome', outcome, 'count', n)
+							ORDER BY tenant, integration, event_type, outcome) FROM
+						(SELECT tenant, integration, event_type, outcome, count(*) AS n FROM intake.replay_items
+						 WHERE replay_id = $1 GROUP BY 1, 2, 3, 4) c)
+				WHERE id = $1`, l.id)
+		}
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("store: record replay progress: %w", err)
+	}
+	return state, nil
+}
+
+// Finish ends a running replay with state (done or failed) and an optional
+// error. A replay cancelled meanwhile stays cancelled.
+func (l *ReplayLock) Finish(ctx context.Context, state, errText string) error {
+	var e *string
+	if errText != "" {
+		e = &errText
+	}
+	_, err := l.conn.Exec(ctx, `UPDATE intake.replays SET state = $2, error = $3, finished_at = now()
+		WHERE id = $1 AND state = 'running'`, l.id, state, e)
+	if err != nil {
+		return fmt.Errorf("store: finish replay: %w", err)
+	}
+	return nil
+}
+
+func validUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

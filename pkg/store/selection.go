@@ -1,0 +1,205 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake/pkg/envelope"
+)
+
+// The replayer's reads: which inbox rows a selector matches, what the inbox
+// says about keys found in the stream, which outbox rows to redeliver.
+
+// InboxState is what the replayer needs of an inbox row to predict a replay.
+type InboxState struct {
+	Key           envelope.Key
+	Tenant        string
+	EventType     string
+	Status        string
+	PayloadSHA256 string
+	StreamSeq     uint64
+}
+
+// LookupInbox returns the inbox rows of keys that have one.
+func (s *Store) LookupInbox(ctx context.Context, keys []envelope.Key) (map[envelope.Key]InboxState, error) {
+	out := make(map[envelope.Key]InboxState, len(keys))
+	const chunk = 5000
+	for start := 0; start < len(keys); start += chunk {
+		part := keys[start:min(start+chunk, len(keys))]
+		integ, acct, id := make([]string, len(part)), make([]string, len(part)), make([]string, len(part))
+		for i, k := range part {
+			integ[i], acct[i], id[i] = k.Integration, k.Account, k.EventID
+		}
+		rows, err := s.pool.Query(ctx, `
+			SELECT `+inboxStateColumns+` FROM intake.inbox i
+			JOIN unnest($1::text[], $2::text[], $3::text[]) AS t(integration, account, event_id)
+			  USING (integration, account, event_id)`, integ, acct, id)
+		if err != nil {
+			return nil, fmt.Errorf("store: lookup inbox: %w", err)
+		}
+		err = forEachInboxState(rows, func(st InboxState) error {
+			out[st.Key] = st
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("store: lookup inbox: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// InboxSelector selects inbox rows; zero fields do not filter.
+type InboxSelector struct {
+	Integration string
+	Tenant      string
+	EventType   string
+	Status      string
+	// Limit stops the selection after this many rows (0: no limit).
+	Limit int
+}
+
+// SelectInbox calls fn for every inbox row sel matches, in stream order.
+func (s *Store) SelectInbox(ctx context.Context, sel InboxSelector, fn func(InboxState) error) error {
+	var (
+		where []string
+		args  []any
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if sel.Integration != "" {
+		where = append(where, "integration = "+arg(sel.Integration))
+	}
+	if sel.Tenant != "" {
+		where = append(where, "tenant = "+arg(sel.Tenant))
+	}
+	if sel.EventType != "" {
+		where = append(where, "event_type = "+arg(sel.EventType))
+	}
+	if sel.Status != "" {
+		where = append(where, "status = "+arg(sel.Status))
+	}
+	q := `SELECT ` + inboxStateColumns + ` FROM intake.inbox i`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY stream_seq, integration, account, event_id"
+	if sel.Limit > 0 {
+		q += " LIMIT " + arg(sel.Limit)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("store: select inbox: %w", err)
+	}
+	if err := forEachInboxState(rows, fn); err != nil {
+		return fmt.Errorf("store: select inbox: %w", err)
+	}
+	return nil
+}
+
+const inboxStateColumns = `i.integration, i.account, i.event_id, i.tenant, i.event_type, i.status, i.payload_sha256, i.stream_seq`
+
+func forEachInboxState(rows pgx.Rows, fn func(InboxState) error) error {
+	var st InboxState
+	var seq int64
+	_, err := pgx.ForEachRow(rows, []any{&st.Key.Integration, &st.Key.Account, &st.Key.EventID, &st.Tenant,
+		&st.EventType, &st.Status, &st.PayloadSHA256, &seq}, func() error {
+		st.StreamSeq = uint64(seq)
+		return fn(st)
+	})
+	return err
+}
+
+// OutboxSelector selects published outbox rows for a redelivery; zero
+// fields do not filter.
+type OutboxSelector struct {
+	Keys        []envelope.Key
+	Integration string
+	Tenant      string // the Intake-Tenant header of the row
+	EventType   string // the Intake-Event-Type header of the row
+	// Since and Until bound created_at: since ≤ t < until.
+	Since, Until time.Time
+	// Limit stops the selection after this many rows (0: no limit).
+	Limit int
+}
+
+// OutboxRef is an outbox row without its payload.
+type OutboxRef struct {
+	ID        string
+	Key       envelope.Key
+	Tenant    string
+	EventType string
+	Subject   string
+}
+
+// SelectPublishedOutbox calls fn for every published outbox row sel
+// matches, in commit order. Rows not yet published are left to the relay.
+func (s *Store) SelectPublishedOutbox(ctx context.Context, sel OutboxSelector, fn func(OutboxRef) error) error {
+	where := []string{"published_at IS NOT NULL"}
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if len(sel.Keys) > 0 {
+		keys := make([]string, len(sel.Keys))
+		for i, k := range sel.Keys {
+			keys[i] = k.String()
+		}
+		where = append(where, "(integration || '/' || account || '/' || event_id) = ANY("+arg(keys)+")")
+	}
+	if sel.Integration != "" {
+		where = append(where, "integration = "+arg(sel.Integration))
+	}
+	if sel.Tenant != "" {
+		where = append(where, "headers->'"+envelope.HeaderTenant+"'->>0 = "+arg(sel.Tenant))
+	}
+	if sel.EventType != "" {
+		where = append(where, "headers->'"+envelope.HeaderEventType+"'->>0 = "+arg(sel.EventType))
+	}
+	if !sel.Since.IsZero() {
+		where = append(where, "created_at >= "+arg(sel.Since))
+	}
+	if !sel.Until.IsZero() {
+		where = append(where, "created_at < "+arg(sel.Until))
+	}
+	q := `SELECT id::text, integration, account, event_id, coalesce(headers->'` + envelope.HeaderTenant + `'->>0, ''),
+		coalesce(headers->'` + envelope.HeaderEventType + `'->>0, ''), subject
+		FROM intake.outbox WHERE ` + strings.Join(where, " AND ") + ` ORDER BY seq`
+	if sel.Limit > 0 {
+		q += " LIMIT " + arg(sel.Limit)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("store: select outbox: %w", err)
+	}
+	var r OutboxRef
+	_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID, &r.Tenant, &r.EventType, &r.Subject},
+		func() error { return fn(r) })
+	if err != nil {
+		return fmt.Errorf("store: select outbox: %w", err)
+	}
+	return nil
+}
+
+// GetOutboxRow reads one outbox row with its payload; ErrNotFound if it is
+// gone.
+func (s *Store) GetOutboxRow(ctx context.Context, id string) (OutboxRow, error) {
+	var r OutboxRow
+	err := s.pool.QueryRow(ctx, `SELECT id::text, integration, account, event_id, subject, headers, payload, created_at
+		FROM intake.outbox WHERE id = $1`, id).Scan(&r.ID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID,
+		&r.Subject, &r.Headers, &r.Payload, &r.Created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return OutboxRow{}, ErrNotFound
+	}
+	if err != nil {
+		return OutboxRow{}, fmt.Errorf("store: get outbox row: %w", err)
+	}
+	return r, nil
+}
