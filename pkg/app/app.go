@@ -28,7 +28,7 @@ import (
 type Roles struct {
 	Ingress   bool
 	Processor bool // with the outbox relay
-	API       bool
+	API       bool // the replayer: operator API (/api/v1) and the replay engine
 }
 
 // Options configure Run.
@@ -108,8 +108,13 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		}
 		svc.Mount(r)
 	}
+	var rp *replayer.Replayer
 	if o.Roles.API {
-		replayer.NewAPI(st, cfg.API.Tokens, log).Mount(r)
+		rp, err = replayer.New(replayer.Options{Store: st, JS: js, Tokens: cfg.API.Tokens, Log: log, Registry: m.Registry})
+		if err != nil {
+			return err
+		}
+		rp.Mount(r)
 	}
 
 	ln, err := net.Listen("tcp", o.HTTPAddr)
@@ -147,6 +152,14 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		wg.Go(func() {
 			if err := folder.Run(runCtx); err != nil {
 				errc <- fmt.Errorf("receipts: %w", err)
+			}
+		})
+	}
+	if rp != nil {
+		// Publishes new replays and resumes those a stopped replayer left running.
+		wg.Go(func() {
+			if err := rp.Run(runCtx); err != nil {
+				errc <- fmt.Errorf("replayer: %w", err)
 			}
 		})
 	}

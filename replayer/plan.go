@@ -1,0 +1,421 @@
+package replayer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+)
+
+// Predicted outcomes of a replay item (the keys of "outcomes").
+const (
+	// WouldApply: no inbox row yet (the event was never processed), or a
+	// re-execution: the handler runs.
+	WouldApply = "would_apply"
+	// WouldDeduplicate: exact replay of a processed or stale event: the
+	// inbox refuses it, nothing is applied.
+	WouldDeduplicate = "would_deduplicate"
+	// WouldRetry: exact replay of a failed or quarantined event: the
+	// handler runs again.
+	WouldRetry = "would_retry"
+	// WouldConflict: the message's payload differs from the inbox row's:
+	// the processor records a conflict and applies nothing.
+	WouldConflict = "would_conflict"
+	// WouldRedeliver: a redelivery republishes the processed message.
+	WouldRedeliver = "would_redeliver"
+	// Missing: the source message is gone (max_age, deleted) or, for a key
+	// without an inbox row, was not found: nothing is published.
+	Missing = store.OutcomeMissing
+)
+
+// plan is a resolved selector: what would be published, and predictions.
+type plan struct {
+	items   []store.ReplayItem
+	lastSeq uint64 // the target stream's last sequence before publishing
+}
+
+func (p *plan) add(it store.ReplayItem) {
+	it.Pos = len(p.items)
+	p.items = append(p.items, it)
+}
+
+// summary counts a plan's items by outcome and by tenant, integration,
+// type and outcome, and picks sample keys, each outcome represented.
+func (p *plan) summary() (map[string]int64, []store.OutcomeCount, []string) {
+	outcomes := map[string]int64{}
+	type group struct{ tenant, integration, eventType, outcome string }
+	counts := map[group]int64{}
+	byOutcome := map[string][]string{}
+	for _, it := range p.items {
+		outcomes[it.Outcome]++
+		counts[group{it.Tenant, it.Key.Integration, it.EventType, it.Outcome}]++
+		if len(byOutcome[it.Outcome]) < sampleSize {
+			byOutcome[it.Outcome] = append(byOutcome[it.Outcome], it.Key.String())
+		}
+	}
+	list := make([]store.OutcomeCount, 0, len(counts))
+	for g, n := range counts {
+		list = append(list, store.OutcomeCount{Tenant: g.tenant, Integration: g.integration, EventType: g.eventType, Outcome: g.outcome, Count: n})
+	}
+	slices.SortFunc(list, func(a, b store.OutcomeCount) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Integration, b.Integration),
+			cmp.Compare(a.EventType, b.EventType), cmp.Compare(a.Outcome, b.Outcome))
+	})
+	names := make([]string, 0, len(byOutcome))
+	for o := range byOutcome {
+		names = append(names, o)
+	}
+	slices.Sort(names)
+	sample := []string{}
+	for i := 0; len(sample) < sampleSize; i++ {
+		added := false
+		for _, o := range names {
+			if i < len(byOutcome[o]) && len(sample) < sampleSize {
+				sample = append(sample, byOutcome[o][i])
+				added = true
+			}
+		}
+		if !added {
+			break
+		}
+	}
+	return outcomes, list, sample
+}
+
+const sampleSize = 10
+
+// replayMsgID is the Nats-Msg-Id of a replay's copy of an event: unique per
+// replay and key, so a republish after a crash is a stream duplicate.
+func replayMsgID(replayID string, k envelope.Key) string {
+	return "replay:" + replayID + ":" + k.String()
+}
+
+// redeliveryMsgID is the Nats-Msg-Id of a redelivered message. It cannot be
+// the original id: INTAKE_OUT would drop it as a duplicate inside its
+// window (and accept it after), so the outcome would depend on the clock.
+// The original id travels in Intake-Original-Msg-Id.
+func redeliveryMsgID(replayID, original string) string {
+	return "redeliver:" + replayID + ":" + original
+}
+
+// predict says what the processor will do with an exact or reexecute copy
+// of a message with payload hash sha, given the event's inbox row.
+func predict(mode string, row store.InboxState, hasRow bool, sha string) string {
+	switch {
+	case !hasRow:
+		return WouldApply
+	case row.PayloadSHA256 != sha:
+		return WouldConflict
+	case mode == store.ReplayReexecute:
+		return WouldApply
+	case row.Status == store.StatusFailed || row.Status == store.StatusQuarantined:
+		return WouldRetry
+	default:
+		return WouldDeduplicate
+	}
+}
+
+// planReplay resolves a replay's selector against the stream and the inbox.
+func (r *Replayer) planReplay(ctx context.Context, id string, req ReplayRequest) (*plan, error) {
+	s := req.Selector
+	if s.StreamSeq != nil || s.Since != nil || s.Until != nil {
+		return r.planFromStream(ctx, id, req)
+	}
+	p := &plan{}
+	last, err := lastSeq(ctx, r.o.JS, envelope.StreamIn)
+	if err != nil {
+		return nil, err
+	}
+	p.lastSeq = last
+	stream, err := r.o.JS.Stream(ctx, envelope.StreamIn)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", envelope.StreamIn, err)
+	}
+	matches := func(st store.InboxState) bool {
+		return (s.Integration == "" || st.Key.Integration == s.Integration) &&
+			(s.Tenant == "" || st.Tenant == s.Tenant) &&
+			(s.EventType == "" || st.EventType == s.EventType) &&
+			(s.Status == "" || st.Status == s.Status)
+	}
+	addRow := func(st store.InboxState) error {
+		it := store.ReplayItem{Key: st.Key, Tenant: st.Tenant, EventType: st.EventType, StreamSeq: st.StreamSeq,
+			MsgID: replayMsgID(id, st.Key)}
+		sha, err := originalHash(ctx, stream, st)
+		switch {
+		case errors.Is(err, errGone):
+			it.Outcome = Missing
+		case err != nil:
+			return err
+		default:
+			it.Outcome = predict(req.Mode, st, true, sha)
+		}
+		p.add(it)
+		if len(p.items) > r.o.MaxMatched {
+			return ErrTooMany
+		}
+		return nil
+	}
+
+	if len(s.Keys) > 0 {
+		keys := parseKeys(s.Keys)
+		rows, err := r.o.Store.LookupInbox(ctx, keys)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			st, ok := rows[k]
+			if !ok {
+				// Never processed: its message can only be found in a range
+				// (reconcile gives one); a key alone cannot locate it.
+				p.add(store.ReplayItem{Key: k, MsgID: replayMsgID(id, k), Outcome: Missing})
+				continue
+			}
+			if !matches(st) {
+				continue
+			}
+			if err := addRow(st); err != nil {
+				return nil, err
+			}
+		}
+		return p, nil
+	}
+	err = r.o.Store.SelectInbox(ctx, store.InboxSelector{Integration: s.Integration, Tenant: s.Tenant,
+		EventType: s.EventType, Status: s.Status, Limit: r.o.MaxMatched + 1}, addRow)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// errGone: the message an item points at is no longer in its stream.
+var errGone = errors.New("message gone from the stream")
+
+// originalHash reads the inbox row's original message and returns its
+// payload hash, or errGone.
+func originalHash(ctx context.Context, s jetstream.Stream, st store.InboxState) (string, error) {
+	m, err := s.GetMsg(ctx, st.StreamSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return "", errGone
+	}
+	if err != nil {
+		return "", fmt.Errorf("stream %s: get %d: %w", envelope.StreamIn, st.StreamSeq, err)
+	}
+	if m.Header.Get(envelope.HeaderKey) != st.Key.String() {
+		// The stream was recreated and the sequence reused: not our message.
+		return "", errGone
+	}
+	return m.Header.Get(envelope.HeaderPayloadSHA256), nil
+}
+
+// candidate is one INTAKE_IN message of a key found in a range.
+type candidate struct {
+	seq    uint64
+	sha    string
+	replay bool // a copy published by an earlier replay
+}
+
+// planFromStream scans INTAKE_IN over the range and picks one message per
+// key: preferably the inbox row's own, else an original (not a replay copy)
+// with the inbox row's payload, else the first original, else the first copy.
+func (r *Replayer) planFromStream(ctx context.Context, id string, req ReplayRequest) (*plan, error) {
+	s := req.Selector
+	rg := scanRange{}
+	if s.StreamSeq != nil {
+		rg.From, rg.To = s.StreamSeq.From, s.StreamSeq.To
+	}
+	if s.Since != nil {
+		rg.Since = *s.Since
+	}
+	if s.Until != nil {
+		rg.Until = *s.Until
+	}
+	if s.Integration != "" {
+		rg.Subjects = []string{"intake.in." + envelope.Token(s.Integration) + ".>"}
+	}
+	var keyFilter map[envelope.Key]bool
+	if len(s.Keys) > 0 {
+		keyFilter = map[envelope.Key]bool{}
+		for _, k := range parseKeys(s.Keys) {
+			keyFilter[k] = true
+		}
+	}
+	type found struct {
+		tenant, eventType string
+		cands             []candidate
+	}
+	byKey := map[envelope.Key]*found{}
+	var order []envelope.Key
+	last, err := scanStream(ctx, r.o.JS, envelope.StreamIn, rg, func(m scanned) error {
+		k, ok := envelope.ParseKey(m.Header.Get(envelope.HeaderKey))
+		if !ok {
+			return nil // not an Intake delivery
+		}
+		tenant, typ := m.Header.Get(envelope.HeaderTenant), m.Header.Get(envelope.HeaderEventType)
+		if (s.Integration != "" && k.Integration != s.Integration) || (s.Tenant != "" && tenant != s.Tenant) ||
+			(s.EventType != "" && typ != s.EventType) || (keyFilter != nil && !keyFilter[k]) {
+			return nil
+		}
+		f := byKey[k]
+		if f == nil {
+			if len(order) >= r.o.MaxMatched {
+				return ErrTooMany
+			}
+			f = &found{tenant: tenant, eventType: typ}
+			byKey[k] = f
+			order = append(order, k)
+		}
+		if len(f.cands) < 8 { // a handful per key is plenty to choose from
+			f.cands = append(f.cands, candidate{seq: m.Seq, sha: m.Header.Get(envelope.HeaderPayloadSHA256),
+				replay: m.Header.Get(envelope.HeaderReplayID) != ""})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.o.Store.LookupInbox(ctx, order)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{lastSeq: last}
+	for _, k := range order {
+		f := byKey[k]
+		row, hasRow := rows[k]
+		if s.Status != "" && (!hasRow || row.Status != s.Status) {
+			continue
+		}
+		c := choose(f.cands, row, hasRow)
+		p.add(store.ReplayItem{Key: k, Tenant: f.tenant, EventType: f.eventType, StreamSeq: c.seq,
+			MsgID: replayMsgID(id, k), Outcome: predict(req.Mode, row, hasRow, c.sha)})
+	}
+	return p, nil
+}
+
+func choose(cands []candidate, row store.InboxState, hasRow bool) candidate {
+	rank := func(c candidate) int {
+		switch {
+		case hasRow && c.seq == row.StreamSeq:
+			return 0
+		case hasRow && !c.replay && c.sha == row.PayloadSHA256:
+			return 1
+		case !c.replay:
+			return 2
+		}
+		return 3
+	}
+	best := cands[0]
+	for _, c := range cands[1:] {
+		if rank(c) < rank(best) {
+			best = c
+		}
+	}
+	return best
+}
+
+// planRedelivery resolves a redelivery's selector against INTAKE_OUT or the
+// published outbox rows.
+func (r *Replayer) planRedelivery(ctx context.Context, id string, req RedeliveryRequest) (*plan, error) {
+	s := req.Selector
+	var keyFilter map[envelope.Key]bool
+	if len(s.Keys) > 0 {
+		keyFilter = map[envelope.Key]bool{}
+		for _, k := range parseKeys(s.Keys) {
+			keyFilter[k] = true
+		}
+	}
+	p := &plan{}
+	if req.Source == SourceOutbox {
+		last, err := lastSeq(ctx, r.o.JS, envelope.StreamOut)
+		if err != nil {
+			return nil, err
+		}
+		p.lastSeq = last
+		sel := store.OutboxSelector{Integration: s.Integration, Tenant: s.Tenant, EventType: s.EventType, Limit: r.o.MaxMatched + 1}
+		for k := range keyFilter {
+			sel.Keys = append(sel.Keys, k)
+		}
+		if s.Since != nil {
+			sel.Since = *s.Since
+		}
+		if s.Until != nil {
+			sel.Until = *s.Until
+		}
+		err = r.o.Store.SelectPublishedOutbox(ctx, sel, func(o store.OutboxRef) error {
+			if len(p.items) >= r.o.MaxMatched {
+				return ErrTooMany
+			}
+			p.add(store.ReplayItem{Key: o.Key, Tenant: o.Tenant, EventType: o.EventType, OutboxID: o.ID,
+				MsgID: redeliveryMsgID(id, o.ID), Outcome: WouldRedeliver})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+
+	rg := scanRange{}
+	if s.StreamSeq != nil {
+		rg.From, rg.To = s.StreamSeq.From, s.StreamSeq.To
+	}
+	if s.Since != nil {
+		rg.Since = *s.Since
+	}
+	if s.Until != nil {
+		rg.Until = *s.Until
+	}
+	switch {
+	case s.Subject != "":
+		rg.Subjects = []string{s.Subject}
+	case s.Tenant != "" || s.Integration != "":
+		tenant, integ := "*", "*"
+		if s.Tenant != "" {
+			tenant = envelope.Token(s.Tenant)
+		}
+		if s.Integration != "" {
+			integ = envelope.Token(s.Integration)
+		}
+		rg.Subjects = []string{"intake.out." + tenant + "." + integ + ".>"}
+	}
+	seen := map[string]bool{}
+	last, err := scanStream(ctx, r.o.JS, envelope.StreamOut, rg, func(m scanned) error {
+		if m.Header.Get(HeaderRedeliveryID) != "" {
+			return nil // a copy from an earlier redelivery: its original is what counts
+		}
+		k, ok := envelope.ParseKey(m.Header.Get(envelope.HeaderKey))
+		if !ok {
+			return nil
+		}
+		tenant, typ := m.Header.Get(envelope.HeaderTenant), m.Header.Get(envelope.HeaderEventType)
+		if (s.Integration != "" && k.Integration != s.Integration) || (s.Tenant != "" && tenant != s.Tenant) ||
+			(s.EventType != "" && typ != s.EventType) || (keyFilter != nil && !keyFilter[k]) {
+			return nil
+		}
+		orig := m.Header.Get(envelope.HeaderMsgID)
+		if orig == "" {
+			orig = "seq:" + strconv.FormatUint(m.Seq, 10)
+		}
+		if seen[orig] {
+			return nil // the same message id twice (published again after the window)
+		}
+		seen[orig] = true
+		if len(p.items) >= r.o.MaxMatched {
+			return ErrTooMany
+		}
+		p.add(store.ReplayItem{Key: k, Tenant: tenant, EventType: typ, StreamSeq: m.Seq,
+			MsgID: redeliveryMsgID(id, orig), Outcome: WouldRedeliver})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.lastSeq = last
+	return p, nil
+}

@@ -1,0 +1,338 @@
+package replayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+)
+
+// errStopped: this replayer must stop publishing the replay (shutdown, lost
+// connection, fault injection); the replay stays running for the next one.
+var errStopped = errors.New("replayer stopped")
+
+// publish runs one locked replay until it is done, failed or cancelled, or
+// until this replayer stops.
+func (r *Replayer) publish(ctx context.Context, lock *store.ReplayLock) {
+	rep, err := lock.Replay(ctx)
+	if err != nil {
+		r.o.Log.Warn("replay: read failed", "err", err)
+		return
+	}
+	if rep.State != store.ReplayRunning {
+		return
+	}
+	log := r.o.Log.With("replay", rep.ID, "mode", rep.Mode)
+	j := &job{r: r, lock: lock, rep: rep, stream: streamOf(rep.Mode), resumeFrom: rep.ResumeFromSeq}
+	if err := j.recover(ctx); err != nil {
+		if ctx.Err() == nil {
+			log.Warn("replay: resume scan failed; retrying later", "err", err)
+		}
+		return
+	}
+	log.Info("replay publishing", "published", rep.Published, "matched", rep.Matched, "rate", rep.Rate)
+
+	batch := min(max(rep.Rate/5, 1), 100) // about 200ms of publishing between records
+	pace := newPacer(rep.Rate)
+	lastProgress := time.Now()
+	failures := 0
+	for {
+		items, err := lock.Pending(ctx, batch)
+		if err == nil && len(items) == 0 {
+			err = lock.Finish(ctx, store.ReplayDone, "")
+			if err == nil {
+				final, _ := lock.Replay(ctx)
+				log.Info("replay done", "published", final.Published, "matched", final.Matched, "state", final.State)
+				return
+			}
+		}
+		var state string
+		if err == nil {
+			state, err = j.publishBatch(ctx, items, pace)
+		}
+		switch {
+		case errors.Is(err, errStopped) || ctx.Err() != nil:
+			log.Info("replay paused: this replayer stops", "err", err)
+			return
+		case err == nil && state != store.ReplayRunning:
+			log.Info("replay stopped", "state", state)
+			return
+		case err == nil:
+			lastProgress, failures = time.Now(), 0
+			continue
+		}
+		if time.Since(lastProgress) > r.o.RetryFor {
+			log.Error("replay failed", "err", err)
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_ = lock.Finish(fctx, store.ReplayFailed, err.Error())
+			cancel()
+			return
+		}
+		failures++
+		wait := min(200*time.Millisecond<<min(failures, 5), 5*time.Second)
+		log.Warn("replay: batch failed; retrying", "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// job is one replayer's run of one replay.
+type job struct {
+	r          *Replayer
+	lock       *store.ReplayLock
+	rep        store.Replay
+	stream     string
+	src        jetstream.Stream // source stream of the items, looked up once
+	resumeFrom uint64           // highest sequence known to precede every unconfirmed copy
+	maxAcked   uint64
+	// unconfirmed: copies sent whose PubAck never came (timeout, error).
+	// They are retried first; until then resumeFrom must not move past them.
+	unconfirmed map[string]bool
+}
+
+// recover finds copies of this replay that a previous replayer published
+// but did not record (it died between PubAck and record) by scanning the
+// target stream after the recorded position, and records them.
+func (j *job) recover(ctx context.Context) error {
+	pending, err := j.lock.HasPending(ctx)
+	if err != nil || !pending {
+		return err
+	}
+	header := envelope.HeaderReplayID
+	if j.rep.Mode == store.ReplayRedeliver {
+		header = HeaderRedeliveryID
+	}
+	found := map[string]uint64{}
+	last, err := scanStream(ctx, j.r.o.JS, j.stream, scanRange{From: j.resumeFrom + 1}, func(m scanned) error {
+		if m.Header.Get(header) == j.rep.ID {
+			id := m.Header.Get(envelope.HeaderMsgID)
+			if _, dup := found[id]; !dup {
+				found[id] = m.Seq
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := j.lock.Record(ctx, store.Progress{Published: found, ResumeFromSeq: last}); err != nil {
+		return err
+	}
+	if len(found) > 0 {
+		j.r.o.Log.Info("replay: recorded copies a previous replayer published", "replay", j.rep.ID, "copies", len(found))
+	}
+	j.resumeFrom, j.maxAcked = max(j.resumeFrom, last), max(j.resumeFrom, last)
+	return nil
+}
+
+type sent struct {
+	item store.ReplayItem
+	msg  *nats.Msg
+	fut  jetstream.PubAckFuture
+}
+
+// publishBatch publishes items in order, paced, waits for their PubAcks and
+// records the outcome. It stops issuing at the first error (or shutdown),
+// still records what was acked, and returns the error; items not acked stay
+// pending and are retried.
+func (j *job) publishBatch(ctx context.Context, items []store.ReplayItem, pace *pacer) (string, error) {
+	var (
+		out      []sent
+		missing  []int
+		batchErr error
+	)
+	for _, it := range items {
+		if ctx.Err() != nil {
+			batchErr = errStopped
+			break
+		}
+		msg, err := j.build(ctx, it)
+		if errors.Is(err, errGone) {
+			missing = append(missing, it.Pos)
+			continue
+		}
+		if err != nil {
+			batchErr = err
+			break
+		}
+		if err := pace.wait(ctx); err != nil {
+			batchErr = errStopped
+			break
+		}
+		fut, err := j.r.o.JS.PublishMsgAsync(msg)
+		if err != nil {
+			batchErr = publishErr(err)
+			break
+		}
+		j.unconfirmedAdd(it.MsgID)
+		out = append(out, sent{item: it, msg: msg, fut: fut})
+	}
+
+	// Wait for every PubAck, also when stopping: what the stream took must
+	// be recorded.
+	prog := store.Progress{Published: map[string]uint64{}, Missing: missing}
+	timeout := time.NewTimer(j.r.o.PublishTimeout)
+	defer timeout.Stop()
+wait:
+	for _, s := range out {
+		select {
+		case ack := <-s.fut.Ok():
+			prog.Published[s.item.MsgID] = ack.Sequence
+			if ack.Duplicate {
+				prog.Duplicates++
+			}
+			j.maxAcked = max(j.maxAcked, ack.Sequence)
+			delete(j.unconfirmed, s.item.MsgID)
+		case err := <-s.fut.Err():
+			if batchErr == nil {
+				batchErr = publishErr(err)
+			}
+		case <-timeout.C:
+			if batchErr == nil {
+				batchErr = fmt.Errorf("no PubAck within %s", j.r.o.PublishTimeout)
+			}
+			break wait
+		}
+	}
+	if len(j.unconfirmed) == 0 {
+		j.resumeFrom = max(j.resumeFrom, j.maxAcked)
+	}
+	prog.ResumeFromSeq = j.resumeFrom
+
+	if hook := j.r.o.AfterPublish; hook != nil && len(prog.Published) > 0 {
+		if err := hook(j.rep.ID, len(prog.Published)); err != nil {
+			return "", fmt.Errorf("%w: %w", errStopped, err)
+		}
+	}
+	// Record even while shutting down: the PubAcks are in hand.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	state, err := j.lock.Record(rctx, prog)
+	if err != nil {
+		// The lock's connection is gone: another replayer may own the
+		// replay now. Stop; its resume scan finds what we published.
+		return "", fmt.Errorf("%w: %w", errStopped, err)
+	}
+	j.r.metrics.published.WithLabelValues(j.rep.Mode).Add(float64(len(prog.Published)))
+	return state, batchErr
+}
+
+func (j *job) unconfirmedAdd(id string) {
+	if j.unconfirmed == nil {
+		j.unconfirmed = map[string]bool{}
+	}
+	j.unconfirmed[id] = true
+}
+
+// publishErr classifies a publish error: a closed connection means this
+// replayer is going away.
+func publishErr(err error) error {
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		return fmt.Errorf("%w: %w", errStopped, err)
+	}
+	return fmt.Errorf("publish: %w", err)
+}
+
+// build reads an item's source message and makes its copy.
+func (j *job) build(ctx context.Context, it store.ReplayItem) (*nats.Msg, error) {
+	if it.OutboxID != "" {
+		row, err := j.r.o.Store.GetOutboxRow(ctx, it.OutboxID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, errGone
+		}
+		if err != nil {
+			return nil, err
+		}
+		return redelivered(row.Subject, nats.Header(row.Headers), row.Payload, it.MsgID, row.ID, j.rep.ID), nil
+	}
+	if j.src == nil {
+		s, err := j.r.o.JS.Stream(ctx, j.stream)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %w", j.stream, err)
+		}
+		j.src = s
+	}
+	raw, err := j.src.GetMsg(ctx, it.StreamSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, errGone
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: get %d: %w", j.stream, it.StreamSeq, err)
+	}
+	if raw.Header.Get(envelope.HeaderKey) != it.Key.String() {
+		return nil, errGone // the sequence now holds another message (stream recreated)
+	}
+	if j.rep.Mode == store.ReplayRedeliver {
+		orig := raw.Header.Get(envelope.HeaderMsgID)
+		if orig == "" {
+			orig = "seq:" + strconv.FormatUint(raw.Sequence, 10)
+		}
+		return redelivered(raw.Subject, raw.Header, raw.Data, it.MsgID, orig, j.rep.ID), nil
+	}
+	h := copyHeader(raw.Header)
+	h.Set(envelope.HeaderMsgID, it.MsgID)
+	h.Set(envelope.HeaderReplayID, j.rep.ID)
+	h.Set(envelope.HeaderReplayMode, j.rep.Mode)
+	return &nats.Msg{Subject: raw.Subject, Header: h, Data: raw.Data}, nil
+}
+
+func redelivered(subject string, header nats.Header, data []byte, msgID, original, redeliveryID string) *nats.Msg {
+	h := copyHeader(header)
+	h.Set(envelope.HeaderMsgID, msgID)
+	h.Set(HeaderOriginalMsgID, original)
+	h.Set(HeaderRedeliveryID, redeliveryID)
+	return &nats.Msg{Subject: subject, Header: h, Data: data}
+}
+
+// copyHeader copies every header except the publish-time expectations
+// (Nats-Expected-*), which described the original publish, not this one.
+func copyHeader(h nats.Header) nats.Header {
+	out := make(nats.Header, len(h)+3)
+	for k, v := range h {
+		if strings.HasPrefix(k, "Nats-Expected-") {
+			continue
+		}
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// pacer spaces publishes at a rate: each waits for its slot; a late caller
+// is not made up for with a burst beyond one slot.
+type pacer struct {
+	interval time.Duration
+	next     time.Time
+}
+
+func newPacer(rate int) *pacer {
+	return &pacer{interval: time.Second / time.Duration(max(rate, 1))}
+}
+
+func (p *pacer) wait(ctx context.Context) error {
+	now := time.Now()
+	if p.next.Before(now) {
+		p.next = now
+	}
+	if d := p.next.Sub(now); d > time.Millisecond {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	p.next = p.next.Add(p.interval)
+	return nil
+}

@@ -1,0 +1,150 @@
+package replayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/envelope"
+)
+
+// ReconcileRequest is a range of INTAKE_IN to compare with the inbox:
+// sequences FromSeq..ToSeq (0: open) and/or message times Since ≤ t < Until.
+type ReconcileRequest struct {
+	FromSeq, ToSeq uint64
+	Since, Until   time.Time
+	Integration    string
+}
+
+// MissingEvent is an accepted message whose event has no inbox row.
+type MissingEvent struct {
+	Key       string `json:"key"`
+	StreamSeq uint64 `json:"stream_seq"`
+}
+
+// ReconcileResult is the answer of GET /api/v1/reconcile.
+type ReconcileResult struct {
+	// Checked counts the ingress messages in the range (replay copies are
+	// not deliveries and are skipped).
+	Checked int `json:"checked"`
+	// Missing lists, once per key, messages acknowledged to the provider
+	// (and acked by the processor) whose event has no inbox row.
+	Missing []MissingEvent `json:"missing"`
+	// Truncated is set when Missing was cut at its limit.
+	Truncated bool `json:"truncated,omitempty"`
+	// Pending counts messages without an inbox row that the processor has
+	// not acknowledged yet: in flight, not missing.
+	Pending int `json:"pending"`
+	// AckFloor is the processor consumer's ack floor (stream sequence):
+	// every message up to it has been acked or terminated.
+	AckFloor uint64 `json:"ack_floor"`
+	// LastSeq is the stream's last sequence when the check started.
+	LastSeq uint64 `json:"last_seq"`
+	// Fix is the replay that would process the missing events (POST it to
+	// /api/v1/replays, with "dry_run": false to start it).
+	Fix *ReplayRequest `json:"fix,omitempty"`
+}
+
+const maxMissingListed = 10_000
+
+// Reconcile compares an INTAKE_IN range with the inbox and lists accepted
+// messages without an inbox row.
+func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (ReconcileResult, error) {
+	if req.ToSeq != 0 && req.ToSeq < req.FromSeq {
+		return ReconcileResult{}, badRequest("to_seq: must not be below from_seq")
+	}
+	if !req.Since.IsZero() && !req.Until.IsZero() && !req.Until.After(req.Since) {
+		return ReconcileResult{}, badRequest("until: must be after since")
+	}
+	res := ReconcileResult{Missing: []MissingEvent{}}
+	// The ack floor first: a message at or below it was settled before the
+	// scan read the inbox, so no inbox row then means missing.
+	ackFloor, err := r.ackFloor(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.AckFloor = ackFloor
+
+	rg := scanRange{From: req.FromSeq, To: req.ToSeq, Since: req.Since, Until: req.Until}
+	if req.Integration != "" {
+		rg.Subjects = []string{"intake.in." + envelope.Token(req.Integration) + ".>"}
+	}
+	type msg struct {
+		key envelope.Key
+		seq uint64
+	}
+	var msgs []msg
+	res.LastSeq, err = scanStream(ctx, r.o.JS, envelope.StreamIn, rg, func(m scanned) error {
+		if m.Header.Get(envelope.HeaderReplayID) != "" {
+			return nil
+		}
+		k, ok := envelope.ParseKey(m.Header.Get(envelope.HeaderKey))
+		if !ok || (req.Integration != "" && k.Integration != req.Integration) {
+			return nil
+		}
+		if len(msgs) >= r.o.MaxMatched {
+			return ErrTooMany
+		}
+		msgs = append(msgs, msg{key: k, seq: m.Seq})
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Checked = len(msgs)
+	keys := make([]envelope.Key, len(msgs))
+	for i, m := range msgs {
+		keys[i] = m.key
+	}
+	rows, err := r.o.Store.LookupInbox(ctx, keys)
+	if err != nil {
+		return res, err
+	}
+	listed := map[envelope.Key]bool{}
+	var from, to uint64
+	var fixKeys []string
+	for _, m := range msgs {
+		if _, ok := rows[m.key]; ok || listed[m.key] {
+			continue
+		}
+		listed[m.key] = true
+		if m.seq > ackFloor {
+			res.Pending++
+			continue
+		}
+		if len(res.Missing) >= maxMissingListed {
+			res.Truncated = true
+			continue
+		}
+		res.Missing = append(res.Missing, MissingEvent{Key: m.key.String(), StreamSeq: m.seq})
+		fixKeys = append(fixKeys, m.key.String())
+		if from == 0 || m.seq < from {
+			from = m.seq
+		}
+		to = max(to, m.seq)
+	}
+	if len(fixKeys) > 0 {
+		res.Fix = &ReplayRequest{
+			Selector: Selector{Keys: fixKeys, StreamSeq: &SeqRange{From: from, To: to}},
+			Mode:     "exact",
+			Reason:   fmt.Sprintf("reconcile: %d accepted events without an inbox row", len(fixKeys)),
+		}
+	}
+	return res, nil
+}
+
+// ackFloor is the processor consumer's ack floor; 0 when it does not exist
+// (nothing was ever processed: every message is pending).
+func (r *Replayer) ackFloor(ctx context.Context) (uint64, error) {
+	c, err := r.o.JS.Consumer(ctx, envelope.StreamIn, envelope.ConsumerName)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("consumer %s: %w", envelope.ConsumerName, err)
+	}
+	return c.CachedInfo().AckFloor.Stream, nil
+}

@@ -1,0 +1,309 @@
+package replayer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/telemetry"
+)
+
+// Headers the replayer adds to redelivered messages on INTAKE_OUT.
+const (
+	// HeaderRedeliveryID names the redelivery that published the copy.
+	HeaderRedeliveryID = "Intake-Redelivery-Id"
+	// HeaderOriginalMsgID carries the Nats-Msg-Id the message was first
+	// published with (the outbox id): subscribers that deduplicate by
+	// message id use it (or Intake-Key) rather than Nats-Msg-Id.
+	HeaderOriginalMsgID = "Intake-Original-Msg-Id"
+)
+
+// Options configure a Replayer.
+type Options struct {
+	Store  *store.Store
+	JS     jetstream.JetStream
+	Tokens []config.Token // API bearer tokens
+	Log    *slog.Logger   // defaults to discarding
+	// Registry, when set, gets the replayer's metrics.
+	Registry prometheus.Registerer
+
+	// DefaultRate is the pace, in events per second, of a replay that asks
+	// for none. Defaults to 100.
+	DefaultRate int
+	// MaxRate caps the rate a replay may ask for. Defaults to 10000.
+	MaxRate int
+	// MaxMatched refuses selectors matching more events (narrow them or
+	// split the replay). Defaults to 1,000,000.
+	MaxMatched int
+	// MaxRunning bounds the replays this replayer publishes at once; each
+	// holds a database connection for its lock. Others wait their turn.
+	// Defaults to 2.
+	MaxRunning int
+	// ResumeInterval is how often Run looks for running replays no replayer
+	// publishes (their replayer died). Defaults to 10s.
+	ResumeInterval time.Duration
+	// PublishTimeout bounds the wait for one batch's PubAcks. Defaults to 10s.
+	PublishTimeout time.Duration
+	// RetryFor is how long a replay keeps retrying without progress (NATS
+	// unavailable, stream full) before it fails. Defaults to 2m.
+	RetryFor time.Duration
+
+	// AfterPublish, when set, runs after a batch's PubAcks arrived and
+	// before they are recorded; an error stops publishing the replay as if
+	// the replayer died at that moment. Fault injection for tests.
+	AfterPublish func(replayID string, acked int) error
+}
+
+func (o *Options) withDefaults() error {
+	if o.Store == nil || o.JS == nil {
+		return errors.New("replayer: Options.Store and Options.JS are required")
+	}
+	if o.Log == nil {
+		o.Log = telemetry.Discard()
+	}
+	if o.DefaultRate == 0 {
+		o.DefaultRate = 100
+	}
+	if o.MaxRate == 0 {
+		o.MaxRate = 10_000
+	}
+	if o.DefaultRate > o.MaxRate {
+		return fmt.Errorf("replayer: Options.DefaultRate %d exceeds MaxRate %d", o.DefaultRate, o.MaxRate)
+	}
+	if o.MaxMatched == 0 {
+		o.MaxMatched = 1_000_000
+	}
+	if o.MaxRunning == 0 {
+		o.MaxRunning = 2
+	}
+	if o.ResumeInterval == 0 {
+		o.ResumeInterval = 10 * time.Second
+	}
+	if o.PublishTimeout == 0 {
+		o.PublishTimeout = 10 * time.Second
+	}
+	if o.RetryFor == 0 {
+		o.RetryFor = 2 * time.Minute
+	}
+	return nil
+}
+
+// Replayer serves the operator API and publishes replays.
+type Replayer struct {
+	o       Options
+	metrics replayMetrics
+	wake    chan struct{}
+
+	mu      sync.Mutex
+	running map[string]context.CancelFunc // replays this replayer publishes
+}
+
+type replayMetrics struct {
+	published *prometheus.CounterVec // mode
+	running   prometheus.Gauge
+}
+
+// New validates o and fills defaults.
+func New(o Options) (*Replayer, error) {
+	if err := o.withDefaults(); err != nil {
+		return nil, err
+	}
+	m := replayMetrics{
+		published: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "replayer",
+			Name: "published_total", Help: "Messages republished by replays and redeliveries, by mode."}, []string{"mode"}),
+		running: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "replayer",
+			Name: "running", Help: "Replays this replayer is publishing."}),
+	}
+	if o.Registry != nil {
+		for _, c := range []prometheus.Collector{m.published, m.running} {
+			if err := o.Registry.Register(c); err != nil {
+				return nil, fmt.Errorf("replayer: metrics: %w", err)
+			}
+		}
+	}
+	return &Replayer{o: o, metrics: m, wake: make(chan struct{}, 1), running: map[string]context.CancelFunc{}}, nil
+}
+
+// Replay records a replay (always, dry runs too: the audit trail) and, unless
+// it is a dry run, hands it to Run to publish.
+func (r *Replayer) Replay(ctx context.Context, requestedBy string, req ReplayRequest) (store.Replay, error) {
+	if err := r.normalizeReplay(&req); err != nil {
+		return store.Replay{}, err
+	}
+	id := uuid.NewString()
+	p, err := r.planReplay(ctx, id, req)
+	if err != nil {
+		return store.Replay{}, err
+	}
+	sel, err := json.Marshal(req.Selector)
+	if err != nil {
+		return store.Replay{}, err
+	}
+	return r.record(ctx, store.Replay{ID: id, RequestedBy: requestedBy, Selector: sel, Mode: req.Mode,
+		Reason: req.Reason, DryRun: *req.DryRun, Rate: req.Rate}, p)
+}
+
+// Redeliver records a redelivery and, unless it is a dry run, hands it to
+// Run to publish.
+func (r *Replayer) Redeliver(ctx context.Context, requestedBy string, req RedeliveryRequest) (store.Replay, error) {
+	if err := r.normalizeRedelivery(&req); err != nil {
+		return store.Replay{}, err
+	}
+	id := uuid.NewString()
+	p, err := r.planRedelivery(ctx, id, req)
+	if err != nil {
+		return store.Replay{}, err
+	}
+	sel, err := json.Marshal(recordedRedelivery{Source: req.Source, RedeliverySelector: req.Selector})
+	if err != nil {
+		return store.Replay{}, err
+	}
+	return r.record(ctx, store.Replay{ID: id, RequestedBy: requestedBy, Selector: sel, Mode: store.ReplayRedeliver,
+		Reason: req.Reason, DryRun: *req.DryRun, Rate: req.Rate}, p)
+}
+
+func (r *Replayer) record(ctx context.Context, rep store.Replay, p *plan) (store.Replay, error) {
+	rep.Matched = int64(len(p.items))
+	rep.Outcomes, rep.Counts, rep.Sample = p.summary()
+	rep.ResumeFromSeq = p.lastSeq
+	items := p.items
+	publishable := 0
+	for _, it := range items {
+		if it.Outcome != Missing {
+			publishable++
+		}
+	}
+	rep.State = store.ReplayRunning
+	if rep.DryRun || publishable == 0 {
+		now := time.Now()
+		rep.State, rep.FinishedAt = store.ReplayDone, &now
+	}
+	if rep.DryRun {
+		items = nil
+	}
+	if err := r.o.Store.CreateReplay(ctx, &rep, items); err != nil {
+		return store.Replay{}, err
+	}
+	r.o.Log.Info("replay recorded", "id", rep.ID, "mode", rep.Mode, "dry_run", rep.DryRun, "requested_by", rep.RequestedBy,
+		"matched", rep.Matched, "reason", rep.Reason, "state", rep.State)
+	if rep.State == store.ReplayRunning {
+		r.wakeUp()
+	}
+	return rep, nil
+}
+
+// Cancel stops a running replay: recorded as cancelled at once, publishing
+// stops at the next batch (whichever replayer publishes it).
+func (r *Replayer) Cancel(ctx context.Context, id, by string) (store.Replay, bool, error) {
+	rep, changed, err := r.o.Store.CancelReplay(ctx, id, by)
+	if err != nil {
+		return rep, false, err
+	}
+	if changed {
+		r.o.Log.Info("replay cancelled", "id", id, "by", by, "published", rep.Published)
+	}
+	return rep, changed, nil
+}
+
+func (r *Replayer) wakeUp() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run publishes replays until ctx ends: the ones created here, and any
+// running replay whose replayer stopped (checked at start and every
+// ResumeInterval). On shutdown it stops issuing publishes, waits for the
+// PubAcks in flight, records them and returns; the replays stay running for
+// the next replayer.
+func (r *Replayer) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tick := time.NewTicker(r.o.ResumeInterval)
+	defer tick.Stop()
+	for {
+		if err := r.startRunnable(ctx, &wg); err != nil && ctx.Err() == nil {
+			r.o.Log.Warn("replayer: looking for running replays failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.wake:
+		case <-tick.C:
+		}
+	}
+}
+
+func (r *Replayer) startRunnable(ctx context.Context, wg *sync.WaitGroup) error {
+	ids, err := r.o.Store.RunningReplays(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		r.mu.Lock()
+		_, mine := r.running[id]
+		full := len(r.running) >= r.o.MaxRunning
+		r.mu.Unlock()
+		if mine {
+			continue
+		}
+		if full {
+			return nil
+		}
+		lock, err := r.o.Store.LockReplay(ctx, id)
+		if err != nil {
+			return err
+		}
+		if lock == nil {
+			continue // another replayer publishes it
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		r.mu.Lock()
+		r.running[id] = cancel
+		r.mu.Unlock()
+		r.metrics.running.Inc()
+		wg.Go(func() {
+			defer func() {
+				lock.Release()
+				cancel()
+				r.mu.Lock()
+				delete(r.running, id)
+				r.mu.Unlock()
+				r.metrics.running.Dec()
+				r.wakeUp() // a queued replay may start
+			}()
+			r.publish(rctx, lock)
+		})
+	}
+	return nil
+}
+
+// stopLocal cancels the local publishing of a replay, if any.
+func (r *Replayer) stopLocal(id string) {
+	r.mu.Lock()
+	cancel := r.running[id]
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// streamOf is the stream a replay's copies go to.
+func streamOf(mode string) string {
+	if mode == store.ReplayRedeliver {
+		return envelope.StreamOut
+	}
+	return envelope.StreamIn
+}

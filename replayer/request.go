@@ -1,0 +1,235 @@
+package replayer
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+)
+
+// SeqRange is an inclusive range of stream sequences; To 0 means "to the
+// end of the stream as it is when the replay is created".
+type SeqRange struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to,omitempty"`
+}
+
+// Selector says which events a replay republishes. The source is, in order
+// of precedence:
+//   - a stream range (stream_seq and/or since/until, INTAKE_IN message
+//     time): every event with a message in the range, one copy per key;
+//   - keys: those events' original messages (via the inbox row's stream_seq);
+//   - status (with the other filters): the inbox rows in that status.
+//
+// Keys, integration, tenant, event_type and status also filter the other
+// sources. A selector without keys, a range or a status is refused: replay
+// everything is never what an operator means.
+type Selector struct {
+	Keys        []string   `json:"keys,omitempty"`
+	Integration string     `json:"integration,omitempty"`
+	Tenant      string     `json:"tenant,omitempty"`
+	EventType   string     `json:"event_type,omitempty"`
+	StreamSeq   *SeqRange  `json:"stream_seq,omitempty"`
+	Since       *time.Time `json:"since,omitempty"`
+	Until       *time.Time `json:"until,omitempty"`
+	Status      string     `json:"status,omitempty"`
+}
+
+// ReplayRequest is the body of POST /api/v1/replays.
+type ReplayRequest struct {
+	Selector Selector `json:"selector"`
+	// Mode is exact (the default: the inbox decides) or reexecute (the
+	// handler runs again; requires a reason).
+	Mode string `json:"mode,omitempty"`
+	// DryRun defaults to true: without "dry_run": false nothing is published.
+	DryRun *bool  `json:"dry_run,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Rate in events per second; 0 takes the replayer's default.
+	Rate int `json:"rate,omitempty"`
+}
+
+// RedeliverySelector says which processed messages a redelivery publishes
+// again. From the stream (the default) it needs a range of INTAKE_OUT
+// (stream_seq and/or since/until); from the outbox, keys or since/until
+// (outbox created_at). Subject (stream only) filters with NATS wildcards,
+// e.g. "intake.out.acme.>".
+type RedeliverySelector struct {
+	Keys        []string   `json:"keys,omitempty"`
+	Integration string     `json:"integration,omitempty"`
+	Tenant      string     `json:"tenant,omitempty"`
+	EventType   string     `json:"event_type,omitempty"`
+	Subject     string     `json:"subject,omitempty"`
+	StreamSeq   *SeqRange  `json:"stream_seq,omitempty"`
+	Since       *time.Time `json:"since,omitempty"`
+	Until       *time.Time `json:"until,omitempty"`
+}
+
+// Redelivery sources.
+const (
+	SourceStream = "stream"
+	SourceOutbox = "outbox"
+)
+
+// RedeliveryRequest is the body of POST /api/v1/redeliveries.
+type RedeliveryRequest struct {
+	// Source is stream (INTAKE_OUT, the default) or outbox.
+	Source   string             `json:"source,omitempty"`
+	Selector RedeliverySelector `json:"selector"`
+	// DryRun defaults to true, as for replays.
+	DryRun *bool  `json:"dry_run,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Rate   int    `json:"rate,omitempty"`
+}
+
+// RecordedSelector is what intake.replays.selector holds for a redelivery:
+// the source next to the selector.
+type recordedRedelivery struct {
+	Source string `json:"source"`
+	RedeliverySelector
+}
+
+// RequestError is a request the replayer refuses as asked (400).
+type RequestError struct{ msg string }
+
+func (e *RequestError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &RequestError{msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrTooMany: the selector matches more events than Options.MaxMatched.
+var ErrTooMany = errors.New("replayer: selector matches too many events")
+
+const maxKeys = 100_000
+
+var replayStatuses = []string{store.StatusProcessed, store.StatusStale, store.StatusFailed, store.StatusQuarantined}
+
+func (r *Replayer) normalizeReplay(req *ReplayRequest) error {
+	if req.Mode == "" {
+		req.Mode = store.ReplayExact
+	}
+	if req.Mode != store.ReplayExact && req.Mode != store.ReplayReexecute {
+		return badRequest("mode: must be exact or reexecute, got %q", req.Mode)
+	}
+	if req.DryRun == nil {
+		t := true
+		req.DryRun = &t
+	}
+	req.Reason = strings.TrimSpace(req.Reason)
+	if req.Mode == store.ReplayReexecute && req.Reason == "" {
+		return badRequest("reason: required for mode reexecute (the handler runs again; say why)")
+	}
+	if err := r.normalizeRate(&req.Rate); err != nil {
+		return err
+	}
+	s := &req.Selector
+	if err := checkKeys(s.Keys); err != nil {
+		return err
+	}
+	if s.Status != "" && !slices.Contains(replayStatuses, s.Status) {
+		return badRequest("selector.status: must be one of %s, got %q", strings.Join(replayStatuses, ", "), s.Status)
+	}
+	if err := checkRange(s.StreamSeq, s.Since, s.Until); err != nil {
+		return err
+	}
+	if len(s.Keys) == 0 && s.StreamSeq == nil && s.Since == nil && s.Until == nil && s.Status == "" {
+		return badRequest("selector: give keys, stream_seq, since/until or status (replaying everything is refused)")
+	}
+	return nil
+}
+
+func (r *Replayer) normalizeRedelivery(req *RedeliveryRequest) error {
+	if req.Source == "" {
+		req.Source = SourceStream
+	}
+	if req.DryRun == nil {
+		t := true
+		req.DryRun = &t
+	}
+	req.Reason = strings.TrimSpace(req.Reason)
+	if err := r.normalizeRate(&req.Rate); err != nil {
+		return err
+	}
+	s := &req.Selector
+	if err := checkKeys(s.Keys); err != nil {
+		return err
+	}
+	if err := checkRange(s.StreamSeq, s.Since, s.Until); err != nil {
+		return err
+	}
+	switch req.Source {
+	case SourceStream:
+		if s.StreamSeq == nil && s.Since == nil && s.Until == nil {
+			return badRequest("selector: a redelivery from the stream needs stream_seq or since/until (of INTAKE_OUT)")
+		}
+		if s.Subject != "" && s.Subject != envelope.SubjectOutAll && !strings.HasPrefix(s.Subject, "intake.out.") {
+			return badRequest("selector.subject: must be an INTAKE_OUT subject (intake.out.…), got %q", s.Subject)
+		}
+	case SourceOutbox:
+		if s.StreamSeq != nil || s.Subject != "" {
+			return badRequest("selector: stream_seq and subject apply to source stream only")
+		}
+		if len(s.Keys) == 0 && s.Since == nil && s.Until == nil {
+			return badRequest("selector: a redelivery from the outbox needs keys or since/until")
+		}
+	default:
+		return badRequest("source: must be stream or outbox, got %q", req.Source)
+	}
+	return nil
+}
+
+func (r *Replayer) normalizeRate(rate *int) error {
+	switch {
+	case *rate < 0:
+		return badRequest("rate: must be positive")
+	case *rate == 0:
+		*rate = r.o.DefaultRate
+	case *rate > r.o.MaxRate:
+		return badRequest("rate: at most %d events/s, got %d", r.o.MaxRate, *rate)
+	}
+	return nil
+}
+
+func checkKeys(keys []string) error {
+	if len(keys) > maxKeys {
+		return badRequest("selector.keys: at most %d keys, got %d", maxKeys, len(keys))
+	}
+	for i, k := range keys {
+		if _, ok := envelope.ParseKey(k); !ok {
+			return badRequest("selector.keys[%d]: %q is not a scoped key {integration}/{account}/{event_id}", i, k)
+		}
+	}
+	return nil
+}
+
+func checkRange(seq *SeqRange, since, until *time.Time) error {
+	if seq != nil {
+		if seq.From < 1 {
+			return badRequest("selector.stream_seq.from: must be at least 1")
+		}
+		if seq.To != 0 && seq.To < seq.From {
+			return badRequest("selector.stream_seq.to: must not be below from")
+		}
+	}
+	if since != nil && until != nil && !until.After(*since) {
+		return badRequest("selector.until: must be after since")
+	}
+	return nil
+}
+
+func parseKeys(keys []string) []envelope.Key {
+	out := make([]envelope.Key, 0, len(keys))
+	seen := make(map[envelope.Key]bool, len(keys))
+	for _, s := range keys {
+		k, _ := envelope.ParseKey(s)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -1,0 +1,352 @@
+package replayer_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/app"
+	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/stream"
+	"github.com/intakehq/intake/pkg/testenv"
+	"github.com/intakehq/intake/processor"
+	"github.com/intakehq/intake/replayer"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+const (
+	viewerToken   = "viewer-token-0123456789"
+	operatorToken = "operator-token-0123456789"
+)
+
+const testConfig = `
+nats: {publish_timeout: 2s, stream: {duplicate_window: 2m}}
+processor: {ack_wait: 2s, concurrency: 2}
+outbox: {poll_interval: 200ms}
+api:
+  tokens:
+    - {name: viewer, token: ` + viewerToken + `, role: viewer}
+    - {name: ops, token: ` + operatorToken + `, role: operator}
+integrations:
+  - name: demo
+    provider: standard
+    tenant: acme
+    account: main
+    secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]
+`
+
+// rig is a real nats-server and a fresh Postgres database with the schema
+// and a business table, "effects", that the test handler writes one row to
+// per handler run — the independent evidence of business effect.
+type rig struct {
+	t     *testing.T
+	cfg   *config.Config
+	nats  *testenv.NATSServer
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	dbURL string
+	store *store.Store
+	db    *pgxpool.Pool
+	base  string // the app's HTTP base, once started
+
+	// failing holds keys whose handler fails permanently (the "bug").
+	failing sync.Map
+}
+
+func setup(t *testing.T) *rig {
+	t.Helper()
+	ctx := context.Background()
+	n := testenv.NATS(t)
+	dbURL := testenv.Postgres(t)
+	if err := store.Migrate(ctx, dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, dbURL, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Pool().Exec(ctx, `CREATE TABLE effects (key text NOT NULL, execution_id text NOT NULL,
+		mode text NOT NULL, replay_id text NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(testConfig), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NATS.URL, cfg.Postgres.URL = n.URL(), dbURL
+	nc, err := nats.Connect(n.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Ensure(ctx, js, cfg.NATS.Stream); err != nil {
+		t.Fatal(err)
+	}
+	return &rig{t: t, cfg: cfg, nats: n, nc: nc, js: js, dbURL: dbURL, store: st, db: st.Pool()}
+}
+
+// handler is the domain handler: one effects row per run, failing for keys
+// in r.failing, then the built-in forward to INTAKE_OUT.
+func (r *rig) handler() processor.Handler {
+	fwd := processor.Forward()
+	return processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
+		if _, bad := r.failing.Load(ev.Key.String()); bad {
+			return nil, processor.Permanent(errors.New("bug: cannot handle this event"))
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO effects (key, execution_id, mode, replay_id) VALUES ($1, $2, $3, $4)`,
+			ev.Key.String(), ev.ExecutionID, ev.Mode, ev.ReplayID); err != nil {
+			return nil, err
+		}
+		return fwd.Handle(ctx, tx, ev)
+	})
+}
+
+// start runs the app as `intake dev` wires it minus ingress: processor,
+// relay and the replayer (API and engine).
+func (r *rig) start() {
+	r.t.Helper()
+	runCtx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- app.Run(runCtx, r.cfg, app.Options{
+			Roles:     app.Roles{Processor: true, API: true},
+			HTTPAddr:  "127.0.0.1:0",
+			Handler:   r.handler(),
+			Listening: func(a net.Addr) { addrc <- a },
+		})
+	}()
+	r.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			r.t.Errorf("app.Run: %v", err)
+		}
+	})
+	select {
+	case a := <-addrc:
+		r.base = "http://" + a.String()
+	case err := <-done:
+		r.t.Fatalf("app.Run ended at start: %v", err)
+	case <-time.After(60 * time.Second):
+		r.t.Fatal("app did not start")
+	}
+}
+
+func key(id string) envelope.Key {
+	return envelope.Key{Integration: "demo", Account: "main", EventID: id}
+}
+
+func body(id string) []byte { return []byte(fmt.Sprintf(`{"id":%q,"type":"invoice.paid"}`, id)) }
+
+// publish puts deliveries on INTAKE_IN as ingress does and returns their
+// stream sequences.
+func (r *rig) publish(ids ...string) []uint64 {
+	r.t.Helper()
+	seqs := make([]uint64, len(ids))
+	for i, id := range ids {
+		msg := envelope.NewDelivery(key(id), "acme", "invoice.paid", body(id), time.Now()).Msg()
+		ack, err := r.js.PublishMsg(context.Background(), msg)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		seqs[i] = ack.Sequence
+	}
+	return seqs
+}
+
+func (r *rig) count(q string, args ...any) int {
+	r.t.Helper()
+	var n int
+	if err := r.db.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		r.t.Fatal(err)
+	}
+	return n
+}
+
+// settled waits until the processor has handled every message in INTAKE_IN
+// (nothing pending or unacked) and the outbox is empty.
+func (r *rig) settled() {
+	r.t.Helper()
+	testenv.Eventually(r.t, 60*time.Second, func() bool {
+		ctx := context.Background()
+		c, err := r.js.Consumer(ctx, envelope.StreamIn, envelope.ConsumerName)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return false
+		}
+		s, err := r.js.Stream(ctx, envelope.StreamIn)
+		if err != nil {
+			return false
+		}
+		return info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream == s.CachedInfo().State.LastSeq &&
+			r.count(`SELECT count(*) FROM intake.outbox WHERE published_at IS NULL`) == 0
+	}, "processor never caught up with INTAKE_IN")
+}
+
+func (r *rig) do(method, path, token string, in any) (int, []byte) {
+	r.t.Helper()
+	var rd io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, r.base+path, rd)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// api calls the API and decodes the answer into out, failing unless the
+// status is want.
+func (r *rig) api(method, path string, in any, want int, out any) {
+	r.t.Helper()
+	code, b := r.do(method, path, operatorToken, in)
+	if code != want {
+		r.t.Fatalf("%s %s = %d %s, want %d", method, path, code, b, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			r.t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+}
+
+// replay starts a replay (dry_run false) and waits until it is done.
+func (r *rig) replay(req map[string]any) store.Replay {
+	r.t.Helper()
+	req["dry_run"] = false
+	var rep store.Replay
+	r.api(http.MethodPost, "/api/v1/replays", req, http.StatusAccepted, &rep)
+	return r.waitReplay(rep.ID, store.ReplayDone)
+}
+
+func (r *rig) waitReplay(id, state string) store.Replay {
+	r.t.Helper()
+	var rep store.Replay
+	testenv.Eventually(r.t, 60*time.Second, func() bool {
+		r.api(http.MethodGet, "/api/v1/replays/"+id, nil, http.StatusOK, &rep)
+		return rep.State != store.ReplayRunning
+	}, "replay %s never finished", id)
+	if rep.State != state {
+		r.t.Fatalf("replay %s ended %s (error %v), want %s", id, rep.State, rep.Error, state)
+	}
+	return rep
+}
+
+// copies returns the INTAKE_IN (or INTAKE_OUT) messages carrying header h
+// with value v, by Nats-Msg-Id.
+func (r *rig) copies(streamName, h, v string) map[string][]uint64 {
+	r.t.Helper()
+	ctx := context.Background()
+	s, err := r.js.Stream(ctx, streamName)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	st := s.CachedInfo().State
+	out := map[string][]uint64{}
+	for seq := st.FirstSeq; st.Msgs > 0 && seq <= st.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if m.Header.Get(h) == v {
+			id := m.Header.Get(envelope.HeaderMsgID)
+			out[id] = append(out[id], seq)
+		}
+	}
+	return out
+}
+
+func (r *rig) streamLastSeq(name string) uint64 {
+	r.t.Helper()
+	s, err := r.js.Stream(context.Background(), name)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return s.CachedInfo().State.LastSeq
+}
+
+// newReplayer builds a replayer on its own NATS connection, as a separate
+// process would have, for kill-and-resume tests.
+func (r *rig) newReplayer(o replayer.Options) (*replayer.Replayer, *nats.Conn) {
+	r.t.Helper()
+	nc, err := nats.Connect(r.nats.URL())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	o.Store, o.JS, o.Tokens = r.store, js, r.cfg.API.Tokens
+	rp, err := replayer.New(o)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return rp, nc
+}
+
+// runReplayer runs rp until the returned stop is called (or the test ends).
+func (r *rig) runReplayer(rp *replayer.Replayer) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := rp.Run(ctx); err != nil {
+			r.t.Errorf("replayer.Run: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	r.t.Cleanup(stop)
+	return stop
+}
+
+func keysOf(ids ...string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = key(id).String()
+	}
+	return out
+}
