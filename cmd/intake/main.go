@@ -56,6 +56,7 @@ func newRoot() *cobra.Command {
 		newProcessorCmd(g),
 		newMigrateCmd(g),
 		newSendCmd(g),
+		newBenchCmd(g),
 		newVersionCmd(),
 	)
 	return root

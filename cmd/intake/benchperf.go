@@ -1,0 +1,50 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/intakehq/intake/pkg/bench"
+)
+
+// attachPerf makes `intake bench` (no subcommand) the performance harness
+// and adds the hidden `bench bare-http` reference server it starts.
+func attachPerf(cmd *cobra.Command, g *globals) {
+	var (
+		c      bench.Config
+		output string
+	)
+	cmd.Long = `bench measures ingress, processor and end to end against limits measured in the
+same run (bare HTTP, raw JetStream publish, the Postgres batched-insert limit, one
+transaction per event) and prints figures and ratios. --quick finishes in under a minute.
+Subcommands run other harnesses.`
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		c.Log = g.logger()
+		rep, err := bench.Run(cmd.Context(), c)
+		if rep != nil {
+			if perr := rep.Print(cmd.OutOrStdout(), output == "json"); perr != nil && err == nil {
+				err = perr
+			}
+		}
+		return err
+	}
+	f := cmd.Flags()
+	f.BoolVar(&c.Quick, "quick", false, "1 KiB payloads, 3s per stage: under a minute")
+	f.DurationVar(&c.Duration, "duration", 0, "time per measurement (default 10s, 3s with --quick)")
+	f.IntVar(&c.Connections, "connections", 64, "load generator connections")
+	f.IntSliceVar(&c.Payloads, "payload", nil, "payload sizes in bytes (default 1024,16384; 1024 with --quick)")
+	f.StringVarP(&output, "output", "o", "table", "table or json")
+
+	var addr string
+	bare := &cobra.Command{
+		Use:    "bare-http",
+		Short:  "Reference server for `intake bench`: reads the body, answers 200",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return bench.ServeBare(cmd.Context(), addr)
+		},
+	}
+	bare.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
+	cmd.AddCommand(bare)
+}

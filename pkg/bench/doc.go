@@ -1,0 +1,16 @@
+// Package bench is the `intake bench` performance harness. It measures
+// Intake's stages against limits measured in the same run, with the same
+// load generator and payloads, and reports ratios — absolute numbers on a
+// shared 2-core machine are noise, ratios side by side are not.
+//
+// References: (a) a bare net/http handler that reads the body and answers
+// 200; (b) raw JetStream publish, sync and async, with Nats-Msg-Id, to a
+// stream configured like INTAKE_IN; (c) the batched-insert limit of the
+// local Postgres: the processor's inbox, execution and outbox writes in
+// batches of 256, no JetStream; (d) the same writes one transaction per
+// event (the naive receiver).
+//
+// Intake: `intake ingress` and `intake processor` run as child processes
+// (so their peak RSS is their own), against an embedded nats-server and a
+// private, durable (fsync on) Postgres cluster started by the harness.
+package bench

@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/intakehq/intake/pkg/provider"
+)
+
+// requests builds signed Standard Webhooks deliveries of a given body size;
+// every call gets a fresh event id, so nothing is a duplicate.
+type requests struct {
+	url     string
+	cfg     provider.Config
+	size    int
+	prefix  string
+	padding string
+}
+
+func newRequests(url string, cfg provider.Config, size int, prefix string) *requests {
+	return &requests{url: url, cfg: cfg, size: size, prefix: prefix, padding: string(bytes.Repeat([]byte("x"), size))}
+}
+
+// body returns a JSON body of exactly r.size bytes (when size allows).
+func (r *requests) body(id string) []byte {
+	head := fmt.Sprintf(`{"id":%q,"type":"bench.event","pad":"`, id)
+	n := max(r.size-len(head)-2, 0)
+	return []byte(head + r.padding[:n] + `"}`)
+}
+
+func (r *requests) make(i int64) (*http.Request, string, error) {
+	id := fmt.Sprintf("%s_%d", r.prefix, i)
+	body := r.body(id)
+	h, err := provider.Sign(r.cfg, 0, id, body, time.Now())
+	if err != nil {
+		return nil, "", err
+	}
+	req, err := http.NewRequest(http.MethodPost, r.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, "", err
+	}
+	req.Header = h
+	return req, id, nil
+}
+
+// loadResult is one generator run.
+type loadResult struct {
+	OK, Failed int
+	Elapsed    time.Duration
+	Latencies  []time.Duration // of OK requests
+	Done       map[string]time.Time
+}
+
+func (l loadResult) rate() float64 { return float64(l.OK) / l.Elapsed.Seconds() }
+
+func (l loadResult) pct(p float64) time.Duration {
+	if len(l.Latencies) == 0 {
+		return 0
+	}
+	s := slices.Clone(l.Latencies)
+	slices.Sort(s)
+	return s[min(int(p*float64(len(s))), len(s)-1)]
+}
+
+// generate sends requests from conns workers for dur. With rate 0 it is a
+// closed loop (saturation); with a rate, request i is due at start+i/rate
+// and its latency counts from when it was due, so a slow server cannot hide
+// its queueing (no coordinated omission). keep records each OK request's
+// completion time by event id (end-to-end latency).
+func generate(ctx context.Context, client *http.Client, reqs *requests, conns int, dur time.Duration, rate float64, keep bool) (loadResult, error) {
+	var (
+		next     atomic.Int64
+		mu       sync.Mutex
+		res      = loadResult{Done: map[string]time.Time{}}
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(dur)
+	for range conns {
+		wg.Go(func() {
+			var lat []time.Duration
+			ok, failed := 0, 0
+			done := map[string]time.Time{}
+			for ctx.Err() == nil {
+				i := next.Add(1) - 1
+				due := time.Now()
+				if rate > 0 {
+					due = start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+					if due.After(deadline) {
+						break
+					}
+					if w := time.Until(due); w > 0 {
+						time.Sleep(w)
+					}
+				} else if due.After(deadline) {
+					break
+				}
+				req, id, err := reqs.make(i)
+				if err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
+				}
+				resp, err := client.Do(req.WithContext(ctx))
+				if err != nil {
+					failed++
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				now := time.Now()
+				if resp.StatusCode != http.StatusOK {
+					failed++
+					continue
+				}
+				ok++
+				lat = append(lat, now.Sub(due))
+				if keep {
+					done[id] = now
+				}
+			}
+			mu.Lock()
+			res.OK += ok
+			res.Failed += failed
+			res.Latencies = append(res.Latencies, lat...)
+			for k, v := range done {
+				res.Done[k] = v
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	if rate > 0 {
+		res.Elapsed = dur
+	}
+	return res, firstErr
+}
+
+func newClient(conns int) *http.Client {
+	return &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConns:        conns * 2,
+			MaxIdleConnsPerHost: conns * 2,
+			IdleConnTimeout:     time.Minute,
+			DisableCompression:  true,
+		},
+	}
+}

@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// child is an intake process the harness started.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	done chan error
+	log  *os.File
+}
+
+func startChild(name, bin, logPath string, env []string, args ...string) (*child, error) {
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	c := &child{name: name, cmd: cmd, done: make(chan error, 1), log: lf}
+	go func() { c.done <- cmd.Wait() }()
+	return c, nil
+}
+
+// stop sends SIGTERM and waits (then SIGKILL after 20s).
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(20 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+	c.log.Close()
+}
+
+// peakRSS is the process's high-water resident set (VmHWM), in MiB.
+func (c *child) peakRSS() float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// waitReady polls url until it answers 200 or the child exits.
+func (c *child) waitReady(ctx context.Context, url string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-c.done:
+			c.done <- err
+			return fmt.Errorf("%s exited during start: %v (log %s)", c.name, err, c.log.Name())
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not ready at %s after 60s (log %s)", c.name, url, c.log.Name())
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}

@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/stream"
+)
+
+// rawStream is reference (b)'s stream: INTAKE_IN's configuration under
+// another name and subject.
+func rawStream(ctx context.Context, js jetstream.JetStream, size int) (string, error) {
+	sc := stream.InConfig(config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: 10 * time.Minute, MaxBytes: -1})
+	sc.Name = fmt.Sprintf("BENCH_RAW_%d", size)
+	subj := fmt.Sprintf("bench.raw.%d", size)
+	sc.Subjects = []string{subj}
+	if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+		return "", err
+	}
+	return subj, nil
+}
+
+func rawMsg(subj string, body []byte, i int64) *nats.Msg {
+	m := nats.NewMsg(subj)
+	m.Data = body
+	m.Header.Set(envelope.HeaderMsgID, fmt.Sprintf("raw/acct/evt_%d#0123456789abcdef", i))
+	return m
+}
+
+// publishSync is (b) sync: conns publishers, each waiting for its PubAck.
+func publishSync(ctx context.Context, js jetstream.JetStream, subj string, body []byte, conns int, dur time.Duration) (float64, error) {
+	var n, next atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	deadline := start.Add(dur)
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Go(func() {
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				if _, err := js.PublishMsg(ctx, rawMsg(subj, body, next.Add(1))); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return 0, fmt.Errorf("raw publish: %w", err)
+	}
+	return float64(n.Load()) / time.Since(start).Seconds(), nil
+}
+
+// publishAsync is (b) async: one publisher with up to 4096 PubAcks pending.
+func publishAsync(ctx context.Context, nc *nats.Conn, subj string, body []byte, dur time.Duration) (float64, error) {
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	deadline := start.Add(dur)
+	var n int64
+	var futures []jetstream.PubAckFuture
+	for i := int64(0); time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+		f, err := js.PublishMsgAsync(rawMsg(subj, body, 1<<40+i))
+		if err != nil {
+			return 0, fmt.Errorf("raw async publish: %w", err)
+		}
+		futures = append(futures, f)
+		if len(futures) >= 4096 {
+			for _, f := range futures {
+				select {
+				case <-f.Ok():
+					n++
+				case err := <-f.Err():
+					return 0, fmt.Errorf("raw async publish: %w", err)
+				}
+			}
+			futures = futures[:0]
+		}
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+			n++
+		case err := <-f.Err():
+			return 0, fmt.Errorf("raw async publish: %w", err)
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// pgWrites is (c) and (d): the processor's writes for a batch of events —
+// the inbox claim, one execution and one outbox row each — straight into
+// Postgres, batch events per transaction, workers transactions at a time.
+func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers int, dur time.Duration, prefix string) (float64, error) {
+	var n, next atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	deadline := start.Add(dur)
+	sha := envelope.PayloadSHA256(body)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				claims := make([]store.BatchClaim, batch)
+				var w store.BatchWrites
+				for j := range claims {
+					i := next.Add(1)
+					k := envelope.Key{Integration: "bench", Account: "a", EventID: fmt.Sprintf("%s_%d", prefix, i)}
+					claims[j] = store.BatchClaim{Claim: store.Claim{Key: k, Tenant: "t", EventType: "bench.event",
+						PayloadSHA256: sha, StreamSeq: uint64(i), ReceivedAt: time.Now()}}
+					id := store.NewID()
+					w.Executions = append(w.Executions, store.Execution{ID: id, Key: k, Mode: "original", StreamSeq: uint64(i)})
+					w.Outbox = append(w.Outbox, store.OutboxRow{Key: k, Subject: "intake.out.t.bench.bench_event",
+						Headers: map[string][]string{envelope.HeaderKey: {k.String()}, envelope.HeaderExecutionID: {id}}, Payload: body})
+				}
+				err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+					if _, _, err := store.ClaimBatch(ctx, tx, claims); err != nil {
+						return err
+					}
+					return w.Flush(ctx, tx)
+				})
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				n.Add(int64(batch))
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return 0, fmt.Errorf("postgres writes: %w", err)
+	}
+	return float64(n.Load()) / time.Since(start).Seconds(), nil
+}

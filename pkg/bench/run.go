@@ -1,0 +1,448 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/pgcluster"
+	"github.com/intakehq/intake/pkg/provider"
+	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/stream"
+)
+
+// Config configures a run.
+type Config struct {
+	// Quick measures 1 KiB payloads for 3s per stage: under a minute.
+	Quick bool
+	// Binary is the intake executable to run as ingress and processor.
+	// Defaults to the running executable.
+	Binary string
+	// Duration of each measurement. Defaults to 10s (3s with Quick).
+	Duration time.Duration
+	// Connections of the load generator. Defaults to 64.
+	Connections int
+	// Payloads in bytes. Defaults to 1024 and 16384 (1024 with Quick).
+	Payloads []int
+	Log      *slog.Logger
+}
+
+// Figure is one measured number.
+type Figure struct {
+	Stage   string  `json:"stage"`
+	Payload int     `json:"payload_bytes"`
+	Rate    float64 `json:"per_second"`
+	P50Ms   float64 `json:"p50_ms,omitempty"`
+	P99Ms   float64 `json:"p99_ms,omitempty"`
+	RSSMB   float64 `json:"peak_rss_mib,omitempty"`
+	Note    string  `json:"note,omitempty"`
+}
+
+// Ratio compares two figures of the same run.
+type Ratio struct {
+	Name    string  `json:"name"`
+	Payload int     `json:"payload_bytes"`
+	Value   float64 `json:"value"`
+	Target  string  `json:"target,omitempty"`
+	Met     *bool   `json:"met,omitempty"`
+}
+
+// Report is a run's result.
+type Report struct {
+	Started  time.Time `json:"started"`
+	Machine  string    `json:"machine"`
+	Config   string    `json:"config"`
+	Figures  []Figure  `json:"figures"`
+	Ratios   []Ratio   `json:"ratios"`
+	Duration string    `json:"duration"`
+}
+
+const benchSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// Run measures everything and returns the report.
+func Run(ctx context.Context, c Config) (*Report, error) {
+	if c.Duration == 0 {
+		c.Duration = 10 * time.Second
+		if c.Quick {
+			c.Duration = 3 * time.Second
+		}
+	}
+	if c.Connections == 0 {
+		c.Connections = 64
+	}
+	if len(c.Payloads) == 0 {
+		c.Payloads = []int{1024, 16384}
+		if c.Quick {
+			c.Payloads = []int{1024}
+		}
+	}
+	if c.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		c.Binary = exe
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	rep := &Report{Started: time.Now(), Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
+		Config: fmt.Sprintf("%s per stage, %d connections, payloads %v", c.Duration, c.Connections, c.Payloads)}
+
+	dir, err := os.MkdirTemp("", "intake-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	c.Log.Info("starting private Postgres (fsync on)", "dir", dir)
+	pg, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dir, "pg")})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = pg.Stop(sctx)
+	}()
+
+	bareAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	bare, err := startChild("bare-http", c.Binary, filepath.Join(dir, "bare.log"), nil, "bench", "bare-http", "--addr", bareAddr)
+	if err != nil {
+		return nil, err
+	}
+	defer bare.stop()
+	if err := bare.waitReady(ctx, "http://"+bareAddr+"/"); err != nil {
+		return nil, err
+	}
+
+	for _, size := range c.Payloads {
+		if err := runPayload(ctx, c, rep, dir, pg, bareAddr, size); err != nil {
+			return rep, fmt.Errorf("payload %d: %w", size, err)
+		}
+	}
+	rep.Duration = time.Since(rep.Started).Round(time.Second).String()
+	return rep, nil
+}
+
+// runPayload measures every stage for one payload size, in a fresh NATS
+// store and database.
+func runPayload(ctx context.Context, c Config, rep *Report, dir string, pg *pgcluster.Cluster, bareAddr string, size int) error {
+	log := c.Log.With("payload", size)
+	natsAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	emb, err := stream.RunEmbedded(stream.EmbeddedConfig{Addr: natsAddr, StoreDir: filepath.Join(dir, fmt.Sprintf("nats-%d", size))})
+	if err != nil {
+		return err
+	}
+	defer emb.Shutdown()
+	nc, err := nats.Connect(emb.ClientURL())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+
+	db := fmt.Sprintf("bench_%d_%d", size, time.Now().UnixNano())
+	if err := createDB(ctx, pg.URL("postgres"), db); err != nil {
+		return err
+	}
+	dbURL := pg.URL(db)
+	if err := store.Migrate(ctx, dbURL, nil); err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, dbURL, 16)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	cfgPath := filepath.Join(dir, fmt.Sprintf("intake-%d.yaml", size))
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`nats: {url: %q}
+postgres: {url: %q}
+integrations:
+  - {name: bench, provider: standard, tenant: bench, account: a, secrets: [%q], max_body_bytes: 1048576}
+`, emb.ClientURL(), dbURL, benchSecret)), 0o600); err != nil {
+		return err
+	}
+	signing := provider.Config{Provider: "standard", Secrets: []string{benchSecret}}
+	client := newClient(c.Connections)
+	add := func(f Figure) {
+		rep.Figures = append(rep.Figures, f)
+		log.Info("measured", "stage", f.Stage, "per_second", int(f.Rate), "p99_ms", f.P99Ms)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+	// (a) bare HTTP, same generator and requests.
+	bareRes, err := generate(ctx, client, newRequests("http://"+bareAddr+"/", signing, size, "bare"), c.Connections, c.Duration, 0, false)
+	if err != nil {
+		return err
+	}
+	add(Figure{Stage: "bare HTTP (reference a)", Payload: size, Rate: bareRes.rate(), P50Ms: ms(bareRes.pct(.5)), P99Ms: ms(bareRes.pct(.99))})
+
+	// (b) raw JetStream publish.
+	subj, err := rawStream(ctx, js, size)
+	if err != nil {
+		return err
+	}
+	body := newRequests("", signing, size, "raw").body("raw")
+	syncRate, err := publishSync(ctx, js, subj, body, c.Connections, c.Duration)
+	if err != nil {
+		return err
+	}
+	add(Figure{Stage: "raw JetStream publish, sync (reference b)", Payload: size, Rate: syncRate})
+	asyncRate, err := publishAsync(ctx, nc, subj, body, c.Duration)
+	if err != nil {
+		return err
+	}
+	add(Figure{Stage: "raw JetStream publish, async (reference b)", Payload: size, Rate: asyncRate})
+
+	// (c) and (d): the processor's Postgres writes without JetStream.
+	batched, err := pgWrites(ctx, st, body, 256, 2, c.Duration, "batched")
+	if err != nil {
+		return err
+	}
+	add(Figure{Stage: "Postgres batched-insert limit (reference c)", Payload: size, Rate: batched, Note: "256 per tx, 2 in flight"})
+	single, err := pgWrites(ctx, st, body, 1, 8, c.Duration, "single")
+	if err != nil {
+		return err
+	}
+	add(Figure{Stage: "one transaction per event (reference d)", Payload: size, Rate: single, Note: "8 in flight"})
+	if _, err := st.Pool().Exec(ctx, `TRUNCATE intake.inbox, intake.outbox, intake.executions`); err != nil {
+		return err
+	}
+
+	// Intake ingress at saturation, as its own process.
+	ingAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	ing, err := startChild("ingress", c.Binary, filepath.Join(dir, fmt.Sprintf("ingress-%d.log", size)), nil,
+		"ingress", "--config", cfgPath, "--http-addr", ingAddr, "--log-level", "error")
+	if err != nil {
+		return err
+	}
+	defer ing.stop()
+	if err := ing.waitReady(ctx, "http://"+ingAddr+"/readyz"); err != nil {
+		return err
+	}
+	url := "http://" + ingAddr + "/webhooks/bench"
+	satRes, err := generate(ctx, client, newRequests(url, signing, size, "sat"), c.Connections, c.Duration, 0, false)
+	if err != nil {
+		return err
+	}
+	if satRes.Failed > 0 {
+		log.Warn("ingress answered non-200", "failed", satRes.Failed)
+	}
+	add(Figure{Stage: "intake ingress, saturation", Payload: size, Rate: satRes.rate(), P50Ms: ms(satRes.pct(.5)), P99Ms: ms(satRes.pct(.99)), RSSMB: ing.peakRSS(),
+		Note: "verify signature + PubAck before 200"})
+
+	// Intake processor: drain what ingress accepted, as its own process.
+	procAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	proc, err := startChild("processor", c.Binary, filepath.Join(dir, fmt.Sprintf("processor-%d.log", size)), nil,
+		"processor", "--config", cfgPath, "--http-addr", procAddr, "--log-level", "error")
+	if err != nil {
+		return err
+	}
+	defer proc.stop()
+	procRate, err := drainRate(ctx, st, satRes.OK)
+	if err != nil {
+		return err
+	}
+	add(Figure{Stage: "intake processor, committed", Payload: size, Rate: procRate, RSSMB: proc.peakRSS(), Note: "forward handler"})
+
+	// End to end at half the ingress maximum, with the moderate-rate ingress
+	// latency from the same run.
+	half := satRes.rate() / 2
+	outTimes, stopOut, err := watchOut(ctx, js)
+	if err != nil {
+		return err
+	}
+	modRes, err := generate(ctx, client, newRequests(url, signing, size, "e2e"), c.Connections, c.Duration, half, true)
+	if err != nil {
+		stopOut()
+		return err
+	}
+	e2e := endToEnd(ctx, modRes.Done, outTimes, 30*time.Second)
+	stopOut()
+	add(Figure{Stage: "intake ingress, half load", Payload: size, Rate: modRes.rate(), P50Ms: ms(modRes.pct(.5)), P99Ms: ms(modRes.pct(.99))})
+	add(Figure{Stage: "end to end (2xx to INTAKE_OUT), half load", Payload: size, Rate: float64(len(e2e.Latencies)) / c.Duration.Seconds(),
+		P50Ms: ms(e2e.pct(.5)), P99Ms: ms(e2e.pct(.99)), Note: fmt.Sprintf("%d of %d events seen", len(e2e.Latencies), len(modRes.Done))})
+
+	ratio := func(name string, v float64, target string, met bool) {
+		r := Ratio{Name: name, Payload: size, Value: v, Target: target}
+		if target != "" {
+			r.Met = &met
+		}
+		rep.Ratios = append(rep.Ratios, r)
+	}
+	ingRatio := satRes.rate() / bareRes.rate()
+	ratio("ingress / bare HTTP", ingRatio, ">= 0.60", ingRatio >= 0.60)
+	ratio("ingress / raw JetStream async", satRes.rate()/asyncRate, "", false)
+	ratio("ingress / raw JetStream sync", satRes.rate()/syncRate, "", false)
+	pb := procRate / batched
+	ratio("processor / batched-insert limit", pb, ">= 0.50", pb >= 0.50)
+	ps := procRate / single
+	ratio("processor / one tx per event", ps, ">= 10", ps >= 10)
+	ep := e2e.pct(.99).Seconds() / modRes.pct(.99).Seconds()
+	ratio("e2e p99 / ingress p99 at half load", ep, "<= 5", ep <= 5)
+	rss := ing.peakRSS()
+	ratio("ingress peak RSS MiB at saturation", rss, "< 150", rss < 150)
+	return nil
+}
+
+func createDB(ctx context.Context, adminURL, name string) error {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	return err
+}
+
+// drainRate waits until want inbox rows exist and returns the commit rate
+// from the first commit to the last (process start-up excluded).
+func drainRate(ctx context.Context, st *store.Store, want int) (float64, error) {
+	var first time.Time
+	var firstCount int
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) {
+		var n int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM intake.inbox`).Scan(&n); err != nil {
+			return 0, err
+		}
+		if n > 0 && first.IsZero() {
+			first, firstCount = time.Now(), n
+		}
+		if n >= want {
+			if n == firstCount {
+				return 0, errors.New("processor committed everything before the first observation; raise the load")
+			}
+			return float64(n-firstCount) / time.Since(first).Seconds(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return 0, fmt.Errorf("processor did not commit %d events in 10 minutes", want)
+}
+
+type outTimes struct {
+	mu sync.Mutex
+	at map[string]time.Time // event id → first arrival on INTAKE_OUT
+}
+
+// watchOut records when each event's processed message arrives.
+func watchOut(ctx context.Context, js jetstream.JetStream) (*outTimes, func(), error) {
+	cons, err := js.OrderedConsumer(ctx, envelope.StreamOut, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
+	if err != nil {
+		return nil, nil, err
+	}
+	ot := &outTimes{at: map[string]time.Time{}}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		now := time.Now()
+		id := m.Headers().Get(envelope.HeaderEventID)
+		ot.mu.Lock()
+		if _, ok := ot.at[id]; !ok {
+			ot.at[id] = now
+		}
+		ot.mu.Unlock()
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return ot, cc.Stop, nil
+}
+
+// endToEnd waits (up to wait) for every accepted event's processed message
+// and returns the 2xx-to-arrival latencies.
+func endToEnd(ctx context.Context, done map[string]time.Time, ot *outTimes, wait time.Duration) loadResult {
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		ot.mu.Lock()
+		n := 0
+		for id := range done {
+			if _, ok := ot.at[id]; ok {
+				n++
+			}
+		}
+		ot.mu.Unlock()
+		if n == len(done) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var res loadResult
+	ot.mu.Lock()
+	defer ot.mu.Unlock()
+	for id, t2xx := range done {
+		if at, ok := ot.at[id]; ok {
+			res.Latencies = append(res.Latencies, max(at.Sub(t2xx), 0))
+		}
+	}
+	return res
+}
+
+// Print writes the report as a table, or JSON.
+func (r *Report) Print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	fmt.Fprintf(w, "intake bench — %s — %s — took %s\n\n", r.Machine, r.Config, r.Duration)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "stage\tpayload\tper second\tp50 ms\tp99 ms\tpeak RSS MiB\tnote")
+	for _, f := range r.Figures {
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\n", f.Stage, f.Payload, f.Rate, opt(f.P50Ms), opt(f.P99Ms), opt(f.RSSMB), f.Note)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ratio\tpayload\tvalue\ttarget\tmet")
+	for _, q := range r.Ratios {
+		met := ""
+		if q.Met != nil {
+			met = map[bool]string{true: "yes", false: "NO"}[*q.Met]
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%s\n", q.Name, q.Payload, q.Value, q.Target, met)
+	}
+	return tw.Flush()
+}
+
+func opt(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", v)
+}
