@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/time/rate"
 
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/provider"
@@ -28,6 +29,7 @@ type Service struct {
 type integration struct {
 	config.Integration
 	verifier provider.Verifier
+	limiter  *rate.Limiter // nil: no rate limit
 }
 
 // New builds the service from a validated configuration.
@@ -46,7 +48,11 @@ func New(cfg *config.Config, js jetstream.JetStream, m *telemetry.Metrics, log *
 		if err != nil {
 			return nil, fmt.Errorf("ingress: integration %s: %w", in.Name, err)
 		}
-		s.integrations[in.Name] = &integration{Integration: in, verifier: v}
+		it := &integration{Integration: in, verifier: v}
+		if rl := in.RateLimit; rl.PerSecond > 0 {
+			it.limiter = rate.NewLimiter(rate.Limit(rl.PerSecond), max(rl.Burst, 1))
+		}
+		s.integrations[in.Name] = it
 	}
 	return s, nil
 }

@@ -49,6 +49,15 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 		return code
 	}
 
+	// The limit comes first: a flood, signed or not, must not cost a body
+	// read or a MAC per request.
+	if in.limiter != nil {
+		if wait, ok := allow(in.limiter, now); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
+			return reject(http.StatusTooManyRequests, "rate_limited")
+		}
+	}
+
 	body, err := readBounded(r, in.MaxBodyBytes)
 	if errors.Is(err, errTooLarge) {
 		return reject(http.StatusRequestEntityTooLarge, "too_large")
@@ -65,7 +74,15 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 		}
 		return reject(code, provider.Reason(err))
 	}
+	s.metrics.Verified.WithLabelValues(in.Name).Inc()
 	s.metrics.SecretMatched.WithLabelValues(in.Name, strconv.Itoa(ev.SecretIndex)).Inc()
+	if ev.Challenge != "" {
+		// A verified handshake (Slack's url_verification) proves the
+		// endpoint; it is no event, so nothing is published.
+		s.metrics.Handshakes.WithLabelValues(in.Name).Inc()
+		writeJSON(w, http.StatusOK, challengeAnswer{Challenge: ev.Challenge})
+		return http.StatusOK
+	}
 	account := in.Account
 	if ev.Account != "" {
 		account = ev.Account
@@ -75,7 +92,21 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 	}
 	ev.Type = envelope.CleanType(ev.Type)
 	key := envelope.Key{Integration: in.Name, Account: account, EventID: ev.ID}
-	msg := envelope.NewDelivery(key, in.Tenant, ev.Type, body, now).Msg()
+	d := envelope.NewDelivery(key, in.Tenant, ev.Type, body, now)
+	if ev.ObjectID != "" {
+		// Ordering needs both halves: an object id whose version is missing
+		// or unreadable is refused (400, the provider retries after a config
+		// fix) rather than applied without the guard against stale versions.
+		if !envelope.ValidID(ev.ObjectID) {
+			return reject(http.StatusBadRequest, "bad_object_id")
+		}
+		v, err := envelope.ParseVersion(ev.ObjectVersion)
+		if err != nil {
+			return reject(http.StatusBadRequest, "bad_object_version")
+		}
+		d.ObjectID, d.ObjectVersion = ev.ObjectID, v
+	}
+	msg := d.Msg()
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.publishTimeout)
 	defer cancel()
@@ -136,9 +167,18 @@ func readBounded(r *http.Request, limit int64) ([]byte, error) {
 	}
 }
 
-func writeAnswer(w http.ResponseWriter, code int, a Answer) {
+func writeAnswer(w http.ResponseWriter, code int, a Answer) { writeJSON(w, code, a) }
+
+// challengeAnswer is the answer to a verified handshake, in the shape Slack
+// documents: {"challenge": "…"}. The challenge is the one input echoed; the
+// provider signed it and the verifier bounded it to printable ASCII.
+type challengeAnswer struct {
+	Challenge string `json:"challenge"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(a)
+	_ = json.NewEncoder(w).Encode(v)
 }

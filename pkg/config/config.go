@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"strings"
@@ -152,8 +153,21 @@ type Integration struct {
 	// Account is the provider account scope of the dedup key. Optional.
 	Account string `yaml:"account"`
 	// MaxBodyBytes caps the body (413 above). Defaults to ingress.max_body_bytes.
-	MaxBodyBytes    int64 `yaml:"max_body_bytes"`
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// RateLimit caps requests per ingress instance (429 + Retry-After above
+	// it). Defaults to no limit.
+	RateLimit       RateLimit `yaml:"rate_limit"`
 	provider.Config `yaml:",inline"`
+}
+
+// RateLimit is a token bucket: PerSecond requests per second on average,
+// bursts of up to Burst. Each ingress instance keeps its own bucket, so the
+// integration's total is the sum over instances.
+type RateLimit struct {
+	// PerSecond is the sustained rate. 0 (the default) disables the limit.
+	PerSecond float64 `yaml:"per_second"`
+	// Burst is the bucket size. Defaults to PerSecond rounded up (at least 1).
+	Burst int `yaml:"burst"`
 }
 
 // Integration returns the integration named name.
@@ -298,6 +312,9 @@ func (c *Config) setDefaults() {
 		if in.Tolerance == 0 {
 			in.Tolerance = provider.DefaultTolerance
 		}
+		if in.RateLimit.PerSecond > 0 && in.RateLimit.Burst == 0 {
+			in.RateLimit.Burst = max(1, int(math.Ceil(in.RateLimit.PerSecond)))
+		}
 	}
 }
 
@@ -397,6 +414,12 @@ func (c *Config) Validate() error {
 		}
 		if in.MaxBodyBytes < 1 {
 			bad(f+".max_body_bytes", "must be positive")
+		}
+		if r := in.RateLimit; r.PerSecond < 0 || math.IsNaN(r.PerSecond) || math.IsInf(r.PerSecond, 0) {
+			bad(f+".rate_limit.per_second", "must be a finite number ≥ 0 (0: no limit), got %v", r.PerSecond)
+		}
+		if r := in.RateLimit; r.Burst < 0 || (r.PerSecond == 0 && r.Burst != 0) {
+			bad(f+".rate_limit.burst", "must be ≥ 1 and needs rate_limit.per_second")
 		}
 		if _, err := provider.New(in.Config); err != nil {
 			errs = append(errs, fmt.Errorf("%s.%w", f, err))

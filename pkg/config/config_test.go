@@ -119,3 +119,82 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Fatal("example has no integrations or tokens")
 	}
 }
+
+func TestProviderIntegrations(t *testing.T) {
+	cfg, err := Parse([]byte(`
+integrations:
+  - name: stripe-live
+    provider: stripe
+    tenant: acme
+    secrets: ["${STRIPE_WHSEC}", "${STRIPE_WHSEC_OLD:-}"]
+    rate_limit: {per_second: 2.5}
+  - name: shop
+    provider: shopify
+    tenant: acme
+    secrets: ["shpss_x"]
+    allowed_shops: [acme.myshopify.com]
+    object_version: {field: updated_at}
+  - name: gh
+    provider: github
+    tenant: acme
+    secrets: ["gh-secret"]
+    object_id: {field: repository.id}
+    rate_limit: {per_second: 10, burst: 50}
+  - name: partner
+    provider: hmac
+    tenant: acme
+    secrets: ["p"]
+    hmac: {header: X-Sig, timestamp_header: X-Ts, template: "{timestamp}.{body}"}
+    event_id: {field: id}
+`), env(map[string]string{"STRIPE_WHSEC": "whsec_live", "STRIPE_WHSEC_OLD": "whsec_old"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := cfg.Integrations
+	if in[0].RateLimit != (RateLimit{PerSecond: 2.5, Burst: 3}) {
+		t.Errorf("stripe rate_limit = %+v, want burst defaulted to 3", in[0].RateLimit)
+	}
+	if in[1].AllowedShops[0] != "acme.myshopify.com" || in[1].ObjectVersion.Field != "updated_at" {
+		t.Errorf("shopify options = %+v", in[1].Config)
+	}
+	if in[2].ObjectID.Field != "repository.id" || in[2].RateLimit.Burst != 50 {
+		t.Errorf("github options = %+v %+v", in[2].Config, in[2].RateLimit)
+	}
+	if in[3].HMAC.TimestampHeader != "X-Ts" || in[3].HMAC.Template != "{timestamp}.{body}" {
+		t.Errorf("hmac options = %+v", in[3].HMAC)
+	}
+	if (in[1].RateLimit != RateLimit{}) {
+		t.Errorf("no rate_limit: %+v, want none", in[1].RateLimit)
+	}
+}
+
+func TestProviderIntegrationErrors(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"negative rate", "integrations: [{name: a, provider: github, tenant: t, secrets: [s], rate_limit: {per_second: -1}}]",
+			"integrations[0] (a).rate_limit.per_second"},
+		{"infinite rate", "integrations: [{name: a, provider: github, tenant: t, secrets: [s], rate_limit: {per_second: .inf}}]",
+			"integrations[0] (a).rate_limit.per_second"},
+		{"burst without rate", "integrations: [{name: a, provider: github, tenant: t, secrets: [s], rate_limit: {burst: 5}}]",
+			"integrations[0] (a).rate_limit.burst"},
+		{"unknown rate_limit key", "integrations: [{name: a, provider: github, tenant: t, secrets: [s], rate_limit: {rps: 5}}]",
+			"field rps not found"},
+		{"bad shop", "integrations: [{name: a, provider: shopify, tenant: t, secrets: [s], allowed_shops: ['https://x']}]",
+			"integrations[0] (a).allowed_shops[0]"},
+		{"shops on stripe", "integrations: [{name: a, provider: stripe, tenant: t, secrets: [s], allowed_shops: [x.myshopify.com]}]",
+			"integrations[0] (a).allowed_shops"},
+		{"whsk_ secret", "integrations: [{name: a, provider: standard, tenant: t, secrets: [whsk_AAAA]}]",
+			"integrations[0] (a).secrets[0]"},
+		{"object_id path", "integrations: [{name: a, provider: stripe, tenant: t, secrets: [s], object_id: {field: 'a.*'}}]",
+			"integrations[0] (a).object_id.field"},
+		{"hmac template typo", "integrations: [{name: a, provider: hmac, tenant: t, secrets: [s], event_id: {field: id}, hmac: {header: X, template: '{bdy}'}}]",
+			"integrations[0] (a).hmac.template"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), env(nil))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -14,6 +14,8 @@ type Metrics struct {
 
 	// Ingress.
 	Received       *prometheus.CounterVec   // integration
+	Verified       *prometheus.CounterVec   // integration (signature and timestamp passed)
+	Handshakes     *prometheus.CounterVec   // integration (verified handshakes answered, not published)
 	Rejected       *prometheus.CounterVec   // integration, reason
 	Accepted       *prometheus.CounterVec   // integration
 	Duplicates     *prometheus.CounterVec   // integration (stopped by the stream window)
@@ -48,6 +50,10 @@ func NewMetrics() *Metrics {
 		Registry: reg,
 		Received: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "ingress",
 			Name: "received_total", Help: "Webhook requests received, by integration (unknown integrations are \"\")."}, []string{"integration"}),
+		Verified: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "ingress",
+			Name: "verified_total", Help: "Requests whose signature and timestamp verified, before id checks and publishing."}, []string{"integration"}),
+		Handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "ingress",
+			Name: "handshakes_total", Help: "Verified provider handshakes (Slack url_verification) answered and not published."}, []string{"integration"}),
 		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "ingress",
 			Name: "rejected_total", Help: "Requests rejected before publishing, by reason."}, []string{"integration", "reason"}),
 		Accepted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "ingress",
@@ -79,7 +85,7 @@ func NewMetrics() *Metrics {
 		OutboxLag: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "outbox",
 			Name: "lag_seconds", Help: "Age of the oldest unpublished outbox row at the last relay pass."}),
 	}
-	for _, c := range []prometheus.Collector{m.Received, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
+	for _, c := range []prometheus.Collector{m.Received, m.Verified, m.Handshakes, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
 		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.TxLatency, m.HandlerLatency, m.ReceiptsFolded,
 		m.OutboxPublished, m.OutboxPending, m.OutboxLag} {
 		f(c)
