@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,6 +24,7 @@ type sendOptions struct {
 	id          string
 	eventType   string
 	secretIndex int
+	secret      string
 }
 
 func newSendCmd(g *globals) *cobra.Command {
@@ -32,10 +32,15 @@ func newSendCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "send",
 		Short: "Sign a payload with an integration's secret and POST it, like a provider would",
-		Long: `send signs a payload exactly as the integration's provider does and POSTs it to
-{url}/webhooks/{integration}. Without --data or --file it sends a small JSON event
-whose body depends only on --id and --type, so sending the same --id twice is the
-same delivery twice (answered "duplicate").`,
+		Long: `send signs a payload exactly as the integration's provider does (standard, svix,
+stripe, github, shopify, slack, hmac) and POSTs it to {url}/webhooks/{integration}.
+Without --data or --file it sends a small JSON event in the provider's shape whose
+body depends only on --id and --type, so sending the same --id twice is the same
+delivery twice (answered "duplicate"). --type also fills the provider's type header
+(X-GitHub-Event, X-Shopify-Topic).
+
+A Standard Webhooks integration verifying ed25519 (whpk_ public key) cannot sign
+with its configured key: pass the sender's key with --secret whsk_….`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, _, err := g.loadConfig(true)
@@ -55,11 +60,20 @@ same delivery twice (answered "duplicate").`,
 			if o.id == "" {
 				o.id = "evt_" + randomHex(8)
 			}
-			body, err := o.body(in.EventID)
+			body, err := o.body(in.Config)
 			if err != nil {
 				return err
 			}
-			hdr, err := provider.Sign(in.Config, o.secretIndex, o.id, body, time.Now())
+			pc := in.Config
+			if o.secret != "" {
+				// Sign with the given key in place of the chosen secret.
+				if o.secretIndex < 0 || o.secretIndex >= len(pc.Secrets) {
+					return fmt.Errorf("--secret-index %d: the integration has %d secrets", o.secretIndex, len(pc.Secrets))
+				}
+				pc.Secrets = append([]string(nil), pc.Secrets...)
+				pc.Secrets[o.secretIndex] = o.secret
+			}
+			hdr, err := provider.SignMessage(pc, o.secretIndex, provider.Message{ID: o.id, Type: o.eventType, Body: body, Time: time.Now()})
 			if err != nil {
 				return err
 			}
@@ -92,12 +106,13 @@ same delivery twice (answered "duplicate").`,
 	f.StringVar(&o.id, "id", "", "event id (default: random)")
 	f.StringVar(&o.eventType, "type", "demo.created", "event type for the default body")
 	f.IntVar(&o.secretIndex, "secret-index", 0, "which of the integration's secrets signs (rotation tests)")
+	f.StringVar(&o.secret, "secret", "", "sign with this secret instead (e.g. a whsk_ ed25519 key for a whpk_ integration)")
 	return cmd
 }
 
 // body returns the payload. The default body depends only on the id and the
 // type, so two sends with the same --id are the same delivery.
-func (o *sendOptions) body(idField provider.Field) ([]byte, error) {
+func (o *sendOptions) body(cfg provider.Config) ([]byte, error) {
 	switch {
 	case o.data != "" && o.file != "":
 		return nil, fmt.Errorf("--data and --file are exclusive")
@@ -106,16 +121,7 @@ func (o *sendOptions) body(idField provider.Field) ([]byte, error) {
 	case o.file != "":
 		return os.ReadFile(o.file)
 	}
-	ev := map[string]any{
-		"type": o.eventType,
-		"data": map[string]any{"message": "hello from intake send"},
-	}
-	idKey := "id"
-	if idField.Field != "" && !strings.Contains(idField.Field, ".") {
-		idKey = idField.Field
-	}
-	ev[idKey] = o.id
-	return json.Marshal(ev)
+	return provider.SampleBody(cfg, o.id, o.eventType), nil
 }
 
 func randomHex(n int) string {
