@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/app"
+	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/testenv"
+	"github.com/intakehq/intake/replayer"
+)
+
+const (
+	cliViewer   = "viewer-token-0123456789"
+	cliOperator = "operator-token-0123456789"
+)
+
+// operatorRig runs processor, relay and replayer against an embedded
+// nats-server and a fresh database, for the operator commands to talk to.
+type operatorRig struct {
+	t    *testing.T
+	base string
+	js   jetstream.JetStream
+	db   *pgxpool.Pool
+}
+
+func startOperatorRig(t *testing.T) *operatorRig {
+	t.Helper()
+	ctx := context.Background()
+	n := testenv.NATS(t)
+	dbURL := testenv.Postgres(t)
+	if err := store.Migrate(ctx, dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(`
+processor: {ack_wait: 2s}
+api:
+  tokens:
+    - {name: viewer, token: `+cliViewer+`, role: viewer}
+    - {name: ops, token: `+cliOperator+`, role: operator}
+integrations:
+  - {name: demo, provider: standard, tenant: acme, account: main, secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NATS.URL, cfg.Postgres.URL = n.URL(), dbURL
+	runCtx, cancel := context.WithCancel(ctx)
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- app.Run(runCtx, cfg, app.Options{Roles: app.Roles{Processor: true, API: true}, HTTPAddr: "127.0.0.1:0",
+			Listening: func(a net.Addr) { addrc <- a }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("app.Run: %v", err)
+		}
+	})
+	r := &operatorRig{t: t}
+	select {
+	case a := <-addrc:
+		r.base = "http://" + a.String()
+	case err := <-done:
+		t.Fatalf("app.Run: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("app did not start")
+	}
+	nc, err := nats.Connect(n.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if r.js, err = jetstream.New(nc); err != nil {
+		t.Fatal(err)
+	}
+	if r.db, err = pgxpool.New(ctx, dbURL); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.db.Close)
+	return r
+}
+
+// publish puts deliveries on INTAKE_IN as ingress does and waits until the
+// inbox has them all.
+func (r *operatorRig) publish(ids ...string) {
+	r.t.Helper()
+	for _, id := range ids {
+		body := []byte(fmt.Sprintf(`{"id":%q,"type":"invoice.paid"}`, id))
+		msg := envelope.NewDelivery(envelope.Key{Integration: "demo", Account: "main", EventID: id}, "acme", "invoice.paid", body, time.Now()).Msg()
+		if _, err := r.js.PublishMsg(context.Background(), msg); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	testenv.Eventually(r.t, 30*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.inbox`) >= len(ids)
+	}, "events never reached the inbox")
+}
+
+func (r *operatorRig) count(q string, args ...any) int {
+	r.t.Helper()
+	var n int
+	if err := r.db.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		r.t.Fatal(err)
+	}
+	return n
+}
+
+// cli runs one intake command against the rig with stdin, returning stdout,
+// stderr and the exit code main would use.
+func (r *operatorRig) cli(stdin, token string, args ...string) (string, string, int) {
+	r.t.Helper()
+	root := newRoot()
+	var out, errb bytes.Buffer
+	root.SetArgs(append(args, "--server", r.base, "--token", token))
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	err := root.ExecuteContext(context.Background())
+	code := 0
+	var ee exitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.code
+	case err != nil:
+		code = 1
+		errb.WriteString(err.Error())
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestReplayCommand(t *testing.T) {
+	t.Parallel()
+	r := startOperatorRig(t)
+	r.publish("evt_1", "evt_2", "evt_3")
+
+	out, _, code := r.cli("", cliOperator, "replay", "--key", "demo/main/evt_1", "--dry-run")
+	if code != 0 || !strings.Contains(out, "dry run of a exact replay") || !strings.Contains(out, "would_deduplicate") ||
+		!strings.Contains(out, "demo/main/evt_1") {
+		t.Fatalf("dry run: exit %d\n%s", code, out)
+	}
+
+	// Declined: nothing starts.
+	_, errOut, code := r.cli("n\n", cliOperator, "replay", "--from-seq", "1", "--reason", "try")
+	if code != codeError || !strings.Contains(errOut, "not started") {
+		t.Fatalf("declined: exit %d\n%s", code, errOut)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.replays WHERE NOT dry_run`); n != 0 {
+		t.Fatalf("a declined replay started: %d replays", n)
+	}
+
+	// Confirmed on stdin, followed to the end, JSON for scripts.
+	out, errOut, code = r.cli("y\n", cliOperator, "replay", "--from-seq", "1", "--reason", "cli test", "--rate", "1000", "-o", "json")
+	var rep store.Replay
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.State != store.ReplayDone || rep.Published != 3 || rep.Reason != "cli test" {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "Start this replay: publish 3 messages") || !strings.Contains(errOut, "started") {
+		t.Fatalf("replay did not ask and report:\n%s", errOut)
+	}
+
+	// Status of it, and the audit list.
+	out, _, code = r.cli("", cliViewer, "replay", "status", rep.ID)
+	if code != 0 || !strings.Contains(out, "state done") || !strings.Contains(out, "published 3") {
+		t.Fatalf("status: exit %d\n%s", code, out)
+	}
+	out, _, code = r.cli("", cliViewer, "replay", "list")
+	if code != 0 || !strings.Contains(out, rep.ID) || strings.Count(out, "\n") != 5 { // header; dry run; declined dry run; dry run + replay
+		t.Fatalf("list: exit %d\n%s", code, out)
+	}
+
+	// Partial: a key with no message to publish.
+	_, errOut, code = r.cli("", cliOperator, "replay", "--key", "demo/main/nope", "--yes")
+	if code != codePartial || !strings.Contains(errOut, "nothing to publish") {
+		t.Fatalf("missing key: exit %d\n%s", code, errOut)
+	}
+	// Refused: a viewer may not replay; a reexecute needs a reason.
+	if _, errOut, code = r.cli("", cliViewer, "replay", "--status", "failed", "--yes"); code != codeRefused || !strings.Contains(errOut, "403") {
+		t.Fatalf("viewer replay: exit %d\n%s", code, errOut)
+	}
+	if _, errOut, code = r.cli("", cliOperator, "replay", "--from-seq", "1", "--mode", "reexecute", "--yes"); code != codeRefused || !strings.Contains(errOut, "reason") {
+		t.Fatalf("reexecute without reason: exit %d\n%s", code, errOut)
+	}
+	if _, errOut, code = r.cli("", "", "replay", "--status", "failed"); code != codeError || !strings.Contains(errOut, "INTAKE_TOKEN") {
+		t.Fatalf("no token: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestRedeliverCommand(t *testing.T) {
+	t.Parallel()
+	r := startOperatorRig(t)
+	r.publish("evt_1", "evt_2")
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.outbox WHERE published_at IS NULL`) == 0
+	}, "outbox never drained")
+	out, errOut, code := r.cli("", cliOperator, "redeliver", "--from-seq", "1", "--yes", "--reason", "billing lost data", "--rate", "1000")
+	if code != 0 || !strings.Contains(out, "redelivery") || !strings.Contains(out, "published 2") {
+		t.Fatalf("redeliver: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+func TestEventsConflictsReconcileCommands(t *testing.T) {
+	t.Parallel()
+	r := startOperatorRig(t)
+	r.publish("evt_1", "evt_2", "evt_3")
+
+	out, _, code := r.cli("", cliViewer, "events", "-o", "json", "--all", "--limit", "2")
+	var page replayer.EventPage
+	if code != 0 || json.Unmarshal([]byte(out), &page) != nil || len(page.Events) != 3 {
+		t.Fatalf("events: exit %d\n%s", code, out)
+	}
+	out, _, code = r.cli("", cliViewer, "events", "--status", "processed")
+	if code != 0 || strings.Count(out, "demo/main/evt_") != 3 || !strings.Contains(out, "KEY") {
+		t.Fatalf("events table: exit %d\n%s", code, out)
+	}
+	out, _, code = r.cli("", cliViewer, "events", "show", "demo/main/evt_2")
+	if code != 0 || !strings.Contains(out, "processed") || !strings.Contains(out, "executions") || !strings.Contains(out, "original") {
+		t.Fatalf("events show: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := r.cli("", cliViewer, "events", "show", "demo/main/nope"); code != codeRefused || !strings.Contains(errOut, "404") {
+		t.Fatalf("events show unknown: exit %d\n%s", code, errOut)
+	}
+	out, _, code = r.cli("", cliViewer, "conflicts")
+	if code != 0 || !strings.Contains(out, "CONFLICTING SHA256") {
+		t.Fatalf("conflicts: exit %d\n%s", code, out)
+	}
+
+	out, _, code = r.cli("", cliViewer, "reconcile", "--from-seq", "1")
+	if code != 0 || !strings.Contains(out, "checked 3 messages") || !strings.Contains(out, "0 missing") {
+		t.Fatalf("reconcile clean: exit %d\n%s", code, out)
+	}
+	if _, err := r.db.Exec(context.Background(), `DELETE FROM intake.inbox WHERE event_id = 'evt_2'`); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = r.cli("", cliViewer, "reconcile", "--since", "1h")
+	if code != codePartial || !strings.Contains(out, "demo/main/evt_2") ||
+		!strings.Contains(out, "intake replay --from-seq 2 --to-seq 2 --key demo/main/evt_2") {
+		t.Fatalf("reconcile with a lost row: exit %d\n%s", code, out)
+	}
+}

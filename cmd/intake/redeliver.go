@@ -1,0 +1,66 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/intakehq/intake/replayer"
+)
+
+func newRedeliverCmd() *cobra.Command {
+	var (
+		sel     rangeFlags
+		run     = runOptions{what: "redelivery"}
+		source  string
+		subject string
+		reason  string
+		rate    int
+	)
+	cmd := &cobra.Command{
+		Use:   "redeliver",
+		Short: "Publish processed events to subscribers again (from INTAKE_OUT or the outbox)",
+		Long: `redeliver publishes processed messages again on INTAKE_OUT, for a subscriber that
+lost data. Nothing runs again: these are the messages the handlers emitted.
+
+Copies carry a new Nats-Msg-Id ("redeliver:{id}:{original}") so INTAKE_OUT's duplicate
+window does not swallow them, the original id in Intake-Original-Msg-Id, and every
+Intake-* header unchanged: subscribers deduplicate by Intake-Key (or the original id).
+
+From the stream (default) select an INTAKE_OUT range (--from-seq/--to-seq,
+--since/--until), optionally --subject (wildcards), --tenant, --integration, --type,
+--key. From the outbox (--source outbox) select --key or --since/--until (rows are kept
+for outbox.retention).
+
+Exit codes as for replay.`,
+		Args: cobra.NoArgs,
+	}
+	c := addClientFlags(cmd)
+	sel.add(cmd, "INTAKE_OUT")
+	run.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&source, "source", "stream", "stream (INTAKE_OUT) or outbox")
+	f.StringVar(&subject, "subject", "", "INTAKE_OUT subject filter, e.g. 'intake.out.acme.>'")
+	f.StringVar(&reason, "reason", "", "why: recorded in the audit log")
+	f.IntVar(&rate, "rate", 0, "messages per second (default: the replayer's, 100)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := c.check(); err != nil {
+			return err
+		}
+		keys, seq, since, until, err := sel.resolve(time.Now())
+		if err != nil {
+			return err
+		}
+		req := replayer.RedeliveryRequest{
+			Source: source,
+			Selector: replayer.RedeliverySelector{Keys: keys, Integration: sel.integration, Tenant: sel.tenant,
+				EventType: sel.eventType, Subject: subject, StreamSeq: seq, Since: since, Until: until},
+			Reason: reason, Rate: rate,
+		}
+		return run.run(cmd, c, "/api/v1/redeliveries", func(dry bool) any {
+			req.DryRun = &dry
+			return req
+		})
+	}
+	return cmd
+}

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/replayer"
+)
+
+// rangeFlags are the selector flags replay and redeliver share.
+type rangeFlags struct {
+	keys        []string
+	keysFile    string
+	integration string
+	tenant      string
+	eventType   string
+	fromSeq     uint64
+	toSeq       uint64
+	since       string
+	until       string
+}
+
+func (r *rangeFlags) add(cmd *cobra.Command, stream string) {
+	f := cmd.Flags()
+	f.StringSliceVar(&r.keys, "key", nil, "scoped key {integration}/{account}/{event_id} (repeatable, or comma-separated)")
+	f.StringVar(&r.keysFile, "keys-file", "", "file with one scoped key per line")
+	f.StringVar(&r.integration, "integration", "", "only this integration")
+	f.StringVar(&r.tenant, "tenant", "", "only this tenant")
+	f.StringVar(&r.eventType, "type", "", "only this event type")
+	f.Uint64Var(&r.fromSeq, "from-seq", 0, "first "+stream+" stream sequence")
+	f.Uint64Var(&r.toSeq, "to-seq", 0, "last "+stream+" stream sequence (default: the end)")
+	f.StringVar(&r.since, "since", "", "from this time (RFC 3339, or a duration ago such as 2h)")
+	f.StringVar(&r.until, "until", "", "before this time (RFC 3339, or a duration ago)")
+}
+
+func (r *rangeFlags) resolve(now time.Time) (keys []string, seq *replayer.SeqRange, since, until *time.Time, err error) {
+	keys = append(keys, r.keys...)
+	if r.keysFile != "" {
+		b, err := os.ReadFile(r.keysFile)
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("--keys-file: %w", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				keys = append(keys, line)
+			}
+		}
+	}
+	if r.fromSeq > 0 || r.toSeq > 0 {
+		seq = &replayer.SeqRange{From: max(r.fromSeq, 1), To: r.toSeq}
+	}
+	if since, err = parseWhen("since", r.since, now); err != nil {
+		return
+	}
+	until, err = parseWhen("until", r.until, now)
+	return
+}
+
+// runOptions drive the dry-run → confirm → start → follow flow.
+type runOptions struct {
+	yes, dryRun, detach bool
+	what                string // "replay" or "redelivery"
+}
+
+func (o *runOptions) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVarP(&o.yes, "yes", "y", false, "start without asking (the dry run is still shown)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "only show what would happen")
+	f.BoolVar(&o.detach, "detach", false, "start and return; do not follow progress")
+}
+
+func newReplayCmd() *cobra.Command {
+	var (
+		sel    rangeFlags
+		run    = runOptions{what: "replay"}
+		status string
+		mode   string
+		reason string
+		rate   int
+	)
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Replay events from INTAKE_IN through the inbox: dry run, confirm, follow",
+		Long: `replay republishes events' original messages from INTAKE_IN, and the inbox decides:
+an exact replay of a processed event applies nothing, of a failed or quarantined one
+runs the handler again; --mode reexecute runs the handler again regardless (a new,
+linked execution; needs --reason).
+
+It always shows the dry run first (counts by tenant, integration, type and predicted
+outcome, sample keys), asks for confirmation (or --yes), then follows progress.
+
+Select by --key/--keys-file, by a stream range (--from-seq/--to-seq, --since/--until),
+or by inbox --status; --integration, --tenant and --type narrow any of them.
+
+Exit codes: 0 done; 1 error or not confirmed; 2 the API refused; 3 finished partly
+(events missing from the stream, or cancelled); 4 failed.`,
+		Args: cobra.NoArgs,
+	}
+	c := addClientFlags(cmd)
+	sel.add(cmd, "INTAKE_IN")
+	run.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&status, "status", "", "inbox status: failed, quarantined, stale or processed")
+	f.StringVar(&mode, "mode", "exact", "exact (the inbox decides) or reexecute (the handler runs again)")
+	f.StringVar(&reason, "reason", "", "why: recorded in the audit log (required for reexecute)")
+	f.IntVar(&rate, "rate", 0, "events per second (default: the replayer's, 100)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := c.check(); err != nil {
+			return err
+		}
+		keys, seq, since, until, err := sel.resolve(time.Now())
+		if err != nil {
+			return err
+		}
+		req := replayer.ReplayRequest{
+			Selector: replayer.Selector{Keys: keys, Integration: sel.integration, Tenant: sel.tenant, EventType: sel.eventType,
+				StreamSeq: seq, Since: since, Until: until, Status: status},
+			Mode: mode, Reason: reason, Rate: rate,
+		}
+		return run.run(cmd, c, "/api/v1/replays", func(dry bool) any {
+			req.DryRun = &dry
+			return req
+		})
+	}
+	cmd.AddCommand(newReplayStatusCmd(), newReplayCancelCmd(), newReplayListCmd())
+	return cmd
+}
+
+// run is the operator flow: dry run, show, confirm, start, follow.
+func (o *runOptions) run(cmd *cobra.Command, c *client, path string, body func(dryRun bool) any) error {
+	ctx := cmd.Context()
+	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	var dry store.Replay
+	if _, err := c.do(ctx, http.MethodPost, path, body(true), &dry); err != nil {
+		return fail(cmd, err)
+	}
+	if o.dryRun || c.output == outputTable {
+		if err := printReplay(out, c.output, dry); err != nil {
+			return err
+		}
+	}
+	publishable := dry.Matched - dry.Outcomes[replayer.Missing]
+	if o.dryRun {
+		return nil
+	}
+	if publishable == 0 {
+		fmt.Fprintf(errw, "nothing to publish: no selected event has a message in the stream\n")
+		if dry.Matched > 0 {
+			return exitError{code: codePartial}
+		}
+		return nil
+	}
+	if !o.yes {
+		fmt.Fprintf(errw, "Start this %s: publish %d messages (%s) at %d/s? [y/N] ", o.what, publishable, dry.Mode, dry.Rate)
+		line, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			fmt.Fprintln(errw, "not started; nothing was published")
+			return exitError{code: codeError}
+		}
+	}
+	var rep store.Replay
+	if _, err := c.do(ctx, http.MethodPost, path, body(false), &rep); err != nil {
+		return fail(cmd, err)
+	}
+	if rep.Matched != dry.Matched {
+		fmt.Fprintf(errw, "note: the selection changed since the dry run: %d events now (was %d)\n", rep.Matched, dry.Matched)
+	}
+	fmt.Fprintf(errw, "%s %s started: %d events\n", o.what, rep.ID, rep.Matched)
+	if o.detach {
+		if c.output == outputJSON {
+			return printJSON(out, rep)
+		}
+		fmt.Fprintf(out, "follow: intake replay status %s\n", rep.ID)
+		return nil
+	}
+	final, err := follow(ctx, c, errw, rep)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(errw, "\nstopped following; the %s continues on the server (intake replay cancel %s stops it)\n", o.what, rep.ID)
+		}
+		return fail(cmd, err)
+	}
+	if err := printReplay(out, c.output, final); err != nil {
+		return err
+	}
+	return replayExit(final)
+}
+
+// follow polls a replay until it ends, writing progress (count, rate, ETA)
+// to w: one rewritten line on a terminal, a line every few seconds otherwise.
+func follow(ctx context.Context, c *client, w io.Writer, rep store.Replay) (store.Replay, error) {
+	tty := isTerminal(w)
+	start, startPublished := time.Now(), rep.Published
+	lastLine := time.Time{}
+	total := rep.Matched - rep.Outcomes[replayer.Missing]
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		if _, err := c.do(ctx, http.MethodGet, "/api/v1/replays/"+rep.ID, nil, &rep); err != nil {
+			return rep, err
+		}
+		if rep.State != store.ReplayRunning {
+			if tty {
+				fmt.Fprintln(w)
+			}
+			return rep, nil
+		}
+		elapsed := time.Since(start).Seconds()
+		rate := float64(rep.Published-startPublished) / max(elapsed, 0.001)
+		eta := "-"
+		if rate > 0 {
+			eta = (time.Duration(float64(total-rep.Published)/rate) * time.Second).Round(time.Second).String()
+		}
+		line := fmt.Sprintf("%s  %d/%d published  %s  %.1f/s  ETA %s", progressBar(rep.Published, total, 24), rep.Published, total,
+			percent(rep.Published, total), rate, eta)
+		switch {
+		case tty:
+			fmt.Fprintf(w, "\r%s   ", line)
+		case time.Since(lastLine) >= 5*time.Second:
+			fmt.Fprintln(w, line)
+			lastLine = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func progressBar(done, total int64, width int) string {
+	n := 0
+	if total > 0 {
+		n = int(done * int64(width) / total)
+	}
+	n = min(max(n, 0), width)
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
+}
+
+func percent(done, total int64) string {
+	if total == 0 {
+		return "100%"
+	}
+	return fmt.Sprintf("%d%%", done*100/total)
+}
+
+// replayExit maps a finished replay to the command's exit code.
+func replayExit(rep store.Replay) error {
+	switch {
+	case rep.State == store.ReplayFailed:
+		return exitError{code: codeFailed}
+	case rep.State == store.ReplayCancelled || rep.Outcomes[replayer.Missing] > 0:
+		return exitError{code: codePartial}
+	case rep.State == store.ReplayRunning:
+		return nil
+	}
+	return nil
+}
+
+// printReplay shows a replay (or dry run): a summary, counts by tenant,
+// integration, type and outcome, and sample keys.
+func printReplay(w io.Writer, output string, rep store.Replay) error {
+	if output == outputJSON {
+		return printJSON(w, rep)
+	}
+	kind := rep.Mode + " replay"
+	if rep.Mode == store.ReplayRedeliver {
+		kind = "redelivery"
+	}
+	if rep.DryRun {
+		kind = "dry run of a " + kind
+	}
+	fmt.Fprintf(w, "%s %s\n", kind, rep.ID)
+	fmt.Fprintf(w, "  state %s   matched %d   published %d   rate %d/s   by %s   at %s\n",
+		rep.State, rep.Matched, rep.Published, rep.Rate, rep.RequestedBy, fmtTime(rep.CreatedAt))
+	if rep.Reason != "" {
+		fmt.Fprintf(w, "  reason %s\n", rep.Reason)
+	}
+	if rep.Error != nil {
+		fmt.Fprintf(w, "  error %s\n", *rep.Error)
+	}
+	if rep.CancelledBy != nil {
+		fmt.Fprintf(w, "  cancelled by %s\n", *rep.CancelledBy)
+	}
+	if len(rep.Counts) > 0 {
+		tw := newTable(w)
+		fmt.Fprintln(tw, "  TENANT\tINTEGRATION\tTYPE\tOUTCOME\tCOUNT")
+		for _, c := range rep.Counts {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\n", c.Tenant, c.Integration, c.EventType, c.Outcome, c.Count)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(rep.Sample) > 0 {
+		fmt.Fprintf(w, "  sample %s\n", strings.Join(rep.Sample, ", "))
+	}
+	return nil
+}
+
+func newReplayStatusCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status ID",
+		Short: "Show a replay or redelivery (add --follow to wait for it)",
+		Args:  cobra.ExactArgs(1),
+	}
+	c := addClientFlags(cmd)
+	var wait bool
+	cmd.Flags().BoolVarP(&wait, "follow", "f", false, "follow progress until it ends")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := c.check(); err != nil {
+			return err
+		}
+		var rep store.Replay
+		if _, err := c.do(cmd.Context(), http.MethodGet, "/api/v1/replays/"+args[0], nil, &rep); err != nil {
+			return fail(cmd, err)
+		}
+		if wait && rep.State == store.ReplayRunning {
+			var err error
+			if rep, err = follow(cmd.Context(), c, cmd.ErrOrStderr(), rep); err != nil {
+				return fail(cmd, err)
+			}
+		}
+		if err := printReplay(cmd.OutOrStdout(), c.output, rep); err != nil {
+			return err
+		}
+		return replayExit(rep)
+	}
+	return cmd
+}
+
+func newReplayCancelCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a running replay or redelivery (what was published stays published)",
+		Args:  cobra.ExactArgs(1),
+	}
+	c := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := c.check(); err != nil {
+			return err
+		}
+		var rep store.Replay
+		if _, err := c.do(cmd.Context(), http.MethodPost, "/api/v1/replays/"+args[0]+"/cancel", nil, &rep); err != nil {
+			return fail(cmd, err)
+		}
+		return printReplay(cmd.OutOrStdout(), c.output, rep)
+	}
+	return cmd
+}
+
+func newReplayListCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "The audit log: every replay, redelivery and dry run, newest first",
+		Args:  cobra.NoArgs,
+	}
+	c := addClientFlags(cmd)
+	var limit int
+	var cursor string
+	cmd.Flags().IntVar(&limit, "limit", 20, "rows per page")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after a previous page")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := c.check(); err != nil {
+			return err
+		}
+		var page replayer.ReplayPage
+		path := fmt.Sprintf("/api/v1/replays?limit=%d&cursor=%s", limit, cursor)
+		if _, err := c.do(cmd.Context(), http.MethodGet, path, nil, &page); err != nil {
+			return fail(cmd, err)
+		}
+		out := cmd.OutOrStdout()
+		if c.output == outputJSON {
+			return printJSON(out, page)
+		}
+		tw := newTable(out)
+		fmt.Fprintln(tw, "ID\tCREATED\tBY\tMODE\tDRY RUN\tSTATE\tMATCHED\tPUBLISHED\tREASON")
+		for _, r := range page.Replays {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%d\t%d\t%s\n", r.ID, fmtTime(r.CreatedAt), r.RequestedBy, r.Mode, r.DryRun,
+				r.State, r.Matched, r.Published, short(r.Reason, 40))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if page.NextCursor != "" {
+			fmt.Fprintf(out, "more: intake replay list --cursor %s\n", page.NextCursor)
+		}
+		return nil
+	}
+	return cmd
+}

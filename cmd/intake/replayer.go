@@ -1,0 +1,31 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/intakehq/intake/pkg/app"
+)
+
+func newReplayerCmd(g *globals) *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "replayer",
+		Short: "Serve the operator API (/api/v1) and publish replays and redeliveries",
+		Long: `replayer serves the operator API — events, conflicts, replays, redeliveries,
+reconcile — behind the bearer tokens of api.tokens, and publishes the replays it is
+asked for. Several replayers may run: a replay is published by one at a time (a
+Postgres advisory lock), and one whose replayer stopped is resumed by another.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, _, err := g.loadConfig(false)
+			if err != nil {
+				return err
+			}
+			log := g.logger()
+			log.Info("replayer starting", "addr", addr)
+			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{API: true}, HTTPAddr: addr, Log: log})
+		},
+	}
+	cmd.Flags().StringVar(&addr, "http-addr", ":8081", "listen address for /api/v1, /metrics, /healthz, /readyz")
+	return cmd
+}
