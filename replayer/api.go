@@ -205,6 +205,7 @@ func (a *Replayer) getReplay(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Replayer) postReplay(w http.ResponseWriter, r *http.Request) {
+	allowSlow(w)
 	var req ReplayRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -215,6 +216,7 @@ func (a *Replayer) postReplay(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Replayer) postRedelivery(w http.ResponseWriter, r *http.Request) {
+	allowSlow(w)
 	var req RedeliveryRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -263,6 +265,7 @@ func (a *Replayer) cancelReplay(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Replayer) reconcile(w http.ResponseWriter, r *http.Request) {
+	allowSlow(w)
 	q := query{v: r.URL.Query()}
 	req := ReconcileRequest{FromSeq: q.uint("from_seq"), ToSeq: q.uint("to_seq"), Since: q.time("since"),
 		Until: q.time("until"), Integration: q.str("integration")}
@@ -286,6 +289,16 @@ func (a *Replayer) reconcile(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, res)
 	}
+}
+
+// slowRequestTimeout bounds requests that scan a stream range (dry runs,
+// reconcile): longer than the server's write timeout, which is sized for
+// webhooks.
+const slowRequestTimeout = 10 * time.Minute
+
+// allowSlow lifts the server's write deadline for this response.
+func allowSlow(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(slowRequestTimeout))
 }
 
 func (a *Replayer) internal(w http.ResponseWriter, what string, err error) {

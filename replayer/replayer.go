@@ -126,10 +126,17 @@ func New(o Options) (*Replayer, error) {
 			Name: "running", Help: "Replays this replayer is publishing."}),
 	}
 	if o.Registry != nil {
-		for _, c := range []prometheus.Collector{m.published, m.running} {
-			if err := o.Registry.Register(c); err != nil {
-				return nil, fmt.Errorf("replayer: metrics: %w", err)
-			}
+		// A second replayer on the same registry shares the collectors.
+		var are prometheus.AlreadyRegisteredError
+		if err := o.Registry.Register(m.published); errors.As(err, &are) {
+			m.published = are.ExistingCollector.(*prometheus.CounterVec)
+		} else if err != nil {
+			return nil, fmt.Errorf("replayer: metrics: %w", err)
+		}
+		if err := o.Registry.Register(m.running); errors.As(err, &are) {
+			m.running = are.ExistingCollector.(prometheus.Gauge)
+		} else if err != nil {
+			return nil, fmt.Errorf("replayer: metrics: %w", err)
 		}
 	}
 	return &Replayer{o: o, metrics: m, wake: make(chan struct{}, 1), running: map[string]context.CancelFunc{}}, nil

@@ -1,0 +1,93 @@
+package replayer
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+)
+
+func TestPredict(t *testing.T) {
+	row := func(status string) store.InboxState { return store.InboxState{Status: status, PayloadSHA256: "aa"} }
+	tests := []struct {
+		mode   string
+		row    store.InboxState
+		hasRow bool
+		sha    string
+		want   string
+	}{
+		{store.ReplayExact, store.InboxState{}, false, "aa", WouldApply},
+		{store.ReplayExact, row(store.StatusProcessed), true, "aa", WouldDeduplicate},
+		{store.ReplayExact, row(store.StatusStale), true, "aa", WouldDeduplicate},
+		{store.ReplayExact, row(store.StatusFailed), true, "aa", WouldRetry},
+		{store.ReplayExact, row(store.StatusQuarantined), true, "aa", WouldRetry},
+		{store.ReplayExact, row(store.StatusProcessed), true, "bb", WouldConflict},
+		{store.ReplayReexecute, row(store.StatusProcessed), true, "aa", WouldApply},
+		{store.ReplayReexecute, row(store.StatusFailed), true, "aa", WouldApply},
+		{store.ReplayReexecute, row(store.StatusProcessed), true, "bb", WouldConflict},
+		{store.ReplayReexecute, store.InboxState{}, false, "aa", WouldApply},
+	}
+	for _, tt := range tests {
+		if got := predict(tt.mode, tt.row, tt.hasRow, tt.sha); got != tt.want {
+			t.Errorf("predict(%s, %s row=%v, sha %s) = %s, want %s", tt.mode, tt.row.Status, tt.hasRow, tt.sha, got, tt.want)
+		}
+	}
+}
+
+func TestChoosePrefersTheInboxRowsMessage(t *testing.T) {
+	row := store.InboxState{StreamSeq: 7, PayloadSHA256: "aa"}
+	tests := []struct {
+		name   string
+		cands  []candidate
+		row    store.InboxState
+		hasRow bool
+		want   uint64
+	}{
+		{"the row's own", []candidate{{3, "bb", false}, {7, "aa", false}, {9, "aa", true}}, row, true, 7},
+		{"same payload, original", []candidate{{3, "bb", false}, {9, "aa", true}, {11, "aa", false}}, row, true, 11},
+		{"an original over a copy", []candidate{{9, "aa", true}, {12, "cc", false}}, row, true, 12},
+		{"no row: first original", []candidate{{2, "aa", true}, {4, "aa", false}, {5, "aa", false}}, store.InboxState{}, false, 4},
+		{"only copies: the first", []candidate{{2, "aa", true}, {4, "aa", true}}, store.InboxState{}, false, 2},
+	}
+	for _, tt := range tests {
+		if got := choose(tt.cands, tt.row, tt.hasRow); got.seq != tt.want {
+			t.Errorf("%s: chose %d, want %d", tt.name, got.seq, tt.want)
+		}
+	}
+}
+
+func TestSummaryRepresentsEveryOutcomeInTheSample(t *testing.T) {
+	p := &plan{}
+	add := func(id, outcome string, n int) {
+		for i := range n {
+			p.add(store.ReplayItem{Key: envelope.Key{Integration: "demo", Account: "main", EventID: id + string(rune('a'+i))},
+				Tenant: "acme", EventType: "x", Outcome: outcome})
+		}
+	}
+	add("dedup", WouldDeduplicate, 20)
+	add("retry", WouldRetry, 1)
+	add("gone", Missing, 2)
+	outcomes, counts, sample := p.summary()
+	if outcomes[WouldDeduplicate] != 20 || outcomes[WouldRetry] != 1 || outcomes[Missing] != 2 || len(counts) != 3 {
+		t.Fatalf("outcomes %v counts %v", outcomes, counts)
+	}
+	if len(sample) != sampleSize || !slices.Contains(sample, "demo/main/retrya") || !slices.Contains(sample, "demo/main/gonea") {
+		t.Fatalf("sample %v: want %d keys with every outcome represented", sample, sampleSize)
+	}
+	for i, it := range p.items {
+		if it.Pos != i {
+			t.Fatalf("item %d has pos %d", i, it.Pos)
+		}
+	}
+}
+
+func TestMessageIDs(t *testing.T) {
+	k := envelope.Key{Integration: "demo", Account: "main", EventID: "evt/1"}
+	if got := replayMsgID("r1", k); got != "replay:r1:demo/main/evt/1" {
+		t.Errorf("replayMsgID = %q", got)
+	}
+	if got := redeliveryMsgID("r2", "0190-abc"); got != "redeliver:r2:0190-abc" {
+		t.Errorf("redeliveryMsgID = %q", got)
+	}
+}
