@@ -1,6 +1,7 @@
 package replayer
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -89,5 +90,23 @@ func TestMessageIDs(t *testing.T) {
 	}
 	if got := redeliveryMsgID("r2", "0190-abc"); got != "redeliver:r2:0190-abc" {
 		t.Errorf("redeliveryMsgID = %q", got)
+	}
+}
+
+func TestPacerSpacesPublishes(t *testing.T) {
+	p := newPacer(1) // one per second
+	if err := p.wait(context.Background()); err != nil {
+		t.Fatalf("first slot: %v", err)
+	}
+	first := p.next
+	// The second slot is a second away: with a cancelled context the pacer
+	// gives up instead of letting it through.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.wait(ctx); err == nil {
+		t.Fatal("second publish within the same second was let through")
+	}
+	if p.next != first {
+		t.Fatalf("a refused slot moved the schedule: %v -> %v", first, p.next)
 	}
 }

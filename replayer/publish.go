@@ -19,16 +19,18 @@ import (
 // connection, fault injection); the replay stays running for the next one.
 var errStopped = errors.New("replayer stopped")
 
-// publish runs one locked replay until it is done, failed or cancelled, or
-// until this replayer stops.
-func (r *Replayer) publish(ctx context.Context, lock *store.ReplayLock) {
+// publish runs one locked replay until it is done, failed or cancelled
+// (it returns true), or until this replayer must stop or cannot go on for
+// now — shutdown, NATS or Postgres away — (false: the replay stays running
+// and is picked up again at the next ResumeInterval, here or elsewhere).
+func (r *Replayer) publish(ctx context.Context, lock *store.ReplayLock) (ended bool) {
 	rep, err := lock.Replay(ctx)
 	if err != nil {
 		r.o.Log.Warn("replay: read failed", "err", err)
-		return
+		return false
 	}
 	if rep.State != store.ReplayRunning {
-		return
+		return true
 	}
 	log := r.o.Log.With("replay", rep.ID, "mode", rep.Mode)
 	j := &job{r: r, lock: lock, rep: rep, stream: streamOf(rep.Mode), resumeFrom: rep.ResumeFromSeq}
@@ -36,7 +38,7 @@ func (r *Replayer) publish(ctx context.Context, lock *store.ReplayLock) {
 		if ctx.Err() == nil {
 			log.Warn("replay: resume scan failed; retrying later", "err", err)
 		}
-		return
+		return false
 	}
 	log.Info("replay publishing", "published", rep.Published, "matched", rep.Matched, "rate", rep.Rate)
 
@@ -51,7 +53,7 @@ func (r *Replayer) publish(ctx context.Context, lock *store.ReplayLock) {
 			if err == nil {
 				final, _ := lock.Replay(ctx)
 				log.Info("replay done", "published", final.Published, "matched", final.Matched, "state", final.State)
-				return
+				return true
 			}
 		}
 		var state string
@@ -60,11 +62,11 @@ func (r *Replayer) publish(ctx context.Context, lock *store.ReplayLock) {
 		}
 		switch {
 		case errors.Is(err, errStopped) || ctx.Err() != nil:
-			log.Info("replay paused: this replayer stops", "err", err)
-			return
+			log.Info("replay paused: this replayer stops publishing it", "err", err)
+			return false
 		case err == nil && state != store.ReplayRunning:
 			log.Info("replay stopped", "state", state)
-			return
+			return true
 		case err == nil:
 			lastProgress, failures = time.Now(), 0
 			continue
@@ -74,14 +76,14 @@ func (r *Replayer) publish(ctx context.Context, lock *store.ReplayLock) {
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			_ = lock.Finish(fctx, store.ReplayFailed, err.Error())
 			cancel()
-			return
+			return true
 		}
 		failures++
 		wait := min(200*time.Millisecond<<min(failures, 5), 5*time.Second)
 		log.Warn("replay: batch failed; retrying", "err", err, "retry_in", wait)
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(wait):
 		}
 	}

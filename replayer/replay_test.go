@@ -424,7 +424,9 @@ func TestCancelStopsAReplay(t *testing.T) {
 	r.api(http.MethodPost, "/api/v1/replays/"+rep.ID+"/cancel", nil, http.StatusConflict, nil)
 	// Once no replayer holds the replay, what it recorded is what the stream holds.
 	testenv.Eventually(t, 30*time.Second, func() bool {
-		return r.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) == 0
+		return r.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('intake.replay:' || $1, 0)`, rep.ID) == 0
 	}, "the replayer never let go of the cancelled replay")
 	final := r.waitReplay(rep.ID, store.ReplayCancelled)
 	copies := r.copies(envelope.StreamIn, envelope.HeaderReplayID, rep.ID)

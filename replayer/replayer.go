@@ -282,16 +282,16 @@ func (r *Replayer) startRunnable(ctx context.Context, wg *sync.WaitGroup) error 
 		r.mu.Unlock()
 		r.metrics.running.Inc()
 		wg.Go(func() {
-			defer func() {
-				lock.Release()
-				cancel()
-				r.mu.Lock()
-				delete(r.running, id)
-				r.mu.Unlock()
-				r.metrics.running.Dec()
-				r.wakeUp() // a queued replay may start
-			}()
-			r.publish(rctx, lock)
+			ended := r.publish(rctx, lock)
+			lock.Release()
+			cancel()
+			r.mu.Lock()
+			delete(r.running, id)
+			r.mu.Unlock()
+			r.metrics.running.Dec()
+			if ended || (rctx.Err() != nil && ctx.Err() == nil) {
+				r.wakeUp() // a queued replay may start now; a paused one waits for the next round
+			}
 		})
 	}
 	return nil
