@@ -9,21 +9,14 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 )
 
-// sendReceipt records an answered, verified delivery for the event's
-// delivery history. It is a core NATS publish into INTAKE_RECEIPTS, not a
-// JetStream publish: the answer to the provider must not wait for it. A
-// receipt lost to a NATS failure undercounts delivery_count (which is at
-// least 1 for a processed event); it never loses an event.
+// sendReceipt records an answered, verified delivery that did not become a
+// stream message (the duplicate window stopped it, or the stream was away)
+// for the event's delivery history. It is a core NATS publish into
+// INTAKE_RECEIPTS, not a JetStream publish: the answer to the provider must
+// not wait for it. A receipt lost to a NATS failure undercounts
+// delivery_count; it never loses an event.
 func (s *Service) sendReceipt(r *http.Request, key envelope.Key, receivedAt time.Time, code int, answer string) {
-	var hints map[string]string
-	for _, h := range envelope.RetryHintHeaders {
-		if v := r.Header.Get(h); v != "" {
-			if hints == nil {
-				hints = map[string]string{}
-			}
-			hints[h] = v
-		}
-	}
+	hints := envelope.RetryHints(r.Header)
 	b, err := envelope.MarshalReceipt(envelope.Receipt{
 		ID: uuid.NewString(), Key: key, ReceivedAt: receivedAt, Instance: s.instance,
 		StatusCode: code, Answer: answer, RetryHints: hints,

@@ -93,6 +93,7 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 	ev.Type = envelope.CleanType(ev.Type)
 	key := envelope.Key{Integration: in.Name, Account: account, EventID: ev.ID}
 	d := envelope.NewDelivery(key, in.Tenant, ev.Type, body, now)
+	d.Instance, d.RetryHints = s.instance, envelope.RetryHints(r.Header)
 	if ev.ObjectID != "" {
 		// Ordering needs both halves: an object id whose version is missing
 		// or unreadable is refused (400, the provider retries after a config
@@ -130,8 +131,9 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 		return http.StatusOK
 	}
 	s.metrics.Accepted.WithLabelValues(in.Name).Inc()
+	// No receipt: the accepted delivery enters the history from its stream
+	// message (Intake-Instance, Intake-Retry-Hints).
 	writeAnswer(w, http.StatusOK, Answer{Status: "accepted", Key: key.String()})
-	s.sendReceipt(r, key, now, http.StatusOK, "accepted")
 	return http.StatusOK
 }
 

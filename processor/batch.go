@@ -127,6 +127,18 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, int, error
 			}
 		}
 
+		// Every accepted delivery enters the history from its stream message.
+		// Redeliveries and replays are not deliveries; a conflicting payload
+		// is recorded in conflicts and leaves the original row untouched.
+		for i, it := range b {
+			switch outcomes[i] {
+			case outcomeNew, outcomeDuplicate:
+				if it.ev.ReplayMode == "" {
+					w.Deliveries = append(w.Deliveries, acceptedDelivery(it.ev))
+				}
+			}
+		}
+
 		// Within a batch, apply each object's events in version order.
 		slices.SortStableFunc(run, func(x, y int) int {
 			a, c := b[x].ev, b[y].ev
@@ -178,3 +190,10 @@ type handlerError struct{ err error }
 
 func (e *handlerError) Error() string { return "handler: " + e.err.Error() }
 func (e *handlerError) Unwrap() error { return e.err }
+
+func acceptedDelivery(ev *Event) store.Delivery {
+	return store.Delivery{
+		ReceiptID: envelope.StreamReceiptID(ev.StreamSeq), Key: ev.Key, ReceivedAt: ev.ReceivedAt,
+		Instance: ev.Instance, StatusCode: 200, Answer: "accepted", RetryHints: ev.RetryHints,
+	}
+}

@@ -35,5 +35,7 @@ func decode(msg jetstream.Msg) (*Event, error) {
 		ObjectVersion: d.ObjectVersion,
 		ReplayID:      d.ReplayID,
 		ReplayMode:    d.ReplayMode,
+		Instance:      d.Instance,
+		RetryHints:    d.RetryHints,
 	}, nil
 }

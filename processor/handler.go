@@ -39,6 +39,11 @@ type Event struct {
 	// ReplayID and ReplayMode say which replay republished this message, if any.
 	ReplayID   string
 	ReplayMode string
+
+	// Instance is the ingress instance that accepted the delivery;
+	// RetryHints are the provider's retry headers, if it sent any.
+	Instance   string
+	RetryHints map[string]string
 }
 
 // Message is an outbox message a handler emits: committed with the

@@ -136,7 +136,7 @@ type Outbox struct {
 	// PollInterval is the fallback poll period when no notification arrives.
 	// Defaults to 1s.
 	PollInterval time.Duration `yaml:"poll_interval"`
-	// BatchSize is the number of rows published per claim. Defaults to 100.
+	// BatchSize is the number of rows published per claim. Defaults to 500.
 	BatchSize int `yaml:"batch_size"`
 	// Retention is how long published rows stay in the table (for
 	// redelivery from the outbox) before the relay deletes them. Defaults to 72h.
@@ -301,7 +301,7 @@ func (c *Config) setDefaults() {
 	}
 	setDur(&c.Outbox.PollInterval, time.Second)
 	if c.Outbox.BatchSize == 0 {
-		c.Outbox.BatchSize = 100
+		c.Outbox.BatchSize = 500
 	}
 	setDur(&c.Outbox.Retention, 72*time.Hour)
 	for i := range c.Integrations {

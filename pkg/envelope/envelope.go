@@ -28,6 +28,11 @@ const (
 	// HeaderExecutionID is set on processed messages: which handler run
 	// emitted them.
 	HeaderExecutionID = "Intake-Execution-Id"
+	// HeaderInstance names the ingress instance that accepted a delivery and
+	// HeaderRetryHints carries the provider's retry headers (JSON), so the
+	// accepted delivery enters the delivery history from the message itself.
+	HeaderInstance   = "Intake-Instance"
+	HeaderRetryHints = "Intake-Retry-Hints"
 )
 
 // Replay modes (Intake-Replay-Mode).

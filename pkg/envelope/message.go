@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -28,6 +29,11 @@ type Delivery struct {
 	// ReplayID and ReplayMode are set on messages the replayer republished.
 	ReplayID   string
 	ReplayMode string
+
+	// Instance is the ingress instance that accepted the delivery;
+	// RetryHints the provider's retry headers (see RetryHintHeaders).
+	Instance   string
+	RetryHints map[string]string
 }
 
 // NewDelivery fills the payload hash.
@@ -52,6 +58,14 @@ func (d Delivery) Msg() *nats.Msg {
 			HeaderPayloadSHA256: {d.PayloadSHA256},
 			HeaderReceivedAt:    {d.ReceivedAt.UTC().Format(time.RFC3339Nano)},
 		},
+	}
+	if d.Instance != "" {
+		m.Header.Set(HeaderInstance, d.Instance)
+	}
+	if len(d.RetryHints) > 0 {
+		if b, err := json.Marshal(d.RetryHints); err == nil {
+			m.Header.Set(HeaderRetryHints, string(b))
+		}
 	}
 	if d.ObjectID != "" {
 		m.Header.Set(HeaderObjectID, d.ObjectID)
@@ -95,6 +109,10 @@ func ParseDelivery(h nats.Header, body []byte) (Delivery, error) {
 		d.ObjectID, d.ObjectVersion = id, v
 	}
 	d.ReplayID, d.ReplayMode = h.Get(HeaderReplayID), h.Get(HeaderReplayMode)
+	d.Instance = h.Get(HeaderInstance)
+	if raw := h.Get(HeaderRetryHints); raw != "" {
+		_ = json.Unmarshal([]byte(raw), &d.RetryHints) // hints are informational
+	}
 	switch d.ReplayMode {
 	case "", ReplayExact, ReplayReexecute:
 	default:

@@ -3,13 +3,17 @@ package envelope
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 )
 
-// Receipts: ingress records every verified delivery it answered — also one
-// the stream window stopped — on a subject without dedup; the processor folds
-// them into the event's delivery history (intake.deliveries), which is what
-// makes delivery_count the true count.
+// Receipts: every verified delivery ingress answered enters the event's
+// delivery history (intake.deliveries), which is what makes delivery_count
+// the true count. A delivery that became a stream message (accepted) enters
+// it from that message, in the processor's batch transaction. One that did
+// not — the stream window stopped it (duplicate) or the stream was away
+// (unavailable) — is sent as a receipt on a subject without dedup, and the
+// processor folds receipts in batches.
 const (
 	StreamReceipts     = "INTAKE_RECEIPTS"
 	SubjectReceiptsAll = "intake.receipts.>"
@@ -29,6 +33,24 @@ type Receipt struct {
 	StatusCode int               `json:"status_code"`
 	Answer     string            `json:"answer"` // accepted, duplicate, unavailable
 	RetryHints map[string]string `json:"retry_hints,omitempty"`
+}
+
+// StreamReceiptID is the delivery-history id of the delivery that became
+// INTAKE_IN message seq: idempotent across redeliveries of that message.
+func StreamReceiptID(seq uint64) string { return "in:" + strconv.FormatUint(seq, 10) }
+
+// RetryHints picks the provider's retry headers out of a request's headers.
+func RetryHints(h map[string][]string) map[string]string {
+	var out map[string]string
+	for _, name := range RetryHintHeaders {
+		if v := h[name]; len(v) > 0 && v[0] != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = v[0]
+		}
+	}
+	return out
 }
 
 // RetryHintHeaders are provider headers that say a delivery is a retry;

@@ -54,14 +54,12 @@ func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted [
 	if err := lockKeys(ctx, tx, keys); err != nil {
 		return nil, nil, err
 	}
-	// delivery_count starts at the deliveries already folded from receipts
-	// (they often arrive first), at least 1.
+	// delivery_count starts at 1; BatchWrites.Flush recounts keys whose
+	// history holds more (receipts folded before the claim).
 	rows, err := tx.Query(ctx, `
 		INSERT INTO intake.inbox (integration, account, event_id, tenant, event_type, payload_sha256, status,
-			first_received_at, last_received_at, processed_at, stream_seq, object_id, object_version, delivery_count)
-		SELECT integration, account, event_id, tenant, event_type, sha, 'processed', recv, recv, now(), seq, obj_id, obj_ver,
-			greatest(1, (SELECT count(*) FROM intake.deliveries d
-				WHERE d.integration = t.integration AND d.account = t.account AND d.event_id = t.event_id))
+			first_received_at, last_received_at, processed_at, stream_seq, object_id, object_version)
+		SELECT integration, account, event_id, tenant, event_type, sha, 'processed', recv, recv, now(), seq, obj_id, obj_ver
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
 			$8::bigint[], $9::text[], $10::bigint[])
 			AS t(integration, account, event_id, tenant, event_type, sha, recv, seq, obj_id, obj_ver)
@@ -164,6 +162,9 @@ type BatchWrites struct {
 	Duplicates []Claim        // same payload, another stream message: last_received_at moves
 	Retried    []envelope.Key // failed/quarantined rows applied by a replay
 	Stale      []envelope.Key // rows claimed in this batch whose version lost
+	// Deliveries are accepted deliveries entering the history from their
+	// stream message; their keys' delivery_count is recounted.
+	Deliveries []Delivery
 }
 
 // Flush writes w inside tx.
@@ -221,6 +222,21 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 	for _, k := range w.Stale {
 		b.Queue(`UPDATE intake.inbox SET status = 'stale', processed_at = now()
 			WHERE integration = $1 AND account = $2 AND event_id = $3`, k.Integration, k.Account, k.EventID)
+	}
+	if n := len(w.Deliveries); n > 0 {
+		ids, integ, acct, evID, inst, answer, hints := make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		at, code := make([]time.Time, n), make([]int32, n)
+		for i, d := range w.Deliveries {
+			h, err := json.Marshal(d.RetryHints)
+			if err != nil {
+				return err
+			}
+			ids[i], integ[i], acct[i], evID[i] = d.ReceiptID, d.Key.Integration, d.Key.Account, d.Key.EventID
+			inst[i], answer[i], hints[i], at[i], code[i] = d.Instance, d.Answer, string(h), d.ReceivedAt, int32(d.StatusCode)
+		}
+		b.Queue(insertDeliveries, ids, integ, acct, evID, at, inst, code, answer, hints)
+		b.Queue(recountDeliveries, integ, acct, evID)
 	}
 	if b.Len() == 0 {
 		return nil

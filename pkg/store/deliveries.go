@@ -47,36 +47,42 @@ func FoldReceipts(ctx context.Context, tx pgx.Tx, rs []envelope.Receipt) (int, e
 	if err := lockKeys(ctx, tx, keys); err != nil {
 		return 0, err
 	}
-	tag, err := tx.Exec(ctx, `
-		INSERT INTO intake.deliveries (receipt_id, integration, account, event_id, received_at, instance,
-			status_code, answer, retry_hints)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[],
-			$7::int[], $8::text[], $9::jsonb[])
-		ON CONFLICT (receipt_id) DO NOTHING`,
-		ids, integ, acct, evID, at, inst, code, answer, hints)
+	tag, err := tx.Exec(ctx, insertDeliveries, ids, integ, acct, evID, at, inst, code, answer, hints)
 	if err != nil {
 		return 0, fmt.Errorf("store: fold receipts: %w", err)
 	}
-	_, err = tx.Exec(ctx, `
-		UPDATE intake.inbox i
-		SET delivery_count = c.n, last_received_at = greatest(i.last_received_at, c.last)
-		FROM (
-			SELECT d.integration, d.account, d.event_id, count(*) AS n, max(d.received_at) AS last
-			FROM intake.deliveries d
-			JOIN (SELECT DISTINCT * FROM unnest($1::text[], $2::text[], $3::text[])) AS t(integration, account, event_id)
-			  USING (integration, account, event_id)
-			GROUP BY 1, 2, 3
-		) c
-		WHERE i.integration = c.integration AND i.account = c.account AND i.event_id = c.event_id`,
-		integ, acct, evID)
-	if err != nil {
+	if _, err = tx.Exec(ctx, recountDeliveries, integ, acct, evID); err != nil {
 		return 0, fmt.Errorf("store: count deliveries: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
 }
 
+const insertDeliveries = `
+	INSERT INTO intake.deliveries (receipt_id, integration, account, event_id, received_at, instance,
+		status_code, answer, retry_hints)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[],
+		$7::int[], $8::text[], $9::jsonb[])
+	ON CONFLICT (receipt_id) DO NOTHING`
+
+// recountDeliveries sets delivery_count (and last_received_at) of the given
+// keys from their history, touching only rows that change: the common event,
+// delivered once, is never rewritten.
+const recountDeliveries = `
+	UPDATE intake.inbox i
+	SET delivery_count = c.n, last_received_at = greatest(i.last_received_at, c.last)
+	FROM (
+		SELECT d.integration, d.account, d.event_id, count(*) AS n, max(d.received_at) AS last
+		FROM intake.deliveries d
+		JOIN (SELECT DISTINCT * FROM unnest($1::text[], $2::text[], $3::text[])) AS t(integration, account, event_id)
+		  USING (integration, account, event_id)
+		GROUP BY 1, 2, 3
+	) c
+	WHERE i.integration = c.integration AND i.account = c.account AND i.event_id = c.event_id
+	  AND (i.delivery_count <> c.n OR i.last_received_at < c.last)`
+
 // Delivery is one row of an event's delivery history.
 type Delivery struct {
+	Key        envelope.Key      `json:"-"`
 	ReceiptID  string            `json:"receipt_id"`
 	ReceivedAt time.Time         `json:"received_at"`
 	Instance   string            `json:"instance"`
