@@ -131,11 +131,8 @@ func (r *Relay) publishPending(ctx context.Context) (int, error) {
 			return err
 		}
 		ok, failed, perr := r.publish(ctx, rows)
-		if err := store.MarkPublished(ctx, tx, ok); err != nil {
-			return err
-		}
 		if perr != nil {
-			if err := store.MarkAttemptFailed(ctx, tx, failed, perr.Error()); err != nil {
+			if err := store.Unpublish(ctx, tx, failed, perr.Error()); err != nil {
 				return err
 			}
 		}

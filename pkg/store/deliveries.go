@@ -62,7 +62,7 @@ const insertDeliveries = `
 		status_code, answer, retry_hints)
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[],
 		$7::int[], $8::text[], $9::jsonb[])
-	ON CONFLICT (receipt_id) DO NOTHING`
+	ON CONFLICT (integration, account, event_id, receipt_id) DO NOTHING`
 
 // recountDeliveries sets delivery_count (and last_received_at) of the given
 // keys from their history, touching only rows that change: the common event,

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,53 +22,52 @@ type OutboxRow struct {
 	Created time.Time
 }
 
-// ClaimOutbox locks up to limit unpublished rows in commit order, skipping
-// rows another relay holds, so several relays never publish the same row at
-// the same time.
+// ClaimOutbox marks up to limit unpublished rows published, in commit
+// order, skipping rows another relay holds, and returns them — one statement
+// that both locks and marks. The caller publishes them and commits only
+// when every PubAck arrived; rows whose publish failed go back with
+// Unpublish before the commit (or the whole transaction rolls back).
 func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int) ([]OutboxRow, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT id::text, integration, account, event_id, subject, headers, payload, created_at
-		FROM intake.outbox
-		WHERE published_at IS NULL
-		ORDER BY seq
-		LIMIT $1
-		FOR UPDATE SKIP LOCKED`, limit)
+		UPDATE intake.outbox o SET published_at = now(), attempts = o.attempts + 1
+		FROM (SELECT id FROM intake.outbox WHERE published_at IS NULL
+			ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED) AS c
+		WHERE o.id = c.id
+		RETURNING o.id::text, o.integration, o.account, o.event_id, o.subject, o.headers, o.payload, o.created_at, o.seq`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim outbox: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxRow, error) {
-		var r OutboxRow
-		err := row.Scan(&r.ID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID, &r.Subject, &r.Headers, &r.Payload, &r.Created)
+	type seqRow struct {
+		OutboxRow
+		seq int64
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (seqRow, error) {
+		var r seqRow
+		err := row.Scan(&r.ID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID, &r.Subject, &r.Headers, &r.Payload, &r.Created, &r.seq)
 		return r, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: claim outbox: %w", err)
 	}
-	return out, nil
+	// UPDATE … RETURNING does not keep the subquery's order.
+	slices.SortFunc(out, func(a, b seqRow) int { return cmp.Compare(a.seq, b.seq) })
+	res := make([]OutboxRow, len(out))
+	for i := range out {
+		res[i] = out[i].OutboxRow
+	}
+	return res, nil
 }
 
-// MarkPublished records the PubAck of rows.
-func MarkPublished(ctx context.Context, tx pgx.Tx, ids []string) error {
+// Unpublish returns rows whose publish failed to the pending state, with the
+// reason, inside the claiming transaction.
+func Unpublish(ctx context.Context, tx pgx.Tx, ids []string, reason string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `UPDATE intake.outbox SET published_at = now(), attempts = attempts + 1
-		WHERE id = ANY($1::uuid[])`, ids)
-	if err != nil {
-		return fmt.Errorf("store: mark outbox published: %w", err)
-	}
-	return nil
-}
-
-// MarkAttemptFailed records a failed publish attempt without publishing.
-func MarkAttemptFailed(ctx context.Context, tx pgx.Tx, ids []string, reason string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	_, err := tx.Exec(ctx, `UPDATE intake.outbox SET attempts = attempts + 1, last_error = $2
+	_, err := tx.Exec(ctx, `UPDATE intake.outbox SET published_at = NULL, last_error = $2
 		WHERE id = ANY($1::uuid[])`, ids, reason)
 	if err != nil {
-		return fmt.Errorf("store: mark outbox attempt: %w", err)
+		return fmt.Errorf("store: unpublish outbox rows: %w", err)
 	}
 	return nil
 }
