@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
@@ -112,7 +114,7 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 	ctx, cancel := context.WithTimeout(r.Context(), s.publishTimeout)
 	defer cancel()
 	pubStart := time.Now()
-	ack, err := s.js.PublishMsg(ctx, msg)
+	ack, err := s.publish(ctx, msg)
 	s.metrics.PublishLatency.WithLabelValues(in.Name).Observe(time.Since(pubStart).Seconds())
 	if err != nil {
 		// Not persisted (or not confirmed): the provider must retry. A retry
@@ -135,6 +137,30 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 	// message (Intake-Instance, Intake-Retry-Hints).
 	writeAnswer(w, http.StatusOK, Answer{Status: "accepted", Key: key.String()})
 	return http.StatusOK
+}
+
+// errCodeDuplicateInProcess is JetStream's answer (409, err_code 10158) on
+// a replicated stream to a message id whose first copy is still being
+// replicated: the first copy's fate is not known yet.
+const errCodeDuplicateInProcess jetstream.ErrorCode = 10158
+
+// publish publishes msg and waits for its PubAck. A concurrent duplicate on
+// a replicated stream is refused while the first copy is in process; it is
+// sent again until the first copy's fate decides — PubAck.Duplicate once
+// that copy is stored, stored itself if that copy failed — or ctx ends.
+func (s *Service) publish(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
+	for {
+		ack, err := s.js.PublishMsg(ctx, msg)
+		var apiErr *jetstream.APIError
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode != errCodeDuplicateInProcess {
+			return ack, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 var errTooLarge = errors.New("body too large")
