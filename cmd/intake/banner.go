@@ -32,6 +32,8 @@ func printDevBanner(w io.Writer, path string, cfg *config.Config, info app.DevIn
 		name := cfg.Integrations[0].Name
 		fmt.Fprintf(w, "\nsend a signed test event:\n  go run ./cmd/intake send --integration %s --url %s\n", name, info.HTTPURL)
 		fmt.Fprintf(w, "watch processed events:\n  nats sub --server %s 'intake.out.>'\n", info.NATSURL)
+		// Never the token itself: it may be a real secret from the environment.
+		fmt.Fprintf(w, "inspect and replay (INTAKE_TOKEN = an operator token from api.tokens; the example's is dev-operator-token-change-me):\n  INTAKE_TOKEN=... go run ./cmd/intake events --server %s\n", info.HTTPURL)
 	}
 	fmt.Fprintf(w, "\nCtrl-C stops (drains in-flight work first).\n\n")
 }
