@@ -9,7 +9,7 @@ PKGS     ?= ./...
 PG_BIN   := $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin)))
 export PATH := $(PATH)$(if $(PG_BIN),:$(PG_BIN),)
 
-.PHONY: all build test vet fmt-check fuzz-short fuzz test-race clean
+.PHONY: all build test vet fmt-check fuzz-short fuzz test-race chaos clean
 
 all: build
 
@@ -19,6 +19,16 @@ build: ## build bin/intake
 test: fmt-check vet ## a few seconds of each fuzz target, then every test
 	$(MAKE) --no-print-directory fuzz-short
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+# The chaos and soak harness (pkg/chaos): 10,000 events through separate
+# NATS, ingress, processor and Postgres processes under kill -9, restarts and
+# concurrent duplicates, on one NATS node and then on a 3-node cluster. A
+# 1,000-event run of each is part of `make test` (pkg/chaos TestChaos).
+# Extra flags: make chaos CHAOS_FLAGS="--events 50000 --seed 42".
+CHAOS_FLAGS ?=
+chaos: build ## full chaos runs: single node, then a 3-node NATS cluster
+	bin/intake bench chaos $(CHAOS_FLAGS)
+	bin/intake bench chaos --cluster $(CHAOS_FLAGS)
 
 test-race: ## every test under the race detector (slower)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)

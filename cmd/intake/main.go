@@ -64,6 +64,7 @@ func newRoot() *cobra.Command {
 		newConflictsCmd(),
 		newBenchCmd(g),
 		newVersionCmd(),
+		newNATSCmd(),
 	)
 	return root
 }

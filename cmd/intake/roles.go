@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/intakehq/intake/pkg/app"
+	"github.com/intakehq/intake/pkg/chaos"
 	"github.com/intakehq/intake/pkg/store"
 )
 
@@ -60,7 +61,11 @@ func newIngressCmd(g *globals) *cobra.Command {
 }
 
 func newProcessorCmd(g *globals) *cobra.Command {
-	var addr string
+	var (
+		addr          string
+		handler       string
+		crashOnSignal bool
+	)
 	cmd := &cobra.Command{
 		Use:   "processor",
 		Short: "Consume INTAKE_IN: inbox claim + domain change in one transaction; relay the outbox",
@@ -71,11 +76,28 @@ func newProcessorCmd(g *globals) *cobra.Command {
 				return err
 			}
 			log := g.logger()
+			o := app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: addr, Log: log}
+			switch handler {
+			case "forward":
+			case "effects": // the chaos harness's domain handler (pkg/chaos)
+				o.Handler = chaos.Effects()
+			default:
+				return fmt.Errorf("--handler: unknown %q (forward or effects)", handler)
+			}
+			if crashOnSignal {
+				o.AfterCommit = chaos.CrashAfterCommitOnSignal(cmd.Context())
+			}
 			log.Info("processor starting", "metrics_addr", addr)
-			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: addr, Log: log})
+			return app.Run(cmd.Context(), cfg, o)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http-addr", ":9090", "listen address for /metrics, /healthz, /readyz")
+	f := cmd.Flags()
+	f.StringVar(&addr, "http-addr", ":9090", "listen address for /metrics, /healthz, /readyz")
+	// Hidden: for the chaos harness (intake bench chaos), not for production.
+	f.StringVar(&handler, "handler", "forward", "domain handler: forward, or effects (chaos harness: one row per applied event in chaos.effects)")
+	f.BoolVar(&crashOnSignal, "crash-on-signal", false, "fault injection: on SIGUSR1, die with SIGKILL after the next commit, before its acks")
+	_ = f.MarkHidden("handler")
+	_ = f.MarkHidden("crash-on-signal")
 	return cmd
 }
 

@@ -38,6 +38,9 @@ type Options struct {
 	HTTPAddr string
 	// Handler overrides the processor's handler (library users); defaults to Forward.
 	Handler processor.Handler
+	// AfterCommit is passed to processor.Options.AfterCommit: a fault
+	// injection seam for the chaos harness (pkg/chaos). Nil in production.
+	AfterCommit func([]*processor.Event) error
 	// Listening, when set, is called with the bound address once serving.
 	Listening func(net.Addr)
 	Log       *slog.Logger
@@ -133,7 +136,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		}
 	})
 	if o.Roles.Processor {
-		p, err := processor.New(processor.Options{Store: st, JS: js, Config: cfg.Processor, Handler: o.Handler, Metrics: m, Log: log})
+		p, err := processor.New(processor.Options{Store: st, JS: js, Config: cfg.Processor, Handler: o.Handler,
+			AfterCommit: o.AfterCommit, Metrics: m, Log: log})
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/intakehq/intake/pkg/chaos"
+)
+
+// newChaosCmd is `intake bench chaos`: the chaos and soak harness (pkg/chaos).
+func newChaosCmd() *cobra.Command {
+	var o chaos.Options
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "chaos",
+		Short: "Crash, restart and duplicate everything; prove zero duplicate effects and zero lost events",
+		Long: `chaos starts the real pieces as separate processes on loopback — NATS (one node, or a
+3-node cluster with R3 streams), a private Postgres, 2+ ingress and 2+ processor
+processes of this binary — and sends N signed events, each delivered 2-3 times in
+parallel to different ingresses (some again after the JetStream duplicate window,
+some with another payload under the same id, some as out-of-order object versions).
+Like a provider it retries every answer that is not a 2xx, and it drops some
+responses on purpose. Meanwhile it kills processors with SIGKILL (half of them right
+between a commit and its acks), kills and restarts NATS (in a cluster: the INTAKE_IN
+stream leader) and stops and starts Postgres.
+
+The verdict comes from independent evidence: the business table the processors'
+domain handler writes (one row per applied event), the client's own record of which
+events got a 2xx, intake.conflicts and the inbox's stale rows, and the messages on
+INTAKE_OUT. It prints one closing line and exits 1 on any violation. Needs the
+PostgreSQL server binaries (initdb, postgres) on PATH or in /usr/lib/postgresql/*/bin.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Binary == "" {
+				exe, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("find this binary: %w (pass --binary)", err)
+				}
+				o.Binary = exe
+			}
+			if !quiet {
+				o.Log = cmd.ErrOrStderr()
+			}
+			res, err := chaos.Run(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprint(out, res.Summary())
+			fmt.Fprintln(out, res.Line())
+			if !res.OK() {
+				return exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Events, "events", 10_000, "distinct logical events")
+	f.Float64Var(&o.Rate, "rate", 200, "events started per second (faults are spread over the load by progress)")
+	f.IntVar(&o.Ingress, "ingress", 2, "ingress processes (at least 2)")
+	f.IntVar(&o.Processors, "processors", 2, "processor processes (at least 2)")
+	f.BoolVar(&o.Cluster, "cluster", false, "3-node NATS cluster with R3 streams; the INTAKE_IN stream leader is killed mid-run")
+	f.IntVar(&o.ProcessorKills, "kills", 6, "processor kills (kill -9; half between a commit and its acks); -1 for none")
+	f.BoolVar(&o.NoNATSFault, "no-nats-fault", false, "skip the NATS kill and restart")
+	f.BoolVar(&o.NoPostgresFault, "no-postgres-fault", false, "skip the Postgres stop and start")
+	f.DurationVar(&o.DuplicateWindow, "duplicate-window", 2*time.Second, "JetStream duplicate window (short, so late deliveries reach the inbox)")
+	f.DurationVar(&o.AckWait, "ack-wait", 5*time.Second, "processor ack deadline (how soon a killed processor's messages come back)")
+	f.Float64Var(&o.TripleShare, "triple-share", 0.10, "share of events delivered 3 times instead of 2")
+	f.Float64Var(&o.LateShare, "late-share", 0.05, "share of events delivered once more after the duplicate window")
+	f.Float64Var(&o.ConflictShare, "conflict-share", 0.05, "share of events followed by another payload under the same id")
+	f.Float64Var(&o.OrderShare, "order-share", 0.05, "share of events that are object versions sent out of order")
+	f.Float64Var(&o.LostShare, "lost-share", 0.03, "share of HTTP attempts whose response the client drops")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed for the event mix and fault moments (default: the clock)")
+	f.StringVar(&o.Dir, "dir", "", "run directory (default: a temp dir, removed after a passing run)")
+	f.BoolVar(&o.Keep, "keep", false, "keep the run directory after a passing run")
+	f.StringVar(&o.Binary, "binary", "", "intake binary for the child processes (default: this one)")
+	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "bound on the whole run")
+	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
+	return cmd
+}

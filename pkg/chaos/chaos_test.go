@@ -1,0 +1,94 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake/pkg/chaos"
+	"github.com/intakehq/intake/pkg/pgcluster"
+	"github.com/intakehq/intake/pkg/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestChaos is the CI-sized run of `intake bench chaos`: the same harness
+// with 1,000 events and fewer faults, still real ones — separate ingress,
+// processor and NATS processes, processors killed with SIGKILL (one of them
+// between a commit and its acks), NATS killed and restarted (in the cluster:
+// the stream leader), Postgres stopped and started, responses dropped — and
+// the same verdict. The full run is `make chaos`.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run: skipped with -short")
+	}
+	bin := buildIntake(t)
+	for _, tc := range []struct {
+		name    string
+		cluster bool
+	}{
+		{"single", false},
+		{"cluster", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := chaos.Options{
+				Binary:         bin,
+				Events:         1000,
+				Rate:           60,
+				ProcessorKills: 3,
+				Cluster:        tc.cluster,
+				Seed:           uint64(time.Now().UnixNano()),
+				Timeout:        4 * time.Minute,
+				Log:            testLog{t},
+			}
+			res, err := chaos.Run(context.Background(), o)
+			if errors.Is(err, pgcluster.ErrNoBinaries) {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatalf("chaos run (seed %d): %v", o.Seed, err)
+			}
+			t.Log("\n" + res.Summary())
+			t.Log(res.Line())
+			if !res.OK() {
+				t.Errorf("chaos verdict (seed %d): %s", o.Seed, res.Line())
+			}
+			if res.ProcessorKills < 3 || res.NATSFaults != 1 || res.PostgresFaults != 1 || res.LostResponses == 0 {
+				t.Errorf("faults not all injected: %d kills, %d NATS, %d Postgres, %d responses dropped",
+					res.ProcessorKills, res.NATSFaults, res.PostgresFaults, res.LostResponses)
+			}
+			if res.LatePastWindow == 0 || res.Stale == 0 {
+				t.Errorf("the run did not exercise the inbox: %d late deliveries past the window, %d stale", res.LatePastWindow, res.Stale)
+			}
+		})
+	}
+}
+
+// buildIntake builds the intake binary once into the test's temp dir.
+func buildIntake(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(t.TempDir(), "intake")
+	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/intakehq/intake/cmd/intake")
+	cmd.Env = os.Environ()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build intake: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// testLog sends the harness's progress lines to the test log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(string(p[:len(p)-1]))
+	return len(p), nil
+}

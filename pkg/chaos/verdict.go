@@ -1,0 +1,537 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/envelope"
+)
+
+// Result is the verdict of a run and what it is based on.
+type Result struct {
+	Events  int
+	Cluster bool
+
+	// What the client did.
+	HTTPDeliveries int            // HTTP attempts, retries and dropped ones included
+	LostResponses  int            // attempts whose answer the client dropped
+	Answers        map[string]int // "200 accepted", "503 unavailable", "response dropped", …
+	LateDeliveries int            // deliveries sent after the duplicate window
+
+	// The faults as they happened.
+	Faults         []FaultRecord
+	ProcessorKills int
+	NATSFaults     int
+	PostgresFaults int
+	Notes          []string // roles that failed a start while a dependency was down
+
+	// The evidence.
+	Effects           int // rows in the business table
+	DuplicateEffects  int // rows beyond the first for one event
+	Unacknowledged    int // events that never got a 2xx (or PubAck)
+	Lost              int // acknowledged events neither applied nor recorded stale
+	Conflicts         int // injected same-id-different-payload events
+	ConflictsRecorded int // … found in intake.conflicts with the other payload's hash
+	Ordered           int // events with an object version
+	Objects           int
+	Stale             int // ordered events recorded stale in the inbox (and not applied)
+	InMessages        int // messages on INTAKE_IN
+	InboxCaught       int // same-payload copies on INTAKE_IN beyond the first: duplicates only the inbox could stop
+	LatePastWindow    int // late events whose late delivery is on INTAKE_IN as a second copy
+	OutMessages       int // messages on INTAKE_OUT
+	OutEvents         int // distinct events on INTAKE_OUT
+	OutRepublished    int // extra copies of one outbox message id (relay re-publish past the window)
+
+	// From the client's first 2xx to the inbox's processed_at.
+	P50, P95, P99, Max time.Duration
+	// LongestPause is the longest time in which acknowledged events waited
+	// and the inbox processed none: how long the pipeline stood still.
+	LongestPause time.Duration
+
+	LoadDuration time.Duration
+	Duration     time.Duration
+
+	Violations []string
+}
+
+// OK reports whether the run found no violation.
+func (r *Result) OK() bool { return len(r.Violations) == 0 }
+
+// Deliveries counts every HTTP delivery attempt, retries and dropped
+// responses included.
+func (r *Result) Deliveries() int { return r.HTTPDeliveries }
+
+// Line is the one closing line.
+func (r *Result) Line() string {
+	tag := ""
+	if r.Cluster {
+		tag = " (3-node NATS cluster)"
+	}
+	verdict := "PASS"
+	if !r.OK() {
+		verdict = fmt.Sprintf("FAIL (%d violations)", len(r.Violations))
+	}
+	return fmt.Sprintf("chaos%s: %d events, %d deliveries, %d duplicate effects, %d lost, %d/%d conflicts, %d stale, p50 %s p95 %s p99 %s — %s",
+		tag, r.Events, r.Deliveries(), r.DuplicateEffects, r.Lost+r.Unacknowledged, r.ConflictsRecorded, r.Conflicts,
+		r.Stale, ms(r.P50), ms(r.P95), ms(r.P99), verdict)
+}
+
+// Summary is the detail printed above the closing line.
+func (r *Result) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "faults: %d processor kills, %d NATS, %d Postgres, %d responses dropped\n",
+		r.ProcessorKills, r.NATSFaults, r.PostgresFaults, r.LostResponses)
+	for _, f := range r.Faults {
+		fmt.Fprintf(&b, "  %8s  %3.0f%%  %s\n", f.At.Round(100*time.Millisecond), 100*f.Progress, f.What)
+	}
+	keys := slices.Sorted(maps.Keys(r.Answers))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, r.Answers[k])
+	}
+	fmt.Fprintf(&b, "answers: %s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(&b, "INTAKE_IN: %d messages; %d same-payload copies past the stream's dedup, stopped by the inbox (%d of %d late deliveries among them)\n",
+		r.InMessages, r.InboxCaught, r.LatePastWindow, r.LateDeliveries)
+	fmt.Fprintf(&b, "evidence: %d business effects; %d ordered events on %d objects, %d stale; INTAKE_OUT %d messages for %d events (%d relay re-publishes of one outbox id)\n",
+		r.Effects, r.Ordered, r.Objects, r.Stale, r.OutMessages, r.OutEvents, r.OutRepublished)
+	fmt.Fprintf(&b, "latency 2xx→processed: p50 %s p95 %s p99 %s max %s; longest pause in processing %s; load %s, run %s\n",
+		ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max), ms(r.LongestPause), r.LoadDuration.Round(100*time.Millisecond), r.Duration.Round(100*time.Millisecond))
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "VIOLATION: %s\n", v)
+	}
+	return b.String()
+}
+
+func ms(d time.Duration) string {
+	if d >= 10*time.Second {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return fmt.Sprintf("%dms", d.Milliseconds())
+}
+
+func (r *Result) checkFaults(o Options) {
+	if r.ProcessorKills < o.ProcessorKills {
+		r.violate("only %d of %d processor kills happened", r.ProcessorKills, o.ProcessorKills)
+	}
+	if !o.NoNATSFault && r.NATSFaults == 0 {
+		r.violate("the NATS fault did not happen")
+	}
+	if !o.NoPostgresFault && r.PostgresFaults == 0 {
+		r.violate("the Postgres fault did not happen")
+	}
+}
+
+func (r *Result) violate(format string, args ...any) {
+	r.Violations = append(r.Violations, fmt.Sprintf(format, args...))
+}
+
+// evidence is what the run left behind, read after the pipeline settled.
+type evidence struct {
+	effects        map[string][]effectRow // by event id, in commit order for one object
+	foreignEffects []string               // keys that are not the run's events
+	inbox          map[string]inboxRow
+	foreignInbox   []string
+	conflicts      map[string][]conflictRow
+	objVersions    map[string]int64
+	out            map[string]map[string]int // event id → Nats-Msg-Id → copies on INTAKE_OUT
+	foreignOut     []string
+	outMessages    int
+	in             map[string]map[string]int // event id → payload sha256 → copies on INTAKE_IN
+	inMessages     int
+}
+
+type effectRow struct {
+	id      int64
+	sha     string
+	version *int64
+}
+
+type inboxRow struct {
+	status      string
+	sha         string
+	processedAt *time.Time
+}
+
+type conflictRow struct{ original, conflicting string }
+
+// collect reads the business table, Intake's tables and INTAKE_OUT.
+func (h *harness) collect(ctx context.Context) (*evidence, error) {
+	ev := &evidence{
+		effects: map[string][]effectRow{}, inbox: map[string]inboxRow{}, conflicts: map[string][]conflictRow{},
+		objVersions: map[string]int64{}, out: map[string]map[string]int{}, in: map[string]map[string]int{},
+	}
+	ours := func(key envelope.Key) bool { return key.Integration == integration && key.Account == account }
+
+	rows, err := h.db.Query(ctx, `SELECT id, key, payload_sha256, object_version FROM chaos.effects ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: read effects: %w", err)
+	}
+	var id int64
+	var key string
+	var r effectRow
+	if _, err := pgx.ForEachRow(rows, []any{&id, &key, &r.sha, &r.version}, func() error {
+		r.id = id
+		k, ok := envelope.ParseKey(key)
+		if !ok || !ours(k) {
+			ev.foreignEffects = append(ev.foreignEffects, key)
+			return nil
+		}
+		ev.effects[k.EventID] = append(ev.effects[k.EventID], r)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("chaos: read effects: %w", err)
+	}
+
+	rows, err = h.db.Query(ctx, `SELECT integration, account, event_id, status, payload_sha256, processed_at FROM intake.inbox`)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: read inbox: %w", err)
+	}
+	var k envelope.Key
+	var in inboxRow
+	if _, err := pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID, &in.status, &in.sha, &in.processedAt}, func() error {
+		if !ours(k) {
+			ev.foreignInbox = append(ev.foreignInbox, k.String())
+			return nil
+		}
+		ev.inbox[k.EventID] = in
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("chaos: read inbox: %w", err)
+	}
+
+	rows, err = h.db.Query(ctx, `SELECT integration, account, event_id, original_sha256, conflicting_sha256 FROM intake.conflicts`)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: read conflicts: %w", err)
+	}
+	var c conflictRow
+	if _, err := pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID, &c.original, &c.conflicting}, func() error {
+		ev.conflicts[k.EventID] = append(ev.conflicts[k.EventID], c)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("chaos: read conflicts: %w", err)
+	}
+
+	rows, err = h.db.Query(ctx, `SELECT object_id, version FROM intake.object_versions WHERE integration = $1`, integration)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: read object versions: %w", err)
+	}
+	var obj string
+	var ver int64
+	if _, err := pgx.ForEachRow(rows, []any{&obj, &ver}, func() error {
+		ev.objVersions[obj] = ver
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("chaos: read object versions: %w", err)
+	}
+
+	if err := h.readOut(ctx, ev); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// readOut reads INTAKE_OUT (copies per event and outbox message id) and
+// INTAKE_IN (copies per event and payload: a payload twice in the stream is
+// a duplicate that only the inbox could stop).
+func (h *harness) readOut(ctx context.Context, ev *evidence) error {
+	ours := func(m jetstream.Msg) (envelope.Key, bool) {
+		k, ok := envelope.ParseKey(m.Headers().Get(envelope.HeaderKey))
+		return k, ok && k.Integration == integration && k.Account == account
+	}
+	err := h.readStream(ctx, envelope.StreamOut, func(m jetstream.Msg) {
+		ev.outMessages++
+		k, ok := ours(m)
+		if !ok {
+			ev.foreignOut = append(ev.foreignOut, m.Headers().Get(envelope.HeaderKey))
+			return
+		}
+		if ev.out[k.EventID] == nil {
+			ev.out[k.EventID] = map[string]int{}
+		}
+		ev.out[k.EventID][m.Headers().Get(envelope.HeaderMsgID)]++
+	})
+	if err != nil {
+		return err
+	}
+	return h.readStream(ctx, envelope.StreamIn, func(m jetstream.Msg) {
+		ev.inMessages++
+		k, ok := ours(m)
+		if !ok {
+			return
+		}
+		if ev.in[k.EventID] == nil {
+			ev.in[k.EventID] = map[string]int{}
+		}
+		ev.in[k.EventID][m.Headers().Get(envelope.HeaderPayloadSHA256)]++
+	})
+}
+
+// readStream passes every message of a stream to f, in order, with an
+// ordered consumer.
+func (h *harness) readStream(ctx context.Context, name string, f func(jetstream.Msg)) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	s, err := h.js.Stream(ctx, name)
+	if err != nil {
+		return fmt.Errorf("chaos: %s: %w", name, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("chaos: %s: %w", name, err)
+	}
+	if info.State.Msgs == 0 {
+		return nil
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return fmt.Errorf("chaos: %s consumer: %w", name, err)
+	}
+	read := 0
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return fmt.Errorf("chaos: read %s: %w", name, err)
+		}
+		last := uint64(0)
+		for m := range batch.Messages() {
+			read++
+			f(m)
+			if md, err := m.Metadata(); err == nil {
+				last = md.Sequence.Stream
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return fmt.Errorf("chaos: read %s: %w", name, err)
+		}
+		if last >= info.State.LastSeq {
+			return nil
+		}
+	}
+	return fmt.Errorf("chaos: read %s: %w (%d of %d messages)", name, ctx.Err(), read, info.State.Msgs)
+}
+
+// judge compares what the client sent and saw with the evidence.
+func judge(o Options, events []*event, ev *evidence) *Result {
+	r := &Result{Events: len(events)}
+	// examples collects up to 5 ids per kind of violation.
+	examples := map[string][]string{}
+	counts := map[string]int{}
+	bad := func(kind, id string) {
+		counts[kind]++
+		if len(examples[kind]) < 5 {
+			examples[kind] = append(examples[kind], id)
+		}
+	}
+	var lat []time.Duration
+	objects := map[string][]*event{}
+	for _, e := range events {
+		effs := ev.effects[e.id]
+		r.Effects += len(effs)
+		in, hasInbox := ev.inbox[e.id]
+		applied := len(effs) > 0
+		acked := e.first2xx.Load() != 0
+		if !acked {
+			r.Unacknowledged++
+			bad("never acknowledged (no 2xx before the run ended)", e.id)
+		}
+		if len(effs) > 1 {
+			r.DuplicateEffects += len(effs) - 1
+			bad("duplicate business effects", fmt.Sprintf("%s ×%d", e.id, len(effs)))
+		}
+		stale := hasInbox && in.status == "stale"
+		switch {
+		case applied && stale:
+			bad("applied although recorded stale", e.id)
+		case !applied && !stale && acked:
+			r.Lost++
+			status := "no inbox row"
+			if hasInbox {
+				status = "inbox " + in.status
+			}
+			bad("lost: acknowledged but never applied", e.id+" ("+status+")")
+		case applied && !hasInbox:
+			bad("business effect without inbox row", e.id)
+		case applied && in.status != "processed":
+			bad("applied but inbox status is not processed", e.id+" ("+in.status+")")
+		}
+		if applied && hasInbox && effs[0].sha != in.sha {
+			bad("applied payload differs from the inbox's payload", e.id)
+		}
+		if stale && e.kind != kindOrdered {
+			bad("stale without an object version", e.id)
+		}
+
+		switch e.kind {
+		case kindConflict:
+			r.Conflicts++
+			if hasInbox && (in.sha == e.sha || in.sha == e.shaB) {
+				other := e.shaB
+				if in.sha == e.shaB {
+					other = e.sha
+				}
+				found := false
+				for _, c := range ev.conflicts[e.id] {
+					if c.conflicting == other && c.original == in.sha {
+						found = true
+					}
+				}
+				if found {
+					r.ConflictsRecorded++
+				} else {
+					bad("conflict not recorded in intake.conflicts", e.id)
+				}
+			} else {
+				bad("conflict event: inbox holds neither payload", e.id)
+			}
+		default:
+			if n := len(ev.conflicts[e.id]); n > 0 {
+				bad("false conflict (same payload recorded as a conflict)", e.id)
+			}
+		}
+		inCopies := ev.in[e.id]
+		for _, n := range inCopies {
+			r.InboxCaught += n - 1
+		}
+		if e.kind == kindLate {
+			r.LateDeliveries++
+			if inCopies[e.sha] >= 2 {
+				r.LatePastWindow++
+			}
+		}
+		if acked && len(inCopies) == 0 {
+			bad("acknowledged but not on INTAKE_IN (an acknowledged write lost by the stream)", e.id)
+		}
+		if e.kind == kindOrdered {
+			r.Ordered++
+			objects[e.object] = append(objects[e.object], e)
+			if stale && !applied {
+				r.Stale++
+			}
+		}
+
+		copies := ev.out[e.id]
+		if len(copies) > 0 {
+			r.OutEvents++
+		}
+		for _, n := range copies {
+			r.OutRepublished += n - 1
+		}
+		switch {
+		case applied && len(copies) == 0:
+			bad("applied but missing on INTAKE_OUT", e.id)
+		case len(copies) > 1:
+			bad("several outbox messages on INTAKE_OUT for one event", e.id)
+		case !applied && len(copies) > 0:
+			bad("on INTAKE_OUT but never applied", e.id)
+		}
+
+		if acked && hasInbox && in.processedAt != nil {
+			lat = append(lat, max(0, in.processedAt.Sub(time.Unix(0, e.first2xx.Load()))))
+		}
+	}
+
+	// Ordering: per object, versions applied in increasing order, the
+	// newest applied, and the guard's stored version the newest.
+	r.Objects = len(objects)
+	for obj, evs := range objects {
+		var applied []effectRow
+		newest := int64(0)
+		for _, e := range evs {
+			applied = append(applied, ev.effects[e.id]...)
+			newest = max(newest, e.version)
+		}
+		sort.Slice(applied, func(i, j int) bool { return applied[i].id < applied[j].id })
+		var prev int64
+		newestApplied := false
+		for _, a := range applied {
+			if a.version == nil {
+				bad("ordered effect without object version", obj)
+				continue
+			}
+			if *a.version <= prev {
+				bad("object version applied after a newer one", fmt.Sprintf("%s v%d after v%d", obj, *a.version, prev))
+			}
+			prev = max(prev, *a.version)
+			if *a.version == newest {
+				newestApplied = true
+			}
+		}
+		if !newestApplied {
+			bad("newest object version not applied", obj)
+		}
+		if got := ev.objVersions[obj]; got != newest {
+			bad("intake.object_versions does not hold the newest version", fmt.Sprintf("%s: %d, want %d", obj, got, newest))
+		}
+	}
+
+	for _, k := range ev.foreignEffects {
+		bad("business effect for a key the run never sent", k)
+	}
+	for _, k := range ev.foreignInbox {
+		bad("inbox row for a key the run never sent", k)
+	}
+	for _, k := range ev.foreignOut {
+		bad("INTAKE_OUT message for a key the run never sent", k)
+	}
+	r.OutMessages, r.InMessages = ev.outMessages, ev.inMessages
+
+	kinds := slices.Sorted(maps.Keys(counts))
+	for _, kind := range kinds {
+		r.violate("%s: %d (e.g. %s)", kind, counts[kind], strings.Join(examples[kind], ", "))
+	}
+
+	r.LongestPause = longestPause(events, ev.inbox)
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	r.P50, r.P95, r.P99 = pct(0.50), pct(0.95), pct(0.99)
+	if len(lat) > 0 {
+		r.Max = lat[len(lat)-1]
+	}
+	return r
+}
+
+// longestPause is the longest interval in which at least one acknowledged
+// event waited and no event was processed (inbox processed_at). Sorted by
+// processed time, the events processed at or after the k-th one include
+// every event waiting just before it; the earliest acknowledgement among
+// them (a suffix minimum) says since when something waited.
+func longestPause(events []*event, inbox map[string]inboxRow) time.Duration {
+	type point struct{ processed, acked time.Time }
+	var pts []point
+	for _, e := range events {
+		in, ok := inbox[e.id]
+		if n := e.first2xx.Load(); ok && n != 0 && in.processedAt != nil {
+			pts = append(pts, point{*in.processedAt, time.Unix(0, n)})
+		}
+	}
+	slices.SortFunc(pts, func(a, b point) int { return a.processed.Compare(b.processed) })
+	var longest time.Duration
+	earliest := time.Time{}
+	for k := len(pts) - 1; k > 0; k-- {
+		if earliest.IsZero() || pts[k].acked.Before(earliest) {
+			earliest = pts[k].acked
+		}
+		from := pts[k-1].processed
+		if earliest.After(from) {
+			from = earliest
+		}
+		longest = max(longest, pts[k].processed.Sub(from))
+	}
+	return longest
+}

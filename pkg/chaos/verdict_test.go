@@ -1,0 +1,114 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLongestPause(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ev := func(id string, ackMS int) *event {
+		e := &event{id: id}
+		e.first2xx.Store(at(ackMS).UnixNano())
+		return e
+	}
+	processed := func(ms int) inboxRow { p := at(ms); return inboxRow{status: "processed", processedAt: &p} }
+
+	for _, tc := range []struct {
+		name   string
+		events []*event
+		inbox  map[string]inboxRow
+		want   time.Duration
+	}{
+		{
+			name:   "steady: each processed 10ms after its ack",
+			events: []*event{ev("a", 0), ev("b", 100), ev("c", 200)},
+			inbox:  map[string]inboxRow{"a": processed(10), "b": processed(110), "c": processed(210)},
+			want:   10 * time.Millisecond,
+		},
+		{
+			name:   "idle time without waiting events is no pause",
+			events: []*event{ev("a", 0), ev("b", 5000)},
+			inbox:  map[string]inboxRow{"a": processed(10), "b": processed(5020)},
+			want:   20 * time.Millisecond,
+		},
+		{
+			name:   "a stall: b and c wait from 100ms until 3s",
+			events: []*event{ev("a", 0), ev("b", 100), ev("c", 150)},
+			inbox:  map[string]inboxRow{"a": processed(10), "b": processed(3000), "c": processed(3001)},
+			want:   2900 * time.Millisecond,
+		},
+		{
+			name:   "processed before the client saw its 2xx",
+			events: []*event{ev("a", 50), ev("b", 60)},
+			inbox:  map[string]inboxRow{"a": processed(40), "b": processed(45)},
+			want:   0,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := longestPause(tc.events, tc.inbox); got != tc.want {
+				t.Fatalf("longestPause = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestJudge feeds the verdict synthetic evidence with one of each
+// violation it must catch.
+func TestJudge(t *testing.T) {
+	now := time.Now()
+	acked := func(e *event) *event { e.first2xx.Store(now.UnixNano()); return e }
+	v := func(n int64) *int64 { return &n }
+	events := []*event{
+		acked(&event{id: "ok", sha: "s1"}),
+		acked(&event{id: "twice", sha: "s2"}),
+		acked(&event{id: "lost", sha: "s3"}),
+		acked(&event{id: "conf", kind: kindConflict, sha: "a", shaB: "b"}),
+		acked(&event{id: "o1", kind: kindOrdered, sha: "o1", object: "x", version: 1}),
+		acked(&event{id: "o2", kind: kindOrdered, sha: "o2", object: "x", version: 2}),
+	}
+	p := now.Add(time.Millisecond)
+	row := func(status, sha string) inboxRow { return inboxRow{status: status, sha: sha, processedAt: &p} }
+	one := func(id string) map[string]int { return map[string]int{id: 1} }
+	ev := &evidence{
+		effects: map[string][]effectRow{
+			"ok":    {{id: 1, sha: "s1"}},
+			"twice": {{id: 2, sha: "s2"}, {id: 3, sha: "s2"}},
+			"conf":  {{id: 4, sha: "a"}},
+			"o2":    {{id: 5, sha: "o2", version: v(2)}},
+			"o1":    {{id: 6, sha: "o1", version: v(1)}}, // applied after the newer one
+		},
+		inbox: map[string]inboxRow{
+			"ok": row("processed", "s1"), "twice": row("processed", "s2"), "conf": row("processed", "a"),
+			"o1": row("processed", "o1"), "o2": row("processed", "o2"),
+		},
+		conflicts:   map[string][]conflictRow{}, // the conflict was not recorded
+		objVersions: map[string]int64{"x": 2},
+		out: map[string]map[string]int{
+			"ok": one("m1"), "twice": one("m2"), "conf": one("m3"), "o1": one("m4"), "o2": one("m5"),
+		},
+		in: map[string]map[string]int{
+			"ok": {"s1": 1}, "twice": {"s2": 1}, "lost": {"s3": 1}, "conf": {"a": 1, "b": 1}, "o1": {"o1": 1}, "o2": {"o2": 1},
+		},
+	}
+	r := judge(Options{}, events, ev)
+	if r.DuplicateEffects != 1 || r.Lost != 1 || r.ConflictsRecorded != 0 || r.Conflicts != 1 {
+		t.Fatalf("duplicates %d, lost %d, conflicts %d/%d; want 1, 1, 0/1", r.DuplicateEffects, r.Lost, r.ConflictsRecorded, r.Conflicts)
+	}
+	all := strings.Join(r.Violations, "\n")
+	for _, want := range []string{
+		"duplicate business effects: 1 (e.g. twice ×2)",
+		"lost: acknowledged but never applied: 1 (e.g. lost (no inbox row))",
+		"conflict not recorded in intake.conflicts: 1 (e.g. conf)",
+		"object version applied after a newer one: 1 (e.g. x v1 after v2)",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("violations lack %q:\n%s", want, all)
+		}
+	}
+	if r.OK() {
+		t.Fatal("a run with violations is OK")
+	}
+}
