@@ -49,6 +49,7 @@ type harness struct {
 	procs    []*child
 	children []*child // all of the above, for supervision and shutdown
 
+	ports   portPool
 	cfgPath string
 	secret  string
 	nc      *nats.Conn
@@ -225,11 +226,11 @@ func (h *harness) startNATS(ctx context.Context) error {
 	for i := range n {
 		node := &natsNode{name: fmt.Sprintf("chaos-n%d", i+1)}
 		var err error
-		if node.port, err = freePort(); err != nil {
+		if node.port, err = h.ports.take(); err != nil {
 			return err
 		}
 		if h.o.Cluster {
-			if node.clusterPort, err = freePort(); err != nil {
+			if node.clusterPort, err = h.ports.take(); err != nil {
 				return err
 			}
 		}
@@ -250,7 +251,7 @@ func (h *harness) startNATS(ctx context.Context) error {
 		}
 		node.child = &child{
 			name: "nats-" + strconv.Itoa(i+1), bin: h.o.Binary, args: func() []string { return args },
-			logPath: h.path(fmt.Sprintf("nats-%d.log", i+1)), ready: tcpReady(loopback(node.port)),
+			logPath: h.path(fmt.Sprintf("nats-%d.log", i+1)), ready: natsReady(loopback(node.port), node.name),
 		}
 		h.children = append(h.children, node.child)
 	}
@@ -380,7 +381,7 @@ func (h *harness) migrate(ctx context.Context) error {
 // startRoles starts the ingress and processor processes.
 func (h *harness) startRoles(ctx context.Context) error {
 	mk := func(role string, i int, extra ...string) (*child, error) {
-		port, err := freePort()
+		port, err := h.ports.take()
 		if err != nil {
 			return nil, err
 		}
@@ -424,7 +425,7 @@ func (h *harness) startOnFreePort(ctx context.Context, c *child) error {
 		if err = c.Start(ctx); err == nil || c.Running() || ctx.Err() != nil {
 			return err
 		}
-		p, perr := freePort()
+		p, perr := h.ports.take()
 		if perr != nil {
 			return perr
 		}

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // child is one OS process of the system under test (a nats node, an
@@ -262,20 +264,6 @@ func httpReady(addr string) func(context.Context) error {
 	}
 }
 
-// tcpReady polls until addr accepts a TCP connection.
-func tcpReady(addr string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		return poll(ctx, 50*time.Millisecond, func() error {
-			var d net.Dialer
-			conn, err := d.DialContext(ctx, "tcp", addr)
-			if err != nil {
-				return err
-			}
-			return conn.Close()
-		})
-	}
-}
-
 // poll calls f every interval until it succeeds or ctx ends; the error
 // then carries f's last error.
 func poll(ctx context.Context, interval time.Duration, f func() error) error {
@@ -294,15 +282,58 @@ func poll(ctx context.Context, interval time.Duration, f func() error) error {
 	}
 }
 
-// freePort returns a loopback port that was free a moment ago. Another
-// process may take it first; starts that fail to bind pick again.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pick a free port: %w", err)
+// portPool hands out loopback ports that were free a moment ago and that it
+// never handed out before in this run. The kernel offers a probed port again
+// as soon as the probe closes, so two ports picked one after the other may
+// be the same: the pool holds its probes open while it picks and remembers
+// what it gave.
+type portPool struct {
+	mu   sync.Mutex
+	used map[int]bool
+}
+
+func (p *portPool) take() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.used == nil {
+		p.used = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	var probes []net.Listener
+	defer func() {
+		for _, l := range probes {
+			l.Close()
+		}
+	}()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("pick a free port: %w", err)
+		}
+		probes = append(probes, l)
+		if port := l.Addr().(*net.TCPAddr).Port; !p.used[port] {
+			p.used[port] = true
+			return port, nil
+		}
+	}
+	return 0, errors.New("pick a free port: every port offered was handed out before")
+}
+
+// natsReady polls until a client connects at addr and finds the server
+// named name there (not some other listener on a reused port).
+func natsReady(addr, name string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return poll(ctx, 100*time.Millisecond, func() error {
+			nc, err := nats.Connect("nats://"+addr, nats.Timeout(time.Second), nats.NoReconnect())
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			if got := nc.ConnectedServerName(); got != name {
+				return fmt.Errorf("%s answers as %q, not %q", addr, got, name)
+			}
+			return nil
+		})
+	}
 }
 
 func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }

@@ -235,16 +235,28 @@ func (h *harness) collect(ctx context.Context) (*evidence, error) {
 		return nil, fmt.Errorf("chaos: read object versions: %w", err)
 	}
 
-	if err := h.readOut(ctx, ev); err != nil {
-		return nil, err
+	// A cluster may still be electing a leader after the last fault: try
+	// the streams again rather than give up on the verdict.
+	var err2 error
+	for attempt := range 5 {
+		if err2 = h.readStreams(ctx, ev); err2 == nil {
+			return ev, nil
+		}
+		h.logf("reading the streams (attempt %d): %v", attempt+1, err2)
+		select {
+		case <-ctx.Done():
+			return nil, err2
+		case <-time.After(2 * time.Second):
+		}
 	}
-	return ev, nil
+	return nil, err2
 }
 
-// readOut reads INTAKE_OUT (copies per event and outbox message id) and
+// readStreams reads INTAKE_OUT (copies per event and outbox message id) and
 // INTAKE_IN (copies per event and payload: a payload twice in the stream is
 // a duplicate that only the inbox could stop).
-func (h *harness) readOut(ctx context.Context, ev *evidence) error {
+func (h *harness) readStreams(ctx context.Context, ev *evidence) error {
+	ev.out, ev.in, ev.foreignOut, ev.outMessages, ev.inMessages = map[string]map[string]int{}, map[string]map[string]int{}, nil, 0, 0
 	ours := func(m jetstream.Msg) (envelope.Key, bool) {
 		k, ok := envelope.ParseKey(m.Headers().Get(envelope.HeaderKey))
 		return k, ok && k.Integration == integration && k.Account == account
