@@ -51,6 +51,9 @@ func New(o Options) (*Processor, error) {
 	if o.Log == nil {
 		o.Log = telemetry.Discard()
 	}
+	// Every handler, built-in or a library user's, runs behind recovery,
+	// tracing and metrics.
+	o.Handler = Chain(o.Handler, Recover(), Tracing(), HandlerMetrics(o.Metrics.HandlerLatency))
 	c := &o.Config
 	if c.AckWait == 0 {
 		c.AckWait = 30 * time.Second

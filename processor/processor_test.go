@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -567,5 +568,38 @@ func TestShutdownDrainsFetchedWork(t *testing.T) {
 	}
 	if n := r.count(`SELECT count(*) FROM effects`); n != events {
 		t.Fatalf("%d effects, want %d", n, events)
+	}
+}
+
+func TestHandlerPanicIsRetriedThenFailed(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	var calls atomic.Int64
+	r.run(processor.Options{
+		Config: config.Processor{AckWait: 2 * time.Second, MaxDeliver: 2, Concurrency: 1, Backoff: []time.Duration{100 * time.Millisecond}},
+		Handler: processor.HandlerFunc(func(context.Context, pgx.Tx, *processor.Event) ([]processor.Message, error) {
+			calls.Add(1)
+			var m map[string]int
+			m["boom"]++ // a nil map write: a real panic, not a returned error
+			return nil, nil
+		}),
+	})
+	r.publish("evt_panic", `{}`, "")
+	r.publish("evt_fine_too", `{}`, "") // shares the batch; must not be held hostage
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'failed'`) == 2
+	}, "panicking events never marked failed")
+	var errText string
+	if err := r.db.QueryRow(context.Background(), `SELECT error FROM intake.inbox WHERE event_id = 'evt_panic'`).Scan(&errText); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errText, "handler panic") || !strings.Contains(errText, "assignment to entry in nil map") {
+		t.Fatalf("failed row error %q does not carry the panic", errText)
+	}
+	if calls.Load() < 4 {
+		t.Fatalf("handler ran %d times, want each event retried up to max_deliver", calls.Load())
+	}
+	if n := r.count(`SELECT count(*) FROM intake.outbox`); n != 0 {
+		t.Fatalf("%d outbox rows from panicking handlers", n)
 	}
 }
