@@ -78,6 +78,7 @@ PostgreSQL server binaries (initdb, postgres) on PATH or in /usr/lib/postgresql/
 	f.BoolVar(&o.Keep, "keep", false, "keep the run directory after a passing run")
 	f.StringVar(&o.Binary, "binary", "", "intake binary for the child processes (default: this one)")
 	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "bound on the whole run")
+	f.BoolVar(&o.Control, "control", false, "negative control: processors write the business row outside the inbox transaction; the run must FAIL (exit 1)")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	return cmd
 }

@@ -81,8 +81,15 @@ func newProcessorCmd(g *globals) *cobra.Command {
 			case "forward":
 			case "effects": // the chaos harness's domain handler (pkg/chaos)
 				o.Handler = chaos.Effects()
+			case "effects-outside-tx": // its negative control
+				h, closeDB, err := chaos.EffectsOutsideTx(cmd.Context(), cfg.Postgres.URL)
+				if err != nil {
+					return err
+				}
+				defer closeDB()
+				o.Handler = h
 			default:
-				return fmt.Errorf("--handler: unknown %q (forward or effects)", handler)
+				return fmt.Errorf("--handler: unknown %q (forward, effects or effects-outside-tx)", handler)
 			}
 			if crashOnSignal {
 				o.AfterCommit = chaos.CrashAfterCommitOnSignal(cmd.Context())
@@ -94,7 +101,7 @@ func newProcessorCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&addr, "http-addr", ":9090", "listen address for /metrics, /healthz, /readyz")
 	// Hidden: for the chaos harness (intake bench chaos), not for production.
-	f.StringVar(&handler, "handler", "forward", "domain handler: forward, or effects (chaos harness: one row per applied event in chaos.effects)")
+	f.StringVar(&handler, "handler", "forward", "domain handler: forward; effects (chaos harness: one row per applied event in chaos.effects); effects-outside-tx (its negative control)")
 	f.BoolVar(&crashOnSignal, "crash-on-signal", false, "fault injection: on SIGUSR1, die with SIGKILL after the next commit, before its acks")
 	_ = f.MarkHidden("handler")
 	_ = f.MarkHidden("crash-on-signal")

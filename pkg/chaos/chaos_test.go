@@ -69,6 +69,31 @@ func TestChaos(t *testing.T) {
 	}
 }
 
+// TestChaosNegativeControl runs the harness against processors that write
+// the business row outside the inbox transaction and retry after it: the
+// verdict must catch the duplicates, or a passing TestChaos proves nothing.
+func TestChaosNegativeControl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run: skipped with -short")
+	}
+	o := chaos.Options{
+		Binary: buildIntake(t), Events: 300, Rate: 100, Control: true,
+		ProcessorKills: -1, NoNATSFault: true, NoPostgresFault: true,
+		Seed: uint64(time.Now().UnixNano()), Timeout: 3 * time.Minute, Log: testLog{t},
+	}
+	res, err := chaos.Run(context.Background(), o)
+	if errors.Is(err, pgcluster.ErrNoBinaries) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatalf("chaos control run (seed %d): %v", o.Seed, err)
+	}
+	t.Log(res.Line())
+	if res.OK() || res.DuplicateEffects == 0 {
+		t.Fatalf("the negative control passed (%d duplicate effects): the verdict does not see what it claims to", res.DuplicateEffects)
+	}
+}
+
 // buildIntake builds the intake binary once into the test's temp dir.
 func buildIntake(t *testing.T) string {
 	t.Helper()

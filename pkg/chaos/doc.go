@@ -50,6 +50,11 @@
 //     applied event and none for the others;
 //   - no role exited by itself while running.
 //
+// The negative control (Options.Control, `--control`) runs the same harness
+// against processors that write the business row outside the inbox
+// transaction (EffectsOutsideTx); its verdict must be FAIL, or a PASS
+// proves nothing.
+//
 // Latency is measured from the client's first 2xx for an event to the
 // inbox's processed_at (the start of the committing transaction, so it can
 // be slightly early; negatives count as zero).

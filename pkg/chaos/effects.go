@@ -2,10 +2,14 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/intakehq/intake/processor"
 )
@@ -38,16 +42,57 @@ func Effects() processor.Handler {
 	fwd := processor.Forward()
 	pid := os.Getpid()
 	return processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
-		var objID *string
-		var objVer *int64
-		if ev.ObjectID != "" {
-			objID, objVer = &ev.ObjectID, &ev.ObjectVersion
-		}
 		_, err := tx.Exec(ctx, `INSERT INTO chaos.effects (key, payload_sha256, object_id, object_version, execution_id, pid)
-			VALUES ($1, $2, $3, $4, $5, $6)`, ev.Key.String(), ev.PayloadSHA256, objID, objVer, ev.ExecutionID, pid)
+			VALUES ($1, $2, $3, $4, $5, $6)`, ev.Key.String(), ev.PayloadSHA256, objectOf(ev), versionOf(ev), ev.ExecutionID, pid)
 		if err != nil {
 			return nil, fmt.Errorf("chaos effects: %w", err)
 		}
 		return fwd.Handle(ctx, tx, ev)
 	})
+}
+
+// EffectsOutsideTx is the harness's negative control (`intake bench chaos
+// --control`): the same business row, written on its own connection so it
+// commits at once whatever becomes of the inbox transaction — the classic
+// mistake of a side effect outside the transaction. Every tenth event then
+// fails its first run with a retryable error, as a flaky downstream would;
+// its retry writes the row again. A harness that passes this run proves
+// nothing, so the control run must fail with duplicate effects.
+func EffectsOutsideTx(ctx context.Context, databaseURL string) (processor.Handler, func(), error) {
+	db, err := pgxpool.New(ctx, databaseURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("chaos control: %w", err)
+	}
+	fwd := processor.Forward()
+	pid := os.Getpid()
+	var failed sync.Map // event ids that failed once in this process
+	h := processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
+		_, err := db.Exec(ctx, `INSERT INTO chaos.effects (key, payload_sha256, object_id, object_version, execution_id, pid)
+			VALUES ($1, $2, $3, $4, $5, $6)`, ev.Key.String(), ev.PayloadSHA256, objectOf(ev), versionOf(ev), ev.ExecutionID, pid)
+		if err != nil {
+			return nil, fmt.Errorf("chaos control: %w", err)
+		}
+		if crc32.ChecksumIEEE([]byte(ev.Key.EventID))%10 == 0 {
+			if _, again := failed.LoadOrStore(ev.Key.EventID, true); !again {
+				return nil, errors.New("chaos control: downstream failed after the side effect")
+			}
+		}
+		return fwd.Handle(ctx, tx, ev)
+	})
+	return h, db.Close, nil
+}
+
+// objectOf and versionOf are the event's object columns, NULL without one.
+func objectOf(ev *processor.Event) *string {
+	if ev.ObjectID == "" {
+		return nil
+	}
+	return &ev.ObjectID
+}
+
+func versionOf(ev *processor.Event) *int64 {
+	if ev.ObjectID == "" {
+		return nil
+	}
+	return &ev.ObjectVersion
 }

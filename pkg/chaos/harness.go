@@ -108,6 +108,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	}
 	h.logf("chaos: %d events, %d ingress, %d processors, %s, seed %d, dir %s",
 		h.o.Events, h.o.Ingress, h.o.Processors, topo, h.o.Seed, h.dir)
+	if h.o.Control {
+		h.logf("NEGATIVE CONTROL: the processors write the business row outside the inbox transaction; this run must FAIL")
+	}
 	if err := h.startNATS(ctx); err != nil {
 		return nil, err
 	}
@@ -172,7 +175,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res := judge(h.o, events, ev)
-	res.Cluster = h.o.Cluster
+	res.Cluster, res.Control = h.o.Cluster, h.o.Control
 	res.HTTPDeliveries = int(ld.httpAttempts.Load())
 	res.LostResponses = int(ld.lostResponses.Load())
 	res.Answers = ld.answerCounts()
@@ -402,7 +405,11 @@ func (h *harness) startRoles(ctx context.Context) error {
 		h.ingress = append(h.ingress, c)
 	}
 	for i := range h.o.Processors {
-		c, err := mk("processor", i, "--handler", "effects", "--crash-on-signal")
+		handler := "effects"
+		if h.o.Control {
+			handler = "effects-outside-tx"
+		}
+		c, err := mk("processor", i, "--handler", handler, "--crash-on-signal")
 		if err != nil {
 			return err
 		}

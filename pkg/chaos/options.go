@@ -39,6 +39,11 @@ type Options struct {
 	// and restarted.
 	Cluster bool
 
+	// Control runs the negative control: the processors write the business
+	// row outside the inbox transaction (EffectsOutsideTx), so the verdict
+	// must find duplicate effects. Defaults to false.
+	Control bool
+
 	// ProcessorKills is how many times a processor is killed with SIGKILL
 	// (half of them between a commit and its acks). Defaults to 6; negative
 	// means none.

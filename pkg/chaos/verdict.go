@@ -19,6 +19,7 @@ import (
 type Result struct {
 	Events  int
 	Cluster bool
+	Control bool // the negative control (Options.Control): it must fail
 
 	// What the client did.
 	HTTPDeliveries int            // HTTP attempts, retries and dropped ones included
@@ -74,6 +75,9 @@ func (r *Result) Line() string {
 	tag := ""
 	if r.Cluster {
 		tag = " (3-node NATS cluster)"
+	}
+	if r.Control {
+		tag += " (negative control: effects outside the inbox transaction)"
 	}
 	verdict := "PASS"
 	if !r.OK() {
