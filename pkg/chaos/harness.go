@@ -83,9 +83,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	h := &harness{o: o, runID: randomHex(3), start: time.Now()}
 	res, err := h.run(ctx)
 	h.shutdown()
+	// The expected outcome is a PASS, or a FAIL for the negative control.
+	expected := err == nil && res.OK() != o.Control
 	switch {
 	case h.dir == "":
-	case err == nil && res.OK() && !o.Keep && o.Dir == "":
+	case expected && !o.Keep && o.Dir == "":
 		_ = os.RemoveAll(h.dir)
 	default:
 		h.logf("run directory kept: %s", h.dir)
