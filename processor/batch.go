@@ -161,6 +161,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, int, error
 				}
 			}
 			ev.ExecutionID = store.NewID()
+			ev.queue = &w.Queued
 			msgs, err := p.o.Handler.Handle(ctx, tx, ev)
 			if err != nil {
 				culprit = i

@@ -24,18 +24,23 @@ import (
 // publishes the events first, then times the processor from start until
 // every inbox row is committed (the relay runs meanwhile, as in production).
 //
-// Two handlers: "forward" is the built-in (inbox + execution + outbox rows:
+// Three handlers: "forward" is the built-in (inbox + execution + outbox rows:
 // the processor's own cost); "business-row" also inserts one row per event
-// into a business table, one statement per event as a typical handler does.
+// into a business table, one synchronous statement per event as a typical
+// handler does; "business-row-queued" queues that insert (Event.Queue), so
+// it travels with the batch's own writes.
 //
 //	go test -run '^$' -bench GroupCommit -benchtime 3x ./processor/
 func BenchmarkGroupCommit(b *testing.B) {
 	pg := testenv.DurablePostgres(b)
-	for _, handler := range []string{"forward", "business-row"} {
+	for _, handler := range []string{"forward", "business-row", "business-row-queued"} {
 		b.Run(handler, func(b *testing.B) {
 			var h processor.Handler = processor.Forward()
-			if handler == "business-row" {
+			switch handler {
+			case "business-row":
 				h = effects()
+			case "business-row-queued":
+				h = queuedEffects()
 			}
 			batched := measureCommits(b, pg.URL(), handler+"_batched", h,
 				config.Processor{AckWait: 30 * time.Second, MaxDeliver: 10, BatchSize: 256, BatchWait: 20 * time.Millisecond, Concurrency: 2})

@@ -44,6 +44,22 @@ type Event struct {
 	// RetryHints are the provider's retry headers, if it sent any.
 	Instance   string
 	RetryHints map[string]string
+
+	queue *[]*pgx.QueuedQuery
+}
+
+// Queue adds a statement to the event's transaction without a round trip
+// of its own: queued statements are sent together with the batch's inbox,
+// execution and outbox writes, just before the commit. A handler that only
+// writes (INSERT, UPDATE without reading the result) should queue; one that
+// must read uses the tx directly. An error in a queued statement fails the
+// batch, and the processor isolates the event by splitting the batch, as
+// for any database error.
+func (ev *Event) Queue(sql string, args ...any) {
+	if ev.queue == nil {
+		panic("processor: Event.Queue called outside the processor's transaction")
+	}
+	*ev.queue = append(*ev.queue, &pgx.QueuedQuery{SQL: sql, Arguments: args})
 }
 
 // Message is an outbox message a handler emits: committed with the

@@ -85,6 +85,15 @@ func effects() processor.Handler {
 	})
 }
 
+// queuedEffects is effects with the business insert queued (Event.Queue).
+func queuedEffects() processor.Handler {
+	fwd := processor.Forward()
+	return processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
+		ev.Queue(`INSERT INTO effects (key) VALUES ($1)`, ev.Key.String())
+		return fwd.Handle(ctx, tx, ev)
+	})
+}
+
 func key(id string) envelope.Key {
 	return envelope.Key{Integration: "demo", Account: "main", EventID: id}
 }
@@ -601,5 +610,35 @@ func TestHandlerPanicIsRetriedThenFailed(t *testing.T) {
 	}
 	if n := r.count(`SELECT count(*) FROM intake.outbox`); n != 0 {
 		t.Fatalf("%d outbox rows from panicking handlers", n)
+	}
+}
+
+func TestQueuedStatementsCommitWithTheBatchAndIsolateAPoisonOne(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	if _, err := r.db.Exec(context.Background(), `ALTER TABLE effects ADD CONSTRAINT no_poison CHECK (key NOT LIKE '%evt_poison%')`); err != nil {
+		t.Fatal(err)
+	}
+	const events = 30
+	for i := range events {
+		r.publish(fmt.Sprintf("evt_%d", i), `{}`, "")
+	}
+	r.publish("evt_poison", `{}`, "")
+	r.run(processor.Options{
+		Config:  config.Processor{AckWait: 5 * time.Second, MaxDeliver: 1, BatchSize: 64, BatchWait: 200 * time.Millisecond, Concurrency: 1},
+		Handler: queuedEffects(),
+	})
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.inbox`) == events+1
+	}, "batch never settled")
+	if n := r.count(`SELECT count(*) FROM effects`); n != events {
+		t.Fatalf("%d effects, want %d", n, events)
+	}
+	var errText string
+	if err := r.db.QueryRow(context.Background(), `SELECT error FROM intake.inbox WHERE event_id = 'evt_poison' AND status = 'failed'`).Scan(&errText); err != nil {
+		t.Fatalf("poison event not failed: %v", err)
+	}
+	if !strings.Contains(errText, "no_poison") {
+		t.Fatalf("failed row error %q does not name the violated constraint", errText)
 	}
 }

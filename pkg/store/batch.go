@@ -165,11 +165,14 @@ type BatchWrites struct {
 	// Deliveries are accepted deliveries entering the history from their
 	// stream message; their keys' delivery_count is recounted.
 	Deliveries []Delivery
+	// Queued are statements handlers queued (Event.Queue); they go first,
+	// in the same round trip.
+	Queued []*pgx.QueuedQuery
 }
 
 // Flush writes w inside tx.
 func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
-	b := &pgx.Batch{}
+	b := &pgx.Batch{QueuedQueries: w.Queued}
 	if n := len(w.Outbox); n > 0 {
 		ids, integ, acct, id, subj, hdr := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		payload := make([][]byte, n)
