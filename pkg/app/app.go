@@ -104,6 +104,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	r.Get("/readyz", readyz(nc, st))
 	r.Method(http.MethodGet, "/metrics", m.Handler())
+	if cfg.Debug.Pprof {
+		r.Mount("/debug", middleware.Profiler())
+	}
 	if o.Roles.Ingress {
 		svc, err := ingress.New(cfg, js, m, log)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -38,7 +39,11 @@ type Config struct {
 	Connections int
 	// Payloads in bytes. Defaults to 1024 and 16384 (1024 with Quick).
 	Payloads []int
-	Log      *slog.Logger
+	// ProfileDir, when set, receives CPU profiles (pprof) of ingress at
+	// saturation and of the processor while it drains:
+	// ingress-{payload}.pprof, processor-{payload}.pprof.
+	ProfileDir string
+	Log        *slog.Logger
 }
 
 // Figure is one measured number.
@@ -184,6 +189,7 @@ func runPayload(ctx context.Context, c Config, rep *Report, dir string, pg *pgcl
 	cfgPath := filepath.Join(dir, fmt.Sprintf("intake-%d.yaml", size))
 	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`nats: {url: %q}
 postgres: {url: %q}
+debug: {pprof: true}
 integrations:
   - {name: bench, provider: standard, tenant: bench, account: a, secrets: [%q], max_body_bytes: 1048576}
 `, emb.ClientURL(), dbURL, benchSecret)), 0o600); err != nil {
@@ -251,7 +257,9 @@ integrations:
 		return err
 	}
 	url := "http://" + ingAddr + "/webhooks/bench"
+	ingProfile := c.profile("http://"+ingAddr, c.Duration, fmt.Sprintf("ingress-%d.pprof", size))
 	satRes, err := generate(ctx, client, newRequests(url, signing, size, "sat"), c.Connections, c.Duration, 0, false)
+	ingProfile()
 	if err != nil {
 		return err
 	}
@@ -272,7 +280,12 @@ integrations:
 		return err
 	}
 	defer proc.stop()
+	if err := proc.waitReady(ctx, "http://"+procAddr+"/healthz"); err != nil {
+		return err
+	}
+	procProfile := c.profile("http://"+procAddr, c.Duration, fmt.Sprintf("processor-%d.pprof", size))
 	procRate, err := drainRate(ctx, st, satRes.OK)
+	procProfile()
 	if err != nil {
 		return err
 	}
@@ -445,4 +458,32 @@ func opt(v float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f", v)
+}
+
+// profile starts a CPU profile of the process serving base for about d and
+// returns a function that waits for it and writes it to ProfileDir/name.
+// Without ProfileDir it does nothing.
+func (c Config) profile(base string, d time.Duration, name string) (wait func()) {
+	if c.ProfileDir == "" {
+		return func() {}
+	}
+	secs := max(int(d.Seconds())-1, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, secs))
+		if err != nil {
+			c.Log.Warn("profile failed", "name", name, "err", err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(c.ProfileDir, name))
+		if err != nil {
+			c.Log.Warn("profile failed", "name", name, "err", err)
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, resp.Body)
+	}()
+	return func() { <-done }
 }

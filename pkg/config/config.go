@@ -29,7 +29,16 @@ type Config struct {
 	Ingress      Ingress       `yaml:"ingress"`
 	Processor    Processor     `yaml:"processor"`
 	Outbox       Outbox        `yaml:"outbox"`
+	Debug        Debug         `yaml:"debug"`
 	Integrations []Integration `yaml:"integrations"`
+}
+
+// Debug configures diagnostics.
+type Debug struct {
+	// Pprof serves Go's profiler under /debug/pprof/ on every role's HTTP
+	// listener. Defaults to false: profiles reveal internals, so turn it on
+	// where the listener is not public (`intake bench` does, for its profiles).
+	Pprof bool `yaml:"pprof"`
 }
 
 // NATS configures the connection and the streams.

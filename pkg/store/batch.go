@@ -177,10 +177,7 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 		ids, integ, acct, id, subj, hdr := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		payload := make([][]byte, n)
 		for i, r := range w.Outbox {
-			h, err := json.Marshal(r.Headers)
-			if err != nil {
-				return fmt.Errorf("store: outbox headers: %w", err)
-			}
+			h := appendHeadersJSON(make([]byte, 0, 512), r.Headers)
 			ids[i] = r.ID
 			if ids[i] == "" {
 				ids[i] = NewID()

@@ -41,9 +41,15 @@ func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int) ([]OutboxRow, error)
 		OutboxRow
 		seq int64
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (seqRow, error) {
+	out := make([]seqRow, 0, limit)
+	out, err = pgx.AppendRows(out, rows, func(row pgx.CollectableRow) (seqRow, error) {
 		var r seqRow
-		err := row.Scan(&r.ID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID, &r.Subject, &r.Headers, &r.Payload, &r.Created, &r.seq)
+		var hdr []byte
+		if err := row.Scan(&r.ID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID, &r.Subject, &hdr, &r.Payload, &r.Created, &r.seq); err != nil {
+			return r, err
+		}
+		var err error
+		r.Headers, err = parseHeadersJSON(hdr)
 		return r, err
 	})
 	if err != nil {
