@@ -32,7 +32,7 @@ import (
 func TestClusterConcurrentDuplicatesAreAnsweredDuplicate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	urls := startCluster(t)
+	urls, _ := startCluster(t)
 
 	nc, err := nats.Connect(urls)
 	if err != nil {
@@ -102,14 +102,15 @@ integrations:
 }
 
 // startCluster runs three in-process nats-servers joined in a cluster and
-// returns their client URLs.
-func startCluster(t *testing.T) string {
+// returns their client URLs, comma-separated, and the servers by index.
+func startCluster(t *testing.T) (string, []*stream.Embedded) {
 	t.Helper()
 	var client, route [3]int
 	for i := range 3 {
 		client[i], route[i] = testenv.FreePort(t), testenv.FreePort(t)
 	}
 	var urls string
+	servers := make([]*stream.Embedded, 3)
 	var wg sync.WaitGroup
 	for i := range 3 {
 		var routes []string
@@ -121,8 +122,8 @@ func startCluster(t *testing.T) string {
 		cfg := stream.EmbeddedConfig{
 			Addr:       fmt.Sprintf("127.0.0.1:%d", client[i]),
 			StoreDir:   t.TempDir(),
-			ServerName: fmt.Sprintf("dup-n%d", i+1),
-			Cluster:    &stream.ClusterConfig{Name: "dup", Addr: fmt.Sprintf("127.0.0.1:%d", route[i]), Routes: routes},
+			ServerName: fmt.Sprintf("n%d", i+1),
+			Cluster:    &stream.ClusterConfig{Name: "test", Addr: fmt.Sprintf("127.0.0.1:%d", route[i]), Routes: routes},
 		}
 		if i > 0 {
 			urls += ","
@@ -134,6 +135,7 @@ func startCluster(t *testing.T) string {
 				t.Error(err)
 				return
 			}
+			servers[i] = emb
 			t.Cleanup(emb.Shutdown)
 		})
 	}
@@ -141,5 +143,5 @@ func startCluster(t *testing.T) string {
 	if t.Failed() {
 		t.FailNow()
 	}
-	return urls
+	return urls, servers
 }
