@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -78,14 +79,46 @@ func ReceiptsConsumerConfig(p config.Processor) jetstream.ConsumerConfig {
 
 // Ensure creates or updates the streams. It is idempotent: every role calls
 // it at start, so the first pod up creates the topology and later ones
-// converge it to the configured values.
+// converge it to the configured values. Each request gets its own short
+// deadline and is retried until ctx ends: a request sent during a cluster
+// election can go unanswered, and must not hold the start for ctx's whole
+// budget.
 func Ensure(ctx context.Context, js jetstream.JetStream, c config.Stream) error {
 	for _, sc := range []jetstream.StreamConfig{InConfig(c), OutConfig(c), ReceiptsConfig(c)} {
-		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+		err := retry(ctx, func(ctx context.Context) error {
+			_, err := js.CreateOrUpdateStream(ctx, sc)
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("stream %s: create or update: %w", sc.Name, err)
 		}
 	}
 	return nil
+}
+
+// attemptTimeout bounds one JetStream API request during start-up.
+const attemptTimeout = 3 * time.Second
+
+// retry calls f with a per-attempt deadline until it succeeds or ctx ends;
+// it returns the last error.
+func retry(ctx context.Context, f func(context.Context) error) error {
+	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := f(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.Code != 503 {
+			return err // an answer, not an outage: retrying cannot change it
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // ProcessorConsumerConfig is the durable pull consumer all processors share.
@@ -106,7 +139,12 @@ func ProcessorConsumerConfig(p config.Processor) jetstream.ConsumerConfig {
 
 // EnsureProcessorConsumer creates or updates the durable processor consumer.
 func EnsureProcessorConsumer(ctx context.Context, js jetstream.JetStream, p config.Processor) (jetstream.Consumer, error) {
-	cons, err := js.CreateOrUpdateConsumer(ctx, envelope.StreamIn, ProcessorConsumerConfig(p))
+	var cons jetstream.Consumer
+	err := retry(ctx, func(ctx context.Context) error {
+		var err error
+		cons, err = js.CreateOrUpdateConsumer(ctx, envelope.StreamIn, ProcessorConsumerConfig(p))
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: consumer %s: %w", envelope.StreamIn, envelope.ConsumerName, err)
 	}
@@ -114,17 +152,15 @@ func EnsureProcessorConsumer(ctx context.Context, js jetstream.JetStream, p conf
 }
 
 // WaitReady polls until JetStream answers account info or ctx ends; roles
-// call it at start so a NATS that is still recovering streams is waited for.
+// call it at start so a NATS that is still recovering streams (or electing
+// leaders) is waited for, one short attempt at a time.
 func WaitReady(ctx context.Context, js jetstream.JetStream) error {
-	for {
+	err := retry(ctx, func(ctx context.Context) error {
 		_, err := js.AccountInfo(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("jetstream not ready: %w", err)
-		case <-time.After(200 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("jetstream not ready: %w", err)
 	}
+	return nil
 }
