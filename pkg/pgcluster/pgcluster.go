@@ -154,15 +154,45 @@ func (c *Cluster) Start(ctx context.Context) error {
 		return err
 	}
 
+	// After a Kill, a backend that is still on its way out keeps the old
+	// shared memory segment attached for a moment, and postgres refuses to
+	// start ("pre-existing shared memory block … is still in use"). That
+	// clears by itself: try again for a while, then report.
+	var p *process
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var tail string
+		var err error
+		p, tail, err = c.startOnce(ctx)
+		if err == nil {
+			break
+		}
+		if !strings.Contains(tail, "pre-existing shared memory block") || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		c.log.Info("postgres start refused: old shared memory still attached; retrying")
+		time.Sleep(200 * time.Millisecond)
+		if err := c.clearStalePID(ctx); err != nil {
+			return err
+		}
+	}
+	c.proc = p
+	c.log.Info("postgres started", "port", c.port, "dir", c.dir, "pid", p.pid)
+	return nil
+}
+
+// startOnce starts postgres and waits for it; on failure it returns the
+// tail of this run's server log too.
+func (c *Cluster) startOnce(ctx context.Context) (*process, string, error) {
 	logPath := filepath.Join(c.dir, LogFile)
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("pgcluster: open server log: %w", err)
+		return nil, "", fmt.Errorf("pgcluster: open server log: %w", err)
 	}
 	if c.owner != nil {
 		if err := logFile.Chown(c.owner.uid, c.owner.gid); err != nil {
 			logFile.Close()
-			return fmt.Errorf("pgcluster: chown server log: %w", err)
+			return nil, "", fmt.Errorf("pgcluster: chown server log: %w", err)
 		}
 	}
 	// Only this run's part of the log belongs in a start error.
@@ -180,22 +210,20 @@ func (c *Cluster) Start(ctx context.Context) error {
 	p, err := startProcess(cmd)
 	if err != nil {
 		logFile.Close()
-		return fmt.Errorf("pgcluster: start %s: %w", c.bins.postgres, err)
+		return nil, "", fmt.Errorf("pgcluster: start %s: %w", c.bins.postgres, err)
 	}
 	p.logFile = logFile
 
 	if err := c.waitReady(ctx, p); err != nil {
-		_ = p.kill() // best effort: the start error is what the caller needs
+		_ = p.kill() // best effort (and closes the log): the start error is what the caller needs
 		tail := logTail(logPath, logStart)
 		if strings.Contains(tail, "Address already in use") {
 			err = fmt.Errorf("%w: %w", errPortInUse, err)
 		}
-		return fmt.Errorf("pgcluster: postgres on 127.0.0.1:%d (data dir %s): %w\n--- tail of %s ---\n%s",
+		return nil, tail, fmt.Errorf("pgcluster: postgres on 127.0.0.1:%d (data dir %s): %w\n--- tail of %s ---\n%s",
 			c.port, c.dir, err, logPath, tail)
 	}
-	c.proc = p
-	c.log.Info("postgres started", "port", c.port, "dir", c.dir, "pid", p.pid)
-	return nil
+	return p, "", nil
 }
 
 // Stop shuts the server down in postgres' "fast" mode (open transactions are
