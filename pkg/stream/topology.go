@@ -14,28 +14,23 @@ import (
 
 // InConfig is INTAKE_IN: every verified delivery, raw, for processing and replay.
 func InConfig(c config.Stream) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:        envelope.StreamIn,
-		Description: "Intake: verified webhook deliveries, raw bytes as received",
-		Subjects:    []string{envelope.SubjectInAll},
-		Retention:   jetstream.LimitsPolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    c.Replicas,
-		MaxAge:      c.MaxAge,
-		MaxBytes:    c.MaxBytes,
-		Duplicates:  c.DuplicateWindow,
-		// Refuse new messages when full rather than silently dropping old
-		// ones: ingress answers 503 and the provider retries later.
-		Discard: jetstream.DiscardNew,
-	}
+	return logStream(envelope.StreamIn, "Intake: verified webhook deliveries, raw bytes as received", envelope.SubjectInAll, c)
 }
 
 // OutConfig is INTAKE_OUT: processed events for internal subscribers.
 func OutConfig(c config.Stream) jetstream.StreamConfig {
+	return logStream(envelope.StreamOut, "Intake: processed events, one per logical event, for internal services", envelope.SubjectOutAll, c)
+}
+
+// logStream is the shape both logs share: limits retention (dedup must
+// survive restarts and replay needs the log after acks), file storage, and
+// discard-new when full — refusing new messages rather than silently
+// dropping old ones, so ingress answers 503 and the provider retries.
+func logStream(name, description, subjects string, c config.Stream) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:        envelope.StreamOut,
-		Description: "Intake: processed events, one per logical event, for internal services",
-		Subjects:    []string{envelope.SubjectOutAll},
+		Name:        name,
+		Description: description,
+		Subjects:    []string{subjects},
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,
