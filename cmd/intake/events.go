@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -177,7 +179,7 @@ func printEvent(w io.Writer, ev replayer.EventDetail) error {
 		tw = newTable(w)
 		fmt.Fprintln(tw, "  RECEIVED\tINSTANCE\tSTATUS\tANSWER\tRETRY HINTS")
 		for _, d := range ev.Deliveries {
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%v\n", fmtTime(d.ReceivedAt), d.Instance, d.StatusCode, d.Answer, d.RetryHints)
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\n", fmtTime(d.ReceivedAt), d.Instance, d.StatusCode, d.Answer, fmtHints(d.RetryHints))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -209,4 +211,21 @@ func printEvent(w io.Writer, ev replayer.EventDetail) error {
 		return tw.Flush()
 	}
 	return nil
+}
+
+// fmtHints renders retry hints as "Name=value …", or "-" when there are none.
+func fmtHints(h map[string]string) string {
+	if len(h) == 0 {
+		return "-"
+	}
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = k + "=" + h[k]
+	}
+	return strings.Join(parts, " ")
 }

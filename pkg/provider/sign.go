@@ -175,7 +175,11 @@ func SampleBody(cfg Config, id, typ string) []byte {
 	var ev map[string]any
 	switch cfg.Provider {
 	case "stripe":
-		ev = map[string]any{"id": id, "object": "event", "type": typ,
+		// created is Stripe's default object version and must be there (a
+		// version-less object id is refused with 400). It is a constant, not
+		// now: the body must depend only on id and type, so that sending the
+		// same id twice is the same delivery twice.
+		ev = map[string]any{"id": id, "object": "event", "type": typ, "created": 1764374400,
 			"data": map[string]any{"object": map[string]any{"id": "obj_" + id, "object": "intake_sample", "metadata": msg}}}
 	case "slack":
 		ev = map[string]any{"type": "event_callback", "event_id": id, "team_id": "T0INTAKE",
