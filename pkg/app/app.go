@@ -89,9 +89,25 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		if cfg.Postgres.URL == "" {
 			return errors.New("postgres.url (or DATABASE_URL) is required")
 		}
-		st, err = store.Open(startCtx, cfg.Postgres.URL, cfg.Postgres.MaxConns)
-		if err != nil {
-			return err
+		// A role started while Postgres restarts waits for it (within the
+		// start budget) instead of exiting: one restart should not become a
+		// crash loop.
+		for attempt := 0; ; attempt++ {
+			st, err = store.Open(startCtx, cfg.Postgres.URL, cfg.Postgres.MaxConns)
+			if err == nil {
+				break
+			}
+			if startCtx.Err() != nil || !store.Unreachable(err) {
+				return err
+			}
+			if attempt == 0 {
+				log.Warn("waiting for postgres", "err", err)
+			}
+			select {
+			case <-startCtx.Done():
+				return err
+			case <-time.After(500 * time.Millisecond):
+			}
 		}
 		defer st.Close()
 		if err := store.CheckMigrated(startCtx, st); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -538,4 +539,63 @@ func TestAPIRequiresToken(t *testing.T) {
 			t.Errorf("%s = %d", path, resp.StatusCode)
 		}
 	}
+}
+
+func TestRoleStartedWhilePostgresIsDownWaitsForIt(t *testing.T) {
+	t.Parallel()
+	pg := testenv.PrivatePostgres(t)
+	if err := store.Migrate(context.Background(), pg.URL(), nil); err != nil {
+		t.Fatal(err)
+	}
+	n := testenv.NATS(t)
+	cfg, err := config.Parse([]byte(testConfig), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NATS.URL, cfg.Postgres.URL = n.URL(), pg.URL()
+	pg.Stop(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	listening := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	var logs syncLog
+	go func() {
+		done <- app.Run(ctx, cfg, app.Options{Roles: app.Roles{Processor: true, API: true}, HTTPAddr: "127.0.0.1:0",
+			Listening: func(a net.Addr) { listening <- a }, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("app.Run: %v", err)
+		}
+	})
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return strings.Contains(logs.String(), "waiting for postgres")
+	}, "the role never tried Postgres")
+	pg.Start(t) // while app.Run waits
+	select {
+	case <-listening:
+	case err := <-done:
+		t.Fatalf("the role gave up while Postgres was restarting: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the role never came up after Postgres did")
+	}
+}
+
+// syncLog collects log output from another goroutine.
+type syncLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
