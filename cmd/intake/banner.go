@@ -25,8 +25,12 @@ func printDevBanner(w io.Writer, path string, cfg *config.Config, info app.DevIn
 	fmt.Fprintf(w, "  metrics    %s/metrics\n", info.HTTPURL)
 	fmt.Fprintf(w, "  nats       %s\n", nats)
 	fmt.Fprintf(w, "  postgres   %s\n", pg)
+	width := 0
 	for _, in := range cfg.Integrations {
-		fmt.Fprintf(w, "  integration %-10s provider %-8s tenant %s\n", in.Name, in.Provider, in.Tenant)
+		width = max(width, len(in.Name))
+	}
+	for _, in := range cfg.Integrations {
+		fmt.Fprintf(w, "  integration %-*s  provider %-8s tenant %s\n", width, in.Name, in.Provider, in.Tenant)
 	}
 	if len(cfg.Integrations) > 0 {
 		name := cfg.Integrations[0].Name
