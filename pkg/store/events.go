@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -104,49 +103,24 @@ var ErrBadCursor = errors.New("store: invalid cursor")
 // the next page ("" when this is the last).
 func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, string, error) {
 	limit := pageLimit(f.Limit)
-	var (
-		where []string
-		args  []any
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	if f.Integration != "" {
-		where = append(where, "i.integration = "+arg(f.Integration))
-	}
-	if f.Tenant != "" {
-		where = append(where, "i.tenant = "+arg(f.Tenant))
-	}
-	if f.EventType != "" {
-		where = append(where, "i.event_type = "+arg(f.EventType))
-	}
-	if f.Status != "" {
-		where = append(where, "i.status = "+arg(f.Status))
-	}
-	if !f.Since.IsZero() {
-		where = append(where, "i.first_received_at >= "+arg(f.Since))
-	}
-	if !f.Until.IsZero() {
-		where = append(where, "i.first_received_at < "+arg(f.Until))
-	}
-	if f.KeyPrefix != "" {
-		where = append(where, "starts_with(i.integration || '/' || i.account || '/' || i.event_id, "+arg(f.KeyPrefix)+")")
-	}
+	var w conds
+	w.eq("i.integration", f.Integration)
+	w.eq("i.tenant", f.Tenant)
+	w.eq("i.event_type", f.EventType)
+	w.eq("i.status", f.Status)
+	w.between("i.first_received_at", f.Since, f.Until)
+	w.keyPrefix("i.", f.KeyPrefix)
 	if f.Cursor != "" {
 		var c eventCursor
 		if err := decodeCursor(f.Cursor, &c); err != nil {
 			return nil, "", err
 		}
-		where = append(where, fmt.Sprintf("(i.first_received_at, i.integration, i.account, i.event_id) < (%s, %s, %s, %s)",
-			arg(c.At), arg(c.Integration), arg(c.Account), arg(c.EventID)))
+		w.add(fmt.Sprintf("(i.first_received_at, i.integration, i.account, i.event_id) < (%s, %s, %s, %s)",
+			w.arg(c.At), w.arg(c.Integration), w.arg(c.Account), w.arg(c.EventID)))
 	}
-	q := `SELECT ` + eventColumns + ` FROM intake.inbox i`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY i.first_received_at DESC, i.integration DESC, i.account DESC, i.event_id DESC LIMIT " + arg(limit+1)
-	rows, err := s.pool.Query(ctx, q, args...)
+	q := `SELECT ` + eventColumns + ` FROM intake.inbox i` + w.sql() +
+		" ORDER BY i.first_received_at DESC, i.integration DESC, i.account DESC, i.event_id DESC LIMIT " + w.arg(limit+1)
+	rows, err := s.pool.Query(ctx, q, w.args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("store: list events: %w", err)
 	}
@@ -237,42 +211,20 @@ type ConflictFilter struct {
 // of the next page ("" when this is the last).
 func (s *Store) ListConflicts(ctx context.Context, f ConflictFilter) ([]Conflict, string, error) {
 	limit := pageLimit(f.Limit)
-	var (
-		where []string
-		args  []any
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	if f.Integration != "" {
-		where = append(where, "integration = "+arg(f.Integration))
-	}
-	if f.Tenant != "" {
-		where = append(where, "tenant = "+arg(f.Tenant))
-	}
-	if !f.Since.IsZero() {
-		where = append(where, "detected_at >= "+arg(f.Since))
-	}
-	if !f.Until.IsZero() {
-		where = append(where, "detected_at < "+arg(f.Until))
-	}
-	if f.KeyPrefix != "" {
-		where = append(where, "starts_with(integration || '/' || account || '/' || event_id, "+arg(f.KeyPrefix)+")")
-	}
+	var w conds
+	w.eq("integration", f.Integration)
+	w.eq("tenant", f.Tenant)
+	w.between("detected_at", f.Since, f.Until)
+	w.keyPrefix("", f.KeyPrefix)
 	if f.Cursor != "" {
 		var id int64
 		if err := decodeCursor(f.Cursor, &id); err != nil {
 			return nil, "", err
 		}
-		where = append(where, "id < "+arg(id))
+		w.add("id < " + w.arg(id))
 	}
-	q := `SELECT ` + conflictColumns + ` FROM intake.conflicts`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY id DESC LIMIT " + arg(limit+1)
-	out, err := s.queryConflicts(ctx, q, args...)
+	q := `SELECT ` + conflictColumns + ` FROM intake.conflicts` + w.sql() + " ORDER BY id DESC LIMIT " + w.arg(limit+1)
+	out, err := s.queryConflicts(ctx, q, w.args...)
 	if err != nil {
 		return nil, "", err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,35 +64,16 @@ type InboxSelector struct {
 
 // SelectInbox calls fn for every inbox row sel matches, in stream order.
 func (s *Store) SelectInbox(ctx context.Context, sel InboxSelector, fn func(InboxState) error) error {
-	var (
-		where []string
-		args  []any
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	if sel.Integration != "" {
-		where = append(where, "integration = "+arg(sel.Integration))
-	}
-	if sel.Tenant != "" {
-		where = append(where, "tenant = "+arg(sel.Tenant))
-	}
-	if sel.EventType != "" {
-		where = append(where, "event_type = "+arg(sel.EventType))
-	}
-	if sel.Status != "" {
-		where = append(where, "status = "+arg(sel.Status))
-	}
-	q := `SELECT ` + inboxStateColumns + ` FROM intake.inbox i`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY stream_seq, integration, account, event_id"
+	var w conds
+	w.eq("integration", sel.Integration)
+	w.eq("tenant", sel.Tenant)
+	w.eq("event_type", sel.EventType)
+	w.eq("status", sel.Status)
+	q := `SELECT ` + inboxStateColumns + ` FROM intake.inbox i` + w.sql() + " ORDER BY stream_seq, integration, account, event_id"
 	if sel.Limit > 0 {
-		q += " LIMIT " + arg(sel.Limit)
+		q += " LIMIT " + w.arg(sel.Limit)
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.pool.Query(ctx, q, w.args...)
 	if err != nil {
 		return fmt.Errorf("store: select inbox: %w", err)
 	}
@@ -141,41 +121,26 @@ type OutboxRef struct {
 // SelectPublishedOutbox calls fn for every published outbox row sel
 // matches, in commit order. Rows not yet published are left to the relay.
 func (s *Store) SelectPublishedOutbox(ctx context.Context, sel OutboxSelector, fn func(OutboxRef) error) error {
-	where := []string{"published_at IS NOT NULL"}
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
+	var w conds
+	w.add("published_at IS NOT NULL")
 	if len(sel.Keys) > 0 {
 		keys := make([]string, len(sel.Keys))
 		for i, k := range sel.Keys {
 			keys[i] = k.String()
 		}
-		where = append(where, "(integration || '/' || account || '/' || event_id) = ANY("+arg(keys)+")")
+		w.add("(integration || '/' || account || '/' || event_id) = ANY(" + w.arg(keys) + ")")
 	}
-	if sel.Integration != "" {
-		where = append(where, "integration = "+arg(sel.Integration))
-	}
-	if sel.Tenant != "" {
-		where = append(where, "headers->'"+envelope.HeaderTenant+"'->>0 = "+arg(sel.Tenant))
-	}
-	if sel.EventType != "" {
-		where = append(where, "headers->'"+envelope.HeaderEventType+"'->>0 = "+arg(sel.EventType))
-	}
-	if !sel.Since.IsZero() {
-		where = append(where, "created_at >= "+arg(sel.Since))
-	}
-	if !sel.Until.IsZero() {
-		where = append(where, "created_at < "+arg(sel.Until))
-	}
+	w.eq("integration", sel.Integration)
+	w.eq("headers->'"+envelope.HeaderTenant+"'->>0", sel.Tenant)
+	w.eq("headers->'"+envelope.HeaderEventType+"'->>0", sel.EventType)
+	w.between("created_at", sel.Since, sel.Until)
 	q := `SELECT id::text, integration, account, event_id, coalesce(headers->'` + envelope.HeaderTenant + `'->>0, ''),
 		coalesce(headers->'` + envelope.HeaderEventType + `'->>0, ''), subject
-		FROM intake.outbox WHERE ` + strings.Join(where, " AND ") + ` ORDER BY seq`
+		FROM intake.outbox` + w.sql() + ` ORDER BY seq`
 	if sel.Limit > 0 {
-		q += " LIMIT " + arg(sel.Limit)
+		q += " LIMIT " + w.arg(sel.Limit)
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.pool.Query(ctx, q, w.args...)
 	if err != nil {
 		return fmt.Errorf("store: select outbox: %w", err)
 	}
