@@ -66,15 +66,17 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, int, error
 	start := time.Now()
 	defer func() { p.o.Metrics.TxLatency.Observe(time.Since(start).Seconds()) }()
 
-	// Key order is lock order: two processors claiming overlapping keys
-	// wait for each other instead of deadlocking.
+	// Work in key order, copies of one key by stream sequence: the lower
+	// sequence is the copy that claims the row (ClaimBatch's INSERT orders
+	// the same way, which is what makes two processors lock in one order).
 	order := make([]int, len(b))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(x, y int) int {
 		a, c := b[x].ev, b[y].ev
-		return cmp.Or(cmp.Compare(a.Key.String(), c.Key.String()), cmp.Compare(a.StreamSeq, c.StreamSeq))
+		return cmp.Or(cmp.Compare(a.Key.Integration, c.Key.Integration), cmp.Compare(a.Key.Account, c.Key.Account),
+			cmp.Compare(a.Key.EventID, c.Key.EventID), cmp.Compare(a.StreamSeq, c.StreamSeq))
 	})
 
 	outcomes := make([]outcome, len(b))
@@ -122,8 +124,9 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, int, error
 			case row.StreamSeq == ev.StreamSeq:
 				outcomes[i] = outcomeRedelivered
 			default:
+				// Counted (delivery_count, last_received_at) through its
+				// delivery-history row, below.
 				outcomes[i] = outcomeDuplicate
-				w.Duplicates = append(w.Duplicates, claimOf(ev))
 			}
 		}
 

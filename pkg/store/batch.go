@@ -159,7 +159,6 @@ type BatchWrites struct {
 	Outbox     []OutboxRow
 	Executions []Execution
 	Conflicts  []ConflictRow
-	Duplicates []Claim        // same payload, another stream message: last_received_at moves
 	Retried    []envelope.Key // failed/quarantined rows applied by a replay
 	Stale      []envelope.Key // rows claimed in this batch whose version lost
 	// Deliveries are accepted deliveries entering the history from their
@@ -193,12 +192,6 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 			ON CONFLICT (integration, account, event_id, conflicting_stream_seq) DO NOTHING`,
 			c.Key.Integration, c.Key.Account, c.Key.EventID, c.Tenant, c.Original.PayloadSHA256, c.PayloadSHA256,
 			int64(c.Original.StreamSeq), int64(c.StreamSeq), c.ReceivedAt)
-	}
-	for _, d := range w.Duplicates {
-		// delivery_count is not touched: the delivery's receipt counts it.
-		b.Queue(`UPDATE intake.inbox SET last_received_at = greatest(last_received_at, $4)
-			WHERE integration = $1 AND account = $2 AND event_id = $3`,
-			d.Key.Integration, d.Key.Account, d.Key.EventID, d.ReceivedAt)
 	}
 	for _, k := range w.Retried {
 		b.Queue(`UPDATE intake.inbox SET status = 'processed', attempts = attempts + 1, error = NULL, processed_at = now()
