@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -40,8 +41,10 @@ type Config struct {
 	// Payloads in bytes. Defaults to 1024 and 16384 (1024 with Quick).
 	Payloads []int
 	// ProfileDir, when set, receives CPU profiles (pprof) of ingress at
-	// saturation and of the processor while it drains:
-	// ingress-{payload}.pprof, processor-{payload}.pprof.
+	// saturation and of the processor while it drains
+	// (ingress-{payload}.pprof, processor-{payload}.pprof), and Postgres's
+	// statements during the drain by time spent (postgres-{payload}.txt,
+	// from pg_stat_statements).
 	ProfileDir string
 	Log        *slog.Logger
 }
@@ -117,7 +120,12 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		return nil, err
 	}
 	c.Log.Info("starting private Postgres (fsync on)", "dir", dir)
-	pg, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dir, "pg")})
+	pgOpts := pgcluster.Options{Dir: filepath.Join(dir, "pg")}
+	if c.ProfileDir != "" {
+		// Postgres's side of the processor drain, by statement.
+		pgOpts.Settings = []string{"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all"}
+	}
+	pg, err := pgcluster.Start(ctx, pgOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -284,12 +292,20 @@ integrations:
 		return err
 	}
 	procProfile := c.profile("http://"+procAddr, c.Duration, fmt.Sprintf("processor-%d.pprof", size))
-	procRate, err := drainRate(ctx, st, satRes.OK)
+	if err := c.resetStatements(ctx, st); err != nil {
+		return err
+	}
+	dr, err := drainRate(ctx, st, "http://"+procAddr, satRes.OK)
 	procProfile()
 	if err != nil {
 		return err
 	}
-	add(Figure{Stage: "intake processor, committed", Payload: size, Rate: procRate, RSSMB: proc.peakRSS(), Note: "forward handler"})
+	procRate := dr.Rate
+	if err := c.writeStatements(ctx, st, fmt.Sprintf("postgres-%d.txt", size)); err != nil {
+		return err
+	}
+	add(Figure{Stage: "intake processor, committed", Payload: size, Rate: procRate, RSSMB: proc.peakRSS(),
+		Note: fmt.Sprintf("forward handler; %.0f per tx, mean tx %s", dr.MeanBatch, dr.MeanTx.Round(100*time.Microsecond))})
 
 	// End to end at half the ingress maximum, with the moderate-rate ingress
 	// latency from the same run.
@@ -341,33 +357,53 @@ func createDB(ctx context.Context, adminURL, name string) error {
 	return err
 }
 
-// drainRate waits until want inbox rows exist and returns the commit rate
-// from the first commit to the last (process start-up excluded).
-func drainRate(ctx context.Context, st *store.Store, want int) (float64, error) {
+// drain is the processor's work on what ingress accepted, from its first
+// commit to its last (process start-up excluded).
+type drain struct {
+	Rate      float64 // committed messages per second
+	MeanBatch float64 // messages per transaction
+	MeanTx    time.Duration
+}
+
+// drainRate waits until the processor at base has committed want messages,
+// watching its own counters, then checks the inbox holds them.
+func drainRate(ctx context.Context, st *store.Store, base string, want int) (drain, error) {
 	var first time.Time
-	var firstCount int
+	var firstStats procStats
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) {
-		var n int
-		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM intake.inbox`).Scan(&n); err != nil {
-			return 0, err
+		s, err := scrapeProcessor(ctx, base)
+		if err != nil {
+			return drain{}, err
 		}
-		if n > 0 && first.IsZero() {
-			first, firstCount = time.Now(), n
+		if s.Messages > 0 && first.IsZero() {
+			first, firstStats = time.Now(), s
 		}
-		if n >= want {
-			if n == firstCount {
-				return 0, errors.New("processor committed everything before the first observation; raise the load")
+		if s.Messages >= float64(want) {
+			if s.Messages == firstStats.Messages {
+				return drain{}, errors.New("processor committed everything before the first observation; raise the load")
 			}
-			return float64(n-firstCount) / time.Since(first).Seconds(), nil
+			d := drain{Rate: (s.Messages - firstStats.Messages) / time.Since(first).Seconds()}
+			if s.Txs > 0 {
+				d.MeanBatch = s.Messages / s.Txs
+				d.MeanTx = time.Duration(s.TxSecs / s.Txs * float64(time.Second))
+			}
+			var n int
+			if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM intake.inbox`).Scan(&n); err != nil {
+				return drain{}, err
+			}
+			if n != want {
+				return drain{}, fmt.Errorf("processor counted %d messages but the inbox holds %d rows, want %d", int(s.Messages), n, want)
+			}
+			return d, nil
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return drain{}, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return 0, fmt.Errorf("processor did not commit %d events in 10 minutes", want)
+	return drain{}, fmt.Errorf("processor did not commit %d events in 10 minutes", want)
 }
 
 type outTimes struct {
@@ -486,4 +522,43 @@ func (c Config) profile(base string, d time.Duration, name string) (wait func())
 		_, _ = io.Copy(f, resp.Body)
 	}()
 	return func() { <-done }
+}
+
+// resetStatements starts pg_stat_statements' count afresh (with
+// ProfileDir only).
+func (c Config) resetStatements(ctx context.Context, st *store.Store) error {
+	if c.ProfileDir == "" {
+		return nil
+	}
+	_, err := st.Pool().Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()`)
+	return err
+}
+
+// writeStatements writes ProfileDir/name: the statements that took the
+// most Postgres time since resetStatements.
+func (c Config) writeStatements(ctx context.Context, st *store.Store, name string) error {
+	if c.ProfileDir == "" {
+		return nil
+	}
+	rows, err := st.Pool().Query(ctx, `SELECT calls, total_exec_time, total_exec_time / calls, rows,
+			left(regexp_replace(query, '\s+', ' ', 'g'), 120)
+		FROM pg_stat_statements WHERE calls > 0 ORDER BY total_exec_time DESC LIMIT 20`)
+	if err != nil {
+		return fmt.Errorf("pg_stat_statements: %w", err)
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "calls\ttotal ms\tmean ms\trows\t statement")
+	var calls, n int64
+	var total, mean float64
+	var q string
+	_, err = pgx.ForEachRow(rows, []any{&calls, &total, &mean, &n, &q}, func() error {
+		fmt.Fprintf(tw, "%d\t%.1f\t%.3f\t%d\t %s\n", calls, total, mean, n, q)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pg_stat_statements: %w", err)
+	}
+	tw.Flush()
+	return os.WriteFile(filepath.Join(c.ProfileDir, name), []byte(b.String()), 0o644)
 }

@@ -47,6 +47,9 @@ type Options struct {
 	// syncing. For tests only: an OS crash can corrupt a Fast cluster, but a
 	// postgres crash (Kill) loses no acknowledged commit. Defaults to false.
 	Fast bool
+	// Settings are extra server settings ("name=value"), passed as -c after
+	// the cluster's own (so they win).
+	Settings []string
 	// Logger receives start and stop events. Defaults to discarding them.
 	Logger *slog.Logger
 }
@@ -56,6 +59,7 @@ type Cluster struct {
 	dir   string
 	port  int
 	fast  bool
+	extra []string
 	log   *slog.Logger
 	bins  binaries
 	owner *osUser // the OS user postgres runs as when we are root; nil otherwise
@@ -92,7 +96,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Cluster{dir: dir, port: opts.Port, fast: opts.Fast, log: log, bins: bins, owner: owner}
+	c := &Cluster{dir: dir, port: opts.Port, fast: opts.Fast, extra: opts.Settings, log: log, bins: bins, owner: owner}
 	if err := c.prepareDir(ctx); err != nil {
 		return nil, err
 	}
@@ -292,6 +296,7 @@ func (c *Cluster) serverArgs() []string {
 			"shared_buffers=32MB",
 		)
 	}
+	settings = append(settings, c.extra...)
 	args := []string{"-D", c.dir}
 	for _, s := range settings {
 		args = append(args, "-c", s)
