@@ -156,7 +156,7 @@ func (r *rig) settled(want int) {
 	testenv.Eventually(r.t, 60*time.Second, func() bool {
 		var rows, pending int
 		err := r.db.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM intake.inbox),
-			(SELECT count(*) FROM intake.outbox WHERE published_at IS NULL)`).Scan(&rows, &pending)
+			(SELECT count(*) FROM intake.outbox_pending)`).Scan(&rows, &pending)
 		return err == nil && rows == want && pending == 0
 	}, "inbox never reached %d rows with an empty outbox", want)
 }

@@ -203,7 +203,7 @@ func (r *rig) settled() {
 			return false
 		}
 		return info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream == s.CachedInfo().State.LastSeq &&
-			r.count(`SELECT count(*) FROM intake.outbox WHERE published_at IS NULL`) == 0
+			r.count(`SELECT count(*) FROM intake.outbox_pending`) == 0
 	}, "processor never caught up with INTAKE_IN")
 }
 

@@ -205,7 +205,7 @@ func TestRedeliverCommand(t *testing.T) {
 	r := startOperatorRig(t)
 	r.publish("evt_1", "evt_2")
 	testenv.Eventually(t, 30*time.Second, func() bool {
-		return r.count(`SELECT count(*) FROM intake.outbox WHERE published_at IS NULL`) == 0
+		return r.count(`SELECT count(*) FROM intake.outbox_pending`) == 0
 	}, "outbox never drained")
 	out, errOut, code := r.cli("", cliOperator, "redeliver", "--from-seq", "1", "--yes", "--reason", "billing lost data", "--rate", "1000")
 	if code != 0 || !strings.Contains(out, "redelivery") || !strings.Contains(out, "published 2") {

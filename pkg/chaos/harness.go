@@ -579,7 +579,7 @@ func (h *harness) pipelineState(ctx context.Context) (string, bool) {
 	}
 	var inbox, pending int
 	err = h.db.QueryRow(cctx, `SELECT (SELECT count(*) FROM intake.inbox),
-		(SELECT count(*) FROM intake.outbox WHERE published_at IS NULL)`).Scan(&inbox, &pending)
+		(SELECT count(*) FROM intake.outbox_pending)`).Scan(&inbox, &pending)
 	if err != nil {
 		return "postgres: " + err.Error(), false
 	}

@@ -201,6 +201,18 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 		b.Queue(`UPDATE intake.inbox SET status = 'stale', processed_at = now()
 			WHERE integration = $1 AND account = $2 AND event_id = $3`, k.Integration, k.Account, k.EventID)
 	}
+	if n := len(w.Outbox); n > 0 {
+		// The rows go by COPY below; their ids join the relay's pending list
+		// in this round trip.
+		ids := make([]string, n)
+		for i := range w.Outbox {
+			if w.Outbox[i].ID == "" {
+				w.Outbox[i].ID = NewID()
+			}
+			ids[i] = w.Outbox[i].ID
+		}
+		b.Queue(`INSERT INTO intake.outbox_pending (id) SELECT unnest($1::uuid[])`, ids)
+	}
 	if n := len(w.Deliveries); n > 0 {
 		ids, integ, acct, evID, inst, answer, hints := make([]string, n), make([]string, n), make([]string, n),
 			make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -226,7 +238,7 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 
 var outboxColumns = []string{"id", "integration", "account", "event_id", "subject", "headers", "payload"}
 
-// copyOutbox writes the outbox rows with COPY: payloads are the bulk of a
+// copyOutbox writes the outbox rows (ids set by Flush) with COPY: payloads are the bulk of a
 // batch's bytes, and an unnest bytea[] parameter made pgx grow one buffer to
 // the whole batch (a third of the processor's CPU with 16 KiB bodies).
 func (w *BatchWrites) copyOutbox(ctx context.Context, tx pgx.Tx) error {
@@ -237,12 +249,8 @@ func (w *BatchWrites) copyOutbox(ctx context.Context, tx pgx.Tx) error {
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"intake", "outbox"}, outboxColumns,
 		pgx.CopyFromSlice(len(w.Outbox), func(i int) ([]any, error) {
 			r := w.Outbox[i]
-			id := r.ID
-			if id == "" {
-				id = NewID()
-			}
 			hdr = appendHeadersJSON(hdr[:0], r.Headers)
-			return []any{id, r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, string(hdr), r.Payload}, nil
+			return []any{r.ID, r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, string(hdr), r.Payload}, nil
 		}))
 	if err != nil {
 		return fmt.Errorf("store: copy outbox: %w", err)

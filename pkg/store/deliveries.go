@@ -66,19 +66,19 @@ const insertDeliveries = `
 
 // recountDeliveries sets delivery_count (and last_received_at) of the given
 // keys from their history, touching only rows that change: the common event,
-// delivered once, is never rewritten.
+// delivered once, is never rewritten. The history is read per key through its
+// index (LATERAL): a join over all of it grew with the table.
 const recountDeliveries = `
 	UPDATE intake.inbox i
 	SET delivery_count = c.n, last_received_at = greatest(i.last_received_at, c.last)
-	FROM (
-		SELECT d.integration, d.account, d.event_id, count(*) AS n, max(d.received_at) AS last
+	FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[], $3::text[])) AS t(integration, account, event_id)
+	CROSS JOIN LATERAL (
+		SELECT count(*) AS n, max(d.received_at) AS last
 		FROM intake.deliveries d
-		JOIN (SELECT DISTINCT * FROM unnest($1::text[], $2::text[], $3::text[])) AS t(integration, account, event_id)
-		  USING (integration, account, event_id)
-		GROUP BY 1, 2, 3
+		WHERE d.integration = t.integration AND d.account = t.account AND d.event_id = t.event_id
 	) c
-	WHERE i.integration = c.integration AND i.account = c.account AND i.event_id = c.event_id
-	  AND (i.delivery_count <> c.n OR i.last_received_at < c.last)`
+	WHERE i.integration = t.integration AND i.account = t.account AND i.event_id = t.event_id
+	  AND c.n > 0 AND (i.delivery_count <> c.n OR i.last_received_at < c.last)`
 
 // Delivery is one row of an event's delivery history.
 type Delivery struct {

@@ -1,10 +1,8 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,30 +20,29 @@ type OutboxRow struct {
 	Created time.Time
 }
 
-// ClaimOutbox marks up to limit unpublished rows published, in commit
-// order, skipping rows another relay holds, and returns them — one statement
-// that both locks and marks. The caller publishes them and commits only
-// when every PubAck arrived; rows whose publish failed go back with
-// Unpublish before the commit (or the whole transaction rolls back).
+// ClaimOutbox takes up to limit rows off the pending list, oldest first,
+// skipping rows another relay holds, and returns them in insertion order —
+// one statement that both locks and claims. The caller publishes them and
+// commits only when every PubAck arrived; rows whose publish failed go back
+// with Unpublish before the commit (or the whole transaction rolls back).
+// Outbox rows themselves are never updated.
 func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int) ([]OutboxRow, error) {
 	rows, err := tx.Query(ctx, `
-		UPDATE intake.outbox o SET published_at = now(), attempts = o.attempts + 1
-		FROM (SELECT id FROM intake.outbox WHERE published_at IS NULL
-			ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED) AS c
-		WHERE o.id = c.id
-		RETURNING o.id::text, o.integration, o.account, o.event_id, o.subject, o.headers, o.payload, o.created_at, o.seq`, limit)
+		WITH c AS (
+			DELETE FROM intake.outbox_pending p
+			WHERE p.id IN (SELECT id FROM intake.outbox_pending ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			RETURNING p.id)
+		SELECT o.id::text, o.integration, o.account, o.event_id, o.subject, o.headers, o.payload, o.created_at
+		FROM intake.outbox o JOIN c USING (id)
+		ORDER BY o.seq`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim outbox: %w", err)
 	}
-	type seqRow struct {
-		OutboxRow
-		seq int64
-	}
-	out := make([]seqRow, 0, limit)
-	out, err = pgx.AppendRows(out, rows, func(row pgx.CollectableRow) (seqRow, error) {
-		var r seqRow
+	out := make([]OutboxRow, 0, limit)
+	out, err = pgx.AppendRows(out, rows, func(row pgx.CollectableRow) (OutboxRow, error) {
+		var r OutboxRow
 		var hdr []byte
-		if err := row.Scan(&r.ID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID, &r.Subject, &hdr, &r.Payload, &r.Created, &r.seq); err != nil {
+		if err := row.Scan(&r.ID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID, &r.Subject, &hdr, &r.Payload, &r.Created); err != nil {
 			return r, err
 		}
 		var err error
@@ -55,24 +52,19 @@ func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int) ([]OutboxRow, error)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim outbox: %w", err)
 	}
-	// UPDATE … RETURNING does not keep the subquery's order.
-	slices.SortFunc(out, func(a, b seqRow) int { return cmp.Compare(a.seq, b.seq) })
-	res := make([]OutboxRow, len(out))
-	for i := range out {
-		res[i] = out[i].OutboxRow
-	}
-	return res, nil
+	return out, nil
 }
 
-// Unpublish returns rows whose publish failed to the pending state, with the
-// reason, inside the claiming transaction.
+// Unpublish puts rows whose publish failed back on the pending list and
+// records the reason, inside the claiming transaction.
 func Unpublish(ctx context.Context, tx pgx.Tx, ids []string, reason string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `UPDATE intake.outbox SET published_at = NULL, last_error = $2
-		WHERE id = ANY($1::uuid[])`, ids, reason)
-	if err != nil {
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO intake.outbox_pending (id) SELECT unnest($1::uuid[]) ON CONFLICT DO NOTHING`, ids)
+	b.Queue(`UPDATE intake.outbox SET attempts = attempts + 1, last_error = $2 WHERE id = ANY($1::uuid[])`, ids, reason)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("store: unpublish outbox rows: %w", err)
 	}
 	return nil
@@ -82,7 +74,8 @@ func Unpublish(ctx context.Context, tx pgx.Tx, ids []string, reason string) erro
 func (s *Store) OutboxLag(ctx context.Context) (int64, time.Duration, error) {
 	var n int64
 	var oldest *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM intake.outbox WHERE published_at IS NULL`).Scan(&n, &oldest)
+	err := s.pool.QueryRow(ctx, `SELECT count(*), min(o.created_at)
+		FROM intake.outbox_pending p JOIN intake.outbox o USING (id)`).Scan(&n, &oldest)
 	if err != nil {
 		return 0, 0, fmt.Errorf("store: outbox lag: %w", err)
 	}
@@ -92,11 +85,14 @@ func (s *Store) OutboxLag(ctx context.Context) (int64, time.Duration, error) {
 	return n, time.Since(*oldest), nil
 }
 
-// DeletePublished removes rows published before cutoff, at most limit per
-// call so a large backlog does not hold one long transaction.
+// DeletePublished removes published rows created before cutoff, at most
+// limit per call so a large backlog does not hold one long transaction.
+// Pending rows stay, however old.
 func (s *Store) DeletePublished(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM intake.outbox WHERE id IN (
-		SELECT id FROM intake.outbox WHERE published_at < $1 ORDER BY published_at LIMIT $2)`, cutoff, limit)
+		SELECT o.id FROM intake.outbox o
+		WHERE o.created_at < $1 AND NOT EXISTS (SELECT 1 FROM intake.outbox_pending p WHERE p.id = o.id)
+		ORDER BY o.created_at LIMIT $2)`, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("store: clean outbox: %w", err)
 	}

@@ -122,7 +122,7 @@ type OutboxRef struct {
 // matches, in commit order. Rows not yet published are left to the relay.
 func (s *Store) SelectPublishedOutbox(ctx context.Context, sel OutboxSelector, fn func(OutboxRef) error) error {
 	var w conds
-	w.add("published_at IS NOT NULL")
+	w.add("NOT EXISTS (SELECT 1 FROM intake.outbox_pending p WHERE p.id = outbox.id)")
 	if len(sel.Keys) > 0 {
 		keys := make([]string, len(sel.Keys))
 		for i, k := range sel.Keys {

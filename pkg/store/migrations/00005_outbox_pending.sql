@@ -1,0 +1,27 @@
+-- +goose Up
+-- Outbox rows become immutable. The relay used to mark each row published
+-- with an UPDATE, which rewrote the whole row (payload included) and its
+-- indexes: a quarter of Postgres's time while the processor drains. What is
+-- waiting for the relay is now the small outbox_pending table, written in the
+-- batch transaction and emptied by the relay's claim (DELETE … RETURNING).
+-- A row is published when its id is no longer pending. No foreign key: it
+-- would cost an outbox index probe per row on the hot path; the relay joins
+-- and skips a pending id whose row is gone.
+CREATE TABLE intake.outbox_pending (
+    id uuid PRIMARY KEY
+);
+INSERT INTO intake.outbox_pending (id) SELECT id FROM intake.outbox WHERE published_at IS NULL;
+DROP INDEX intake.outbox_pending_idx;
+ALTER TABLE intake.outbox DROP COLUMN published_at;
+COMMENT ON COLUMN intake.outbox.attempts IS 'failed publish attempts';
+-- Retention deletes published rows by age.
+CREATE INDEX outbox_created_idx ON intake.outbox (created_at);
+
+-- +goose Down
+DROP INDEX intake.outbox_created_idx;
+ALTER TABLE intake.outbox ADD COLUMN published_at timestamptz;
+UPDATE intake.outbox o SET published_at = o.created_at
+    WHERE NOT EXISTS (SELECT 1 FROM intake.outbox_pending p WHERE p.id = o.id);
+CREATE INDEX outbox_pending_idx ON intake.outbox (seq) WHERE published_at IS NULL;
+COMMENT ON COLUMN intake.outbox.attempts IS NULL;
+DROP TABLE intake.outbox_pending;

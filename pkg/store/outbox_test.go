@@ -1,0 +1,120 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func open(t *testing.T) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	dbURL := testenv.Postgres(t)
+	if err := store.Migrate(ctx, dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, dbURL, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
+func writeOutbox(t *testing.T, st *store.Store, ids ...string) {
+	t.Helper()
+	var w store.BatchWrites
+	for _, id := range ids {
+		k := envelope.Key{Integration: "demo", Account: "main", EventID: id}
+		w.Outbox = append(w.Outbox, store.OutboxRow{Key: k, Subject: "intake.out.t.demo.x",
+			Headers: map[string][]string{envelope.HeaderKey: {k.String()}}, Payload: []byte(`{"id":"` + id + `"}`)})
+	}
+	ctx := context.Background()
+	if err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error { return w.Flush(ctx, tx) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// claim runs one relay claim; publishFailed ids go back with Unpublish.
+func claim(t *testing.T, st *store.Store, limit int, publishFailed bool) []store.OutboxRow {
+	t.Helper()
+	ctx := context.Background()
+	var rows []store.OutboxRow
+	err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+		var err error
+		if rows, err = store.ClaimOutbox(ctx, tx, limit); err != nil || !publishFailed {
+			return err
+		}
+		ids := make([]string, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ID
+		}
+		return store.Unpublish(ctx, tx, ids, "no PubAck within 10s")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// The relay claims pending rows oldest first and never rewrites them; a
+// failed publish puts rows back with the reason; retention deletes only
+// published rows, however old the pending ones are.
+func TestOutboxPendingClaimAndRetention(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	writeOutbox(t, st, "e1", "e2")
+	writeOutbox(t, st, "e3")
+
+	if n, _, err := st.OutboxLag(ctx); err != nil || n != 3 {
+		t.Fatalf("lag = %d, %v; want 3 pending", n, err)
+	}
+	got := claim(t, st, 2, false)
+	if len(got) != 2 || got[0].Key.EventID != "e1" || got[1].Key.EventID != "e2" || string(got[1].Payload) != `{"id":"e2"}` ||
+		got[0].Headers[envelope.HeaderKey][0] != "demo/main/e1" {
+		t.Fatalf("first claim = %+v; want e1, e2 in insertion order with headers and payload", got)
+	}
+
+	// e3's publish fails: it stays pending, with the reason.
+	if got := claim(t, st, 10, true); len(got) != 1 || got[0].Key.EventID != "e3" {
+		t.Fatalf("second claim = %+v; want e3 alone", got)
+	}
+	var attempts int
+	var lastErr string
+	if err := st.Pool().QueryRow(ctx, `SELECT attempts, last_error FROM intake.outbox WHERE event_id = 'e3'`).Scan(&attempts, &lastErr); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 1 || lastErr != "no PubAck within 10s" {
+		t.Fatalf("e3 attempts=%d last_error=%q; want 1 and the publish error", attempts, lastErr)
+	}
+
+	// Everything is now 100 hours old; retention at 72h keeps pending e3.
+	if _, err := st.Pool().Exec(ctx, `UPDATE intake.outbox SET created_at = now() - interval '100 hours'`); err != nil {
+		t.Fatal(err)
+	}
+	n, age, err := st.OutboxLag(ctx)
+	if err != nil || n != 1 || age < 99*time.Hour {
+		t.Fatalf("lag = %d, %s, %v; want e3 pending for 100h", n, age, err)
+	}
+	deleted, err := st.DeletePublished(ctx, time.Now().Add(-72*time.Hour), 1000)
+	if err != nil || deleted != 2 {
+		t.Fatalf("retention deleted %d, %v; want the 2 published rows", deleted, err)
+	}
+	if got := claim(t, st, 10, false); len(got) != 1 || got[0].Key.EventID != "e3" {
+		t.Fatalf("claim after retention = %+v; want pending e3 kept", got)
+	}
+	if n, _, err := st.OutboxLag(ctx); err != nil || n != 0 {
+		t.Fatalf("lag = %d, %v; want nothing pending", n, err)
+	}
+	if got := claim(t, st, 10, false); len(got) != 0 {
+		t.Fatalf("claim of an empty pending list = %+v", got)
+	}
+}
