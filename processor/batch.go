@@ -58,9 +58,10 @@ const (
 
 // apply is the batch's one transaction: claim every key in one statement,
 // classify, guard object versions, run the handler for what applies, write
-// executions, outbox, conflicts and counters, commit. On a handler error it
-// returns the index in b of the message whose handler failed.
-func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, int, error) {
+// executions, outbox, conflicts and counters, commit. It returns the outbox
+// rows it committed (ids set), for the processor to publish. On a handler
+// error it returns the index in b of the message whose handler failed.
+func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, []store.OutboxRow, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.o.Config.AckWait)
 	defer cancel()
 	start := time.Now()
@@ -81,6 +82,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, int, error
 
 	outcomes := make([]outcome, len(b))
 	culprit := -1
+	var outbox []store.OutboxRow
 	err := pgx.BeginFunc(ctx, p.o.Store.Pool(), func(tx pgx.Tx) error {
 		claims := make([]store.BatchClaim, len(order))
 		for j, i := range order {
@@ -185,9 +187,16 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, int, error
 				w.Outbox = append(w.Outbox, store.OutboxRow{Key: ev.Key, Subject: m.Subject, Headers: h, Payload: m.Data})
 			}
 		}
-		return w.Flush(ctx, tx)
+		if err := w.Flush(ctx, tx); err != nil {
+			return err
+		}
+		outbox = w.Outbox
+		return nil
 	})
-	return outcomes, culprit, err
+	if err != nil {
+		return outcomes, nil, culprit, err
+	}
+	return outcomes, outbox, culprit, nil
 }
 
 type handlerError struct{ err error }

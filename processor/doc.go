@@ -9,8 +9,10 @@
 // commit and ack redelivers the message, the claim finds the row, and nothing
 // is applied twice.
 //
-// The Relay publishes committed outbox rows to INTAKE_OUT with Nats-Msg-Id =
-// the row id, so a republish after a crash is deduplicated by the stream.
+// After the commit the processor publishes the batch's outbox rows to
+// INTAKE_OUT with Nats-Msg-Id = the row id and takes them off the pending
+// list. The Relay publishes the rows that stay pending (the processor died or
+// lost NATS first); a row published twice is deduplicated by the stream.
 //
 // Library users build their own processor binary: write a Handler (it gets
 // the event and the pgx.Tx), wrap it in Middleware, and pass it in Options.

@@ -32,9 +32,12 @@ type Options struct {
 }
 
 // Processor consumes INTAKE_IN through the shared durable consumer, one
-// Postgres transaction per batch (group commit).
+// Postgres transaction per batch (group commit), and publishes each batch's
+// outbox rows to INTAKE_OUT right after the commit (the Relay publishes what
+// it could not).
 type Processor struct {
-	o Options
+	o      Options
+	marker *marker
 }
 
 // New validates o and fills defaults.
@@ -79,6 +82,8 @@ func New(o Options) (*Processor, error) {
 // Run consumes until ctx is cancelled, then stops fetching, finishes the
 // batches already fetched (commit, ack) and returns.
 func (p *Processor) Run(ctx context.Context) error {
+	p.marker = newMarker(p.o.Store, p.o.Log)
+	defer p.marker.close()
 	for {
 		err := p.consume(ctx)
 		if ctx.Err() != nil {
@@ -229,9 +234,9 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 // b of the message whose handler failed, if one did.
 func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item) (int, error) {
 	for attempt := 0; ; attempt++ {
-		res, culprit, err := p.apply(ctx, b)
+		res, outbox, culprit, err := p.apply(ctx, b)
 		if err == nil {
-			p.committed(b, res)
+			p.committed(ctx, b, res, outbox)
 			return -1, nil
 		}
 		if !isInfra(err) {
@@ -247,8 +252,9 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item) (i
 	}
 }
 
-// committed records outcomes and acks, after the commit.
-func (p *Processor) committed(b []*item, outcomes []outcome) {
+// committed records outcomes, acks, and publishes the batch's outbox rows,
+// after the commit.
+func (p *Processor) committed(ctx context.Context, b []*item, outcomes []outcome, outbox []store.OutboxRow) {
 	evs := make([]*Event, len(b))
 	for i, it := range b {
 		evs[i] = it.ev
@@ -270,6 +276,17 @@ func (p *Processor) committed(b []*item, outcomes []outcome) {
 			p.o.Log.Warn("ack failed after commit", "key", it.ev.Key.String(), "err", err)
 		}
 	}
+	if len(outbox) == 0 {
+		return
+	}
+	// The rows are durable: what fails to publish here stays pending and the
+	// relay publishes it after outbox.relay_after.
+	ok, _, err := publishRows(ctx, p.o.JS, outbox)
+	if err != nil {
+		p.o.Log.Warn("publishing committed outbox rows failed; the relay will retry them", "rows", len(outbox)-len(ok), "err", err)
+	}
+	p.o.Metrics.OutboxPublished.Add(float64(len(ok)))
+	p.marker.add(ok)
 }
 
 // handlerFailed decides a handler error's fate: a retry with backoff while

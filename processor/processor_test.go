@@ -112,6 +112,10 @@ func (r *rig) publish(id, body, msgID string) {
 	}
 }
 
+// relayAfter is the rigs' outbox.relay_after: rows pending this long are
+// the relay's; until then they are the processor's to publish.
+const relayAfter = 3 * time.Second
+
 // run starts a processor and a relay; the returned stop cancels them and
 // waits until both returned (a clean shutdown, or the "crash" of a test).
 func (r *rig) run(o processor.Options) (stop func()) {
@@ -130,7 +134,7 @@ func (r *rig) run(o processor.Options) (stop func()) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	relay := processor.NewRelay(r.store, r.js, config.Outbox{PollInterval: 100 * time.Millisecond, BatchSize: 50}, o.Metrics, nil)
+	relay := processor.NewRelay(r.store, r.js, config.Outbox{PollInterval: 100 * time.Millisecond, BatchSize: 50, RelayAfter: relayAfter}, o.Metrics, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = p.Run(ctx) })
@@ -214,6 +218,10 @@ func TestCrashBetweenCommitAndAckChangesNothing(t *testing.T) {
 	if out := r.outCount(); out[key("evt_crash").String()] != 1 || len(out) != 1 {
 		t.Fatalf("INTAKE_OUT = %v, want one message", out)
 	}
+	// The crashed processor never published its committed row: the relay did.
+	if n := testutil.ToFloat64(m.OutboxRelayed); n != 1 {
+		t.Fatalf("relay published %v rows, want the crashed processor's 1", n)
+	}
 }
 
 func TestTwoProcessorsRaceOnDuplicates(t *testing.T) {
@@ -247,6 +255,10 @@ func TestTwoProcessorsRaceOnDuplicates(t *testing.T) {
 		if got := out[key(fmt.Sprintf("evt_%d", i)).String()]; got != 1 {
 			t.Fatalf("evt_%d has %d processed messages, want 1", i, got)
 		}
+	}
+	// Each processor published its own rows right after its commit.
+	if pub, rel := testutil.ToFloat64(m.OutboxPublished), testutil.ToFloat64(m.OutboxRelayed); pub != events || rel != 0 {
+		t.Fatalf("published %v rows, %v of them by the relay; want %d by the processors", pub, rel, events)
 	}
 }
 
@@ -565,8 +577,11 @@ func TestShutdownDrainsFetchedWork(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		return r.count(`SELECT count(*) FROM intake.inbox`) > 0
 	}, "nothing processed")
-	stop() // returns after in-flight batches committed and acked
+	stop() // returns after in-flight batches committed, acked and published
 	done := r.count(`SELECT count(*) FROM intake.inbox`)
+	if n := r.count(`SELECT count(*) FROM intake.outbox_pending`); n != 0 {
+		t.Fatalf("%d outbox rows left pending after a clean shutdown, want 0", n)
+	}
 	// Every committed event was acked: a new processor has exactly the rest
 	// to do, immediately (no ack deadline to wait out), and applies nothing twice.
 	m := telemetry.NewMetrics()

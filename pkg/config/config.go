@@ -140,11 +140,19 @@ type Processor struct {
 	Backoff []time.Duration `yaml:"backoff"`
 }
 
-// Outbox configures the relay from the outbox table to INTAKE_OUT.
+// Outbox configures the relay from the outbox table to INTAKE_OUT. A
+// processor publishes its own rows right after each commit; the relay
+// publishes the rows still pending after RelayAfter.
 type Outbox struct {
-	// PollInterval is the fallback poll period when no notification arrives.
-	// Defaults to 1s.
+	// PollInterval is how often the relay looks for pending rows. Defaults
+	// to 1s.
 	PollInterval time.Duration `yaml:"poll_interval"`
+	// RelayAfter is how long a row stays pending before the relay publishes
+	// it (a processor that died or lost NATS after its commit). Shorter than
+	// the streams' duplicate window, so that a row the processor did publish
+	// is dropped as a duplicate. Defaults to 5s (half the duplicate window
+	// if that is shorter).
+	RelayAfter time.Duration `yaml:"relay_after"`
 	// BatchSize is the number of rows published per claim. Defaults to 500.
 	BatchSize int `yaml:"batch_size"`
 	// Retention is how long published rows stay in the table (for
@@ -309,6 +317,9 @@ func (c *Config) setDefaults() {
 		c.Processor.Backoff = DefaultBackoff()
 	}
 	setDur(&c.Outbox.PollInterval, time.Second)
+	// Half the duplicate window when that is shorter than 5s: a row the
+	// processor published and the relay publishes again must be dropped.
+	setDur(&c.Outbox.RelayAfter, min(5*time.Second, c.NATS.Stream.DuplicateWindow/2))
 	if c.Outbox.BatchSize == 0 {
 		c.Outbox.BatchSize = 500
 	}
@@ -401,6 +412,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Outbox.BatchSize < 1 {
 		bad("outbox.batch_size", "must be at least 1")
+	}
+	if c.Outbox.RelayAfter <= 0 || c.Outbox.RelayAfter >= c.NATS.Stream.DuplicateWindow {
+		bad("outbox.relay_after", "must be positive and shorter than nats.stream.duplicate_window")
 	}
 	seen := map[string]bool{}
 	for i, in := range c.Integrations {

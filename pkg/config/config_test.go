@@ -38,6 +38,16 @@ func TestParseDefaults(t *testing.T) {
 	if got := cfg.Integrations[0].Tolerance; got != 5*time.Minute {
 		t.Errorf("tolerance default = %v", got)
 	}
+	if got := cfg.Outbox.RelayAfter; got != 5*time.Second {
+		t.Errorf("relay_after default = %v", got)
+	}
+	short, err := Parse([]byte(minimal+"nats: {stream: {duplicate_window: 2s}}\n"), env(map[string]string{"SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := short.Outbox.RelayAfter; got != time.Second {
+		t.Errorf("relay_after default under a 2s duplicate window = %v, want half of it", got)
+	}
 	if cfg.Integrations[0].Secrets[0] != "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" {
 		t.Errorf("secret not expanded")
 	}
@@ -92,6 +102,7 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"bad role", "api: {tokens: [{name: ops, token: 0123456789abcdef0123, role: admin}]}", nil, "api.tokens[0].role"},
 		{"account slash", "integrations: [{name: a, provider: standard, tenant: t, account: 'x/y', secrets: [whsec_AAAA]}]", nil, "integrations[0] (a).account"},
 		{"replicas", "nats: {stream: {replicas: 7}}", nil, "nats.stream.replicas"},
+		{"relay after the window", "nats: {stream: {duplicate_window: 1m}}\noutbox: {relay_after: 2m}", nil, "outbox.relay_after"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

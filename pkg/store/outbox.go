@@ -20,21 +20,23 @@ type OutboxRow struct {
 	Created time.Time
 }
 
-// ClaimOutbox takes up to limit rows off the pending list, oldest first,
-// skipping rows another relay holds, and returns them in insertion order —
-// one statement that both locks and claims. The caller publishes them and
-// commits only when every PubAck arrived; rows whose publish failed go back
-// with Unpublish before the commit (or the whole transaction rolls back).
-// Outbox rows themselves are never updated.
-func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int) ([]OutboxRow, error) {
+// ClaimOutbox takes up to limit rows pending for longer than olderThan off
+// the pending list, oldest first, skipping rows another relay holds, and
+// returns them in insertion order — one statement that both locks and
+// claims. The caller publishes them and commits only when every PubAck
+// arrived; rows whose publish failed go back with Unpublish before the
+// commit (or the whole transaction rolls back). Outbox rows themselves are
+// never updated.
+func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int, olderThan time.Duration) ([]OutboxRow, error) {
 	rows, err := tx.Query(ctx, `
 		WITH c AS (
 			DELETE FROM intake.outbox_pending p
-			WHERE p.id IN (SELECT id FROM intake.outbox_pending ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			WHERE p.id IN (SELECT id FROM intake.outbox_pending WHERE created_at <= now() - $2::interval
+				ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
 			RETURNING p.id)
 		SELECT o.id::text, o.integration, o.account, o.event_id, o.subject, o.headers, o.payload, o.created_at
 		FROM intake.outbox o JOIN c USING (id)
-		ORDER BY o.seq`, limit)
+		ORDER BY o.seq`, limit, olderThan)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim outbox: %w", err)
 	}
@@ -55,14 +57,37 @@ func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int) ([]OutboxRow, error)
 	return out, nil
 }
 
-// Unpublish puts rows whose publish failed back on the pending list and
-// records the reason, inside the claiming transaction.
+// MarkPublished takes ids the processor published itself (every PubAck
+// received) off the pending list. The commit does not wait for its WAL
+// flush (synchronous_commit off): losing it in a crash only means the relay
+// publishes those rows again under the same Nats-Msg-Id, which INTAKE_OUT's
+// duplicate window drops — the cost of a fsync per mark is not worth that.
+func (s *Store) MarkPublished(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`SET LOCAL synchronous_commit = off`)
+		b.Queue(`DELETE FROM intake.outbox_pending WHERE id = ANY($1::uuid[])`, ids)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("store: mark outbox rows published: %w", err)
+	}
+	return nil
+}
+
+// Unpublish puts rows whose publish failed back on the pending list (aged
+// from their creation, so the lag stays honest) and records the reason,
+// inside the claiming transaction.
 func Unpublish(ctx context.Context, tx pgx.Tx, ids []string, reason string) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO intake.outbox_pending (id) SELECT unnest($1::uuid[]) ON CONFLICT DO NOTHING`, ids)
+	b.Queue(`INSERT INTO intake.outbox_pending (id, created_at)
+		SELECT id, created_at FROM intake.outbox WHERE id = ANY($1::uuid[]) ON CONFLICT DO NOTHING`, ids)
 	b.Queue(`UPDATE intake.outbox SET attempts = attempts + 1, last_error = $2 WHERE id = ANY($1::uuid[])`, ids, reason)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("store: unpublish outbox rows: %w", err)
@@ -74,8 +99,7 @@ func Unpublish(ctx context.Context, tx pgx.Tx, ids []string, reason string) erro
 func (s *Store) OutboxLag(ctx context.Context) (int64, time.Duration, error) {
 	var n int64
 	var oldest *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT count(*), min(o.created_at)
-		FROM intake.outbox_pending p JOIN intake.outbox o USING (id)`).Scan(&n, &oldest)
+	err := s.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM intake.outbox_pending`).Scan(&n, &oldest)
 	if err != nil {
 		return 0, 0, fmt.Errorf("store: outbox lag: %w", err)
 	}

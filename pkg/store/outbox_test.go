@@ -43,14 +43,20 @@ func writeOutbox(t *testing.T, st *store.Store, ids ...string) {
 	}
 }
 
-// claim runs one relay claim; publishFailed ids go back with Unpublish.
+// claim runs one relay claim of rows pending for any time; publishFailed
+// ids go back with Unpublish.
 func claim(t *testing.T, st *store.Store, limit int, publishFailed bool) []store.OutboxRow {
+	t.Helper()
+	return claimOlder(t, st, limit, 0, publishFailed)
+}
+
+func claimOlder(t *testing.T, st *store.Store, limit int, olderThan time.Duration, publishFailed bool) []store.OutboxRow {
 	t.Helper()
 	ctx := context.Background()
 	var rows []store.OutboxRow
 	err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
 		var err error
-		if rows, err = store.ClaimOutbox(ctx, tx, limit); err != nil || !publishFailed {
+		if rows, err = store.ClaimOutbox(ctx, tx, limit, olderThan); err != nil || !publishFailed {
 			return err
 		}
 		ids := make([]string, len(rows))
@@ -65,17 +71,32 @@ func claim(t *testing.T, st *store.Store, limit int, publishFailed bool) []store
 	return rows
 }
 
-// The relay claims pending rows oldest first and never rewrites them; a
-// failed publish puts rows back with the reason; retention deletes only
-// published rows, however old the pending ones are.
+// The relay claims rows pending longer than its delay, oldest first, and
+// never rewrites them; the processor's marks take published rows off the
+// list; a failed publish puts rows back with the reason; retention deletes
+// only published rows, however old the pending ones are.
 func TestOutboxPendingClaimAndRetention(t *testing.T) {
 	st := open(t)
 	ctx := context.Background()
 	writeOutbox(t, st, "e1", "e2")
 	writeOutbox(t, st, "e3")
+	writeOutbox(t, st, "marked")
 
+	if n, _, err := st.OutboxLag(ctx); err != nil || n != 4 {
+		t.Fatalf("lag = %d, %v; want 4 pending", n, err)
+	}
+	if got := claimOlder(t, st, 10, time.Hour, false); len(got) != 0 {
+		t.Fatalf("claim of rows pending over an hour = %+v; want none yet", got)
+	}
+	var markedID string
+	if err := st.Pool().QueryRow(ctx, `SELECT id::text FROM intake.outbox WHERE event_id = 'marked'`).Scan(&markedID); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkPublished(ctx, []string{markedID}); err != nil {
+		t.Fatal(err)
+	}
 	if n, _, err := st.OutboxLag(ctx); err != nil || n != 3 {
-		t.Fatalf("lag = %d, %v; want 3 pending", n, err)
+		t.Fatalf("lag after marking = %d, %v; want 3 pending", n, err)
 	}
 	got := claim(t, st, 2, false)
 	if len(got) != 2 || got[0].Key.EventID != "e1" || got[1].Key.EventID != "e2" || string(got[1].Payload) != `{"id":"e2"}` ||
@@ -97,7 +118,8 @@ func TestOutboxPendingClaimAndRetention(t *testing.T) {
 	}
 
 	// Everything is now 100 hours old; retention at 72h keeps pending e3.
-	if _, err := st.Pool().Exec(ctx, `UPDATE intake.outbox SET created_at = now() - interval '100 hours'`); err != nil {
+	if _, err := st.Pool().Exec(ctx, `UPDATE intake.outbox SET created_at = now() - interval '100 hours';
+		UPDATE intake.outbox_pending SET created_at = now() - interval '100 hours'`); err != nil {
 		t.Fatal(err)
 	}
 	n, age, err := st.OutboxLag(ctx)
@@ -105,8 +127,8 @@ func TestOutboxPendingClaimAndRetention(t *testing.T) {
 		t.Fatalf("lag = %d, %s, %v; want e3 pending for 100h", n, age, err)
 	}
 	deleted, err := st.DeletePublished(ctx, time.Now().Add(-72*time.Hour), 1000)
-	if err != nil || deleted != 2 {
-		t.Fatalf("retention deleted %d, %v; want the 2 published rows", deleted, err)
+	if err != nil || deleted != 3 {
+		t.Fatalf("retention deleted %d, %v; want the 3 published rows", deleted, err)
 	}
 	if got := claim(t, st, 10, false); len(got) != 1 || got[0].Key.EventID != "e3" {
 		t.Fatalf("claim after retention = %+v; want pending e3 kept", got)

@@ -35,6 +35,7 @@ type Metrics struct {
 
 	// Outbox relay.
 	OutboxPublished prometheus.Counter
+	OutboxRelayed   prometheus.Counter
 	OutboxPending   prometheus.Gauge
 	OutboxLag       prometheus.Gauge // seconds, oldest unpublished row
 }
@@ -80,6 +81,8 @@ func NewMetrics() *Metrics {
 			Name: "receipts_folded_total", Help: "Delivery receipts folded into the delivery history."}),
 		OutboxPublished: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "outbox",
 			Name: "published_total", Help: "Outbox rows published to INTAKE_OUT."}),
+		OutboxRelayed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "outbox",
+			Name: "relayed_total", Help: "Outbox rows the relay published because no processor had (a processor died or lost NATS after its commit); part of published_total."}),
 		OutboxPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "outbox",
 			Name: "pending", Help: "Unpublished outbox rows at the last relay pass."}),
 		OutboxLag: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "outbox",
@@ -87,7 +90,7 @@ func NewMetrics() *Metrics {
 	}
 	for _, c := range []prometheus.Collector{m.Received, m.Verified, m.Handshakes, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
 		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.TxLatency, m.HandlerLatency, m.ReceiptsFolded,
-		m.OutboxPublished, m.OutboxPending, m.OutboxLag} {
+		m.OutboxPublished, m.OutboxRelayed, m.OutboxPending, m.OutboxLag} {
 		f(c)
 	}
 	return m
