@@ -136,11 +136,14 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, []store.Ou
 		// Redeliveries and replays are not deliveries; a conflicting payload
 		// is recorded in conflicts and leaves the original row untouched.
 		for i, it := range b {
+			if it.ev.ReplayMode != "" {
+				continue
+			}
 			switch outcomes[i] {
-			case outcomeNew, outcomeDuplicate:
-				if it.ev.ReplayMode == "" {
-					w.Deliveries = append(w.Deliveries, acceptedDelivery(it.ev))
-				}
+			case outcomeNew:
+				w.FirstDeliveries = append(w.FirstDeliveries, acceptedDelivery(it.ev))
+			case outcomeDuplicate:
+				w.Deliveries = append(w.Deliveries, acceptedDelivery(it.ev))
 			}
 		}
 

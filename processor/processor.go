@@ -36,8 +36,7 @@ type Options struct {
 // outbox rows to INTAKE_OUT right after the commit (the Relay publishes what
 // it could not).
 type Processor struct {
-	o      Options
-	marker *marker
+	o Options
 }
 
 // New validates o and fills defaults.
@@ -80,12 +79,15 @@ func New(o Options) (*Processor, error) {
 }
 
 // Run consumes until ctx is cancelled, then stops fetching, finishes the
-// batches already fetched (commit, ack) and returns.
+// batches already fetched (commit, ack, publish) and returns once their
+// published outbox rows are marked.
 func (p *Processor) Run(ctx context.Context) error {
-	p.marker = newMarker(p.o.Store, p.o.Log)
-	defer p.marker.close()
+	mk := newMarker(p.o.Store, p.o.Log)
+	defer mk.close()
+	pub := newAcker(mk, p.o.Metrics, p.o.Log)
+	defer pub.close() // before the marker's: its ids go to the marker
 	for {
-		err := p.consume(ctx)
+		err := p.consume(ctx, pub)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -100,7 +102,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	}
 }
 
-func (p *Processor) consume(ctx context.Context) error {
+func (p *Processor) consume(ctx context.Context, pub *acker) error {
 	cons, err := stream.EnsureProcessorConsumer(ctx, p.o.JS, p.o.Config)
 	if err != nil {
 		return err
@@ -122,7 +124,7 @@ func (p *Processor) consume(ctx context.Context) error {
 	for range p.o.Config.Concurrency {
 		wg.Go(func() {
 			for b := range batches {
-				p.handleBatch(work, ctx, b)
+				p.handleBatch(work, ctx, b, pub)
 			}
 		})
 	}
@@ -173,7 +175,7 @@ type item struct {
 
 // handleBatch runs a batch to its end: every message acked, nak'd for a
 // retry, or terminated.
-func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.Msg) {
+func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.Msg, pub *acker) {
 	items := make([]*item, 0, len(msgs))
 	for _, m := range msgs {
 		ev, err := decode(m)
@@ -198,7 +200,7 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 		if len(b) == 0 {
 			continue
 		}
-		culprit, err := p.commitWithRetry(ctx, shutdown, b)
+		culprit, err := p.commitWithRetry(ctx, shutdown, b, pub)
 		switch {
 		case err == nil:
 		case isInfra(err):
@@ -232,11 +234,11 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 // is unreachable (that is not the messages' fault and must not use up their
 // deliveries) until shutdown. Any other error is returned, with the index in
 // b of the message whose handler failed, if one did.
-func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item) (int, error) {
+func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pub *acker) (int, error) {
 	for attempt := 0; ; attempt++ {
 		res, outbox, culprit, err := p.apply(ctx, b)
 		if err == nil {
-			p.committed(ctx, b, res, outbox)
+			p.committed(b, res, outbox, pub)
 			return -1, nil
 		}
 		if !isInfra(err) {
@@ -254,7 +256,7 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item) (i
 
 // committed records outcomes, acks, and publishes the batch's outbox rows,
 // after the commit.
-func (p *Processor) committed(ctx context.Context, b []*item, outcomes []outcome, outbox []store.OutboxRow) {
+func (p *Processor) committed(b []*item, outcomes []outcome, outbox []store.OutboxRow, pub *acker) {
 	evs := make([]*Event, len(b))
 	for i, it := range b {
 		evs[i] = it.ev
@@ -279,14 +281,9 @@ func (p *Processor) committed(ctx context.Context, b []*item, outcomes []outcome
 	if len(outbox) == 0 {
 		return
 	}
-	// The rows are durable: what fails to publish here stays pending and the
+	// The rows are durable: what fails to publish stays pending and the
 	// relay publishes it after outbox.relay_after.
-	ok, _, err := publishRows(ctx, p.o.JS, outbox)
-	if err != nil {
-		p.o.Log.Warn("publishing committed outbox rows failed; the relay will retry them", "rows", len(outbox)-len(ok), "err", err)
-	}
-	p.o.Metrics.OutboxPublished.Add(float64(len(ok)))
-	p.marker.add(ok)
+	pub.add(sendRows(p.o.JS, outbox))
 }
 
 // handlerFailed decides a handler error's fate: a retry with backoff while

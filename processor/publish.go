@@ -11,60 +11,126 @@ import (
 
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/telemetry"
 )
 
 // pubAckTimeout bounds the wait for INTAKE_OUT's PubAcks.
 const pubAckTimeout = 10 * time.Second
 
-// publishRows sends outbox rows to INTAKE_OUT asynchronously, Nats-Msg-Id =
-// the row id, and waits for every PubAck. It returns the ids acknowledged,
-// the ids not acknowledged and the first error. Publishing a row twice is
-// harmless: INTAKE_OUT's duplicate window drops the copy.
-func publishRows(ctx context.Context, js jetstream.JetStream, rows []store.OutboxRow) (ok, failed []string, firstErr error) {
-	futures := make([]jetstream.PubAckFuture, len(rows))
+// published is what publishRows got back.
+type published struct {
+	ok     []string // ids with a PubAck
+	dups   int      // of those, how many INTAKE_OUT already held (duplicate window)
+	failed []string // ids without one
+	err    error    // the first failure
+}
+
+// publishRows sends outbox rows to INTAKE_OUT and waits for every PubAck.
+// Publishing a row twice is harmless inside INTAKE_OUT's duplicate window:
+// the copy is dropped.
+func publishRows(ctx context.Context, js jetstream.JetStream, rows []store.OutboxRow) published {
+	return sendRows(js, rows).wait(ctx)
+}
+
+// sent is a batch of outbox rows handed to JetStream, PubAcks outstanding.
+type sent struct {
+	rows    []store.OutboxRow
+	futures []jetstream.PubAckFuture // nil where the publish failed at once
+	res     published
+}
+
+// sendRows publishes rows asynchronously, Nats-Msg-Id = the row id, in
+// order.
+func sendRows(js jetstream.JetStream, rows []store.OutboxRow) *sent {
+	s := &sent{rows: rows, futures: make([]jetstream.PubAckFuture, len(rows))}
 	for i, row := range rows {
-		h := nats.Header{}
+		h := make(nats.Header, len(row.Headers)+1)
 		for k, v := range row.Headers {
 			h[k] = v
 		}
 		h.Set(envelope.HeaderMsgID, row.ID)
 		f, err := js.PublishMsgAsync(&nats.Msg{Subject: row.Subject, Header: h, Data: row.Payload})
 		if err != nil {
-			if firstErr == nil {
-				firstErr = fmt.Errorf("publish outbox %s: %w", row.ID, err)
-			}
+			s.res.fail(row.ID, err)
 			continue
 		}
-		futures[i] = f
+		s.futures[i] = f
 	}
+	return s
+}
+
+// wait collects the PubAcks (for at most pubAckTimeout).
+func (s *sent) wait(ctx context.Context) published {
 	timeout := time.After(pubAckTimeout)
-	ok = make([]string, 0, len(rows))
-	for i, f := range futures {
+	s.res.ok = make([]string, 0, len(s.rows))
+	for i, f := range s.futures {
 		if f == nil {
-			failed = append(failed, rows[i].ID)
 			continue
 		}
+		id := s.rows[i].ID
 		select {
-		case <-f.Ok():
-			ok = append(ok, rows[i].ID)
+		case ack := <-f.Ok():
+			s.res.ok = append(s.res.ok, id)
+			if ack.Duplicate {
+				s.res.dups++
+			}
 		case err := <-f.Err():
-			failed = append(failed, rows[i].ID)
-			if firstErr == nil {
-				firstErr = fmt.Errorf("publish outbox %s: %w", rows[i].ID, err)
-			}
+			s.res.fail(id, err)
 		case <-timeout:
-			failed = append(failed, rows[i].ID)
-			if firstErr == nil {
-				firstErr = fmt.Errorf("publish outbox %s: no PubAck within %s", rows[i].ID, pubAckTimeout)
-			}
+			s.res.fail(id, fmt.Errorf("no PubAck within %s", pubAckTimeout))
 		case <-ctx.Done():
-			failed = append(failed, rows[i].ID)
-			if firstErr == nil {
-				firstErr = ctx.Err()
-			}
+			s.res.fail(id, ctx.Err())
 		}
 	}
-	return ok, failed, firstErr
+	return s.res
+}
+
+func (r *published) fail(id string, err error) {
+	r.failed = append(r.failed, id)
+	if r.err == nil {
+		r.err = fmt.Errorf("publish outbox %s: %w", id, err)
+	}
+}
+
+// acker waits for the PubAcks of the batches the processor published,
+// off the batch workers' path (a worker starts its next transaction while
+// the stream stores the last one's rows), and hands the acknowledged ids to
+// the marker.
+type acker struct {
+	mk      *marker
+	metrics *telemetry.Metrics
+	log     *slog.Logger
+	in      chan *sent
+	done    chan struct{}
+}
+
+func newAcker(mk *marker, m *telemetry.Metrics, log *slog.Logger) *acker {
+	a := &acker{mk: mk, metrics: m, log: log, in: make(chan *sent, 16), done: make(chan struct{})}
+	go a.run()
+	return a
+}
+
+// add queues a sent batch; it blocks while 16 batches wait for PubAcks.
+func (a *acker) add(s *sent) { a.in <- s }
+
+// close waits for what is queued and stops.
+func (a *acker) close() {
+	close(a.in)
+	<-a.done
+}
+
+func (a *acker) run() {
+	defer close(a.done)
+	for s := range a.in {
+		res := s.wait(context.Background())
+		if res.err != nil {
+			// The rows are durable and stay pending: the relay publishes
+			// them after outbox.relay_after.
+			a.log.Warn("publishing committed outbox rows failed; the relay will retry them", "rows", len(res.failed), "err", res.err)
+		}
+		a.metrics.OutboxPublished.Add(float64(len(res.ok) - res.dups))
+		a.mk.add(res.ok)
+	}
 }
 
 // marker takes the ids the processor published off the pending list, many
@@ -76,11 +142,13 @@ type marker struct {
 	done  chan struct{}
 }
 
-// markEvery is how long published ids wait to be marked; markMax marks at
-// once.
 const (
+	// markEvery is how long published ids wait to be marked.
 	markEvery = 50 * time.Millisecond
-	markMax   = 4096
+	// markMax ids are marked at once; while marking fails (Postgres away)
+	// up to markKeep wait for the next try, the rest are left pending.
+	markMax  = 4096
+	markKeep = 64 * 1024
 )
 
 func newMarker(st *store.Store, log *slog.Logger) *marker {
@@ -89,10 +157,17 @@ func newMarker(st *store.Store, log *slog.Logger) *marker {
 	return m
 }
 
-// add queues published ids; it blocks while the marker is far behind.
+// add queues published ids. It never blocks a batch: ids the marker has no
+// room for stay pending, and the relay publishes them again under the same
+// Nats-Msg-Id (INTAKE_OUT drops the copy).
 func (m *marker) add(ids []string) {
-	if len(ids) > 0 {
-		m.in <- ids
+	if len(ids) == 0 {
+		return
+	}
+	select {
+	case m.in <- ids:
+	default:
+		m.log.Debug("outbox marker behind; leaving published rows to the relay", "rows", len(ids))
 	}
 }
 
@@ -112,9 +187,11 @@ func (m *marker) run() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := m.store.MarkPublished(ctx, ids); err != nil {
-			// They stay pending: the relay publishes them again under the
-			// same Nats-Msg-Id, and INTAKE_OUT's duplicate window drops them.
-			m.log.Warn("marking published outbox rows failed; the relay will republish them", "rows", len(ids), "err", err)
+			m.log.Warn("marking published outbox rows failed; will retry", "rows", len(ids), "err", err)
+			if len(ids) > markKeep {
+				ids = ids[len(ids)-markKeep:] // the oldest are the relay's first anyway
+			}
+			return
 		}
 		ids = ids[:0]
 	}

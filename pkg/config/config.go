@@ -148,10 +148,11 @@ type Outbox struct {
 	// to 1s.
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// RelayAfter is how long a row stays pending before the relay publishes
-	// it (a processor that died or lost NATS after its commit). Shorter than
-	// the streams' duplicate window, so that a row the processor did publish
-	// is dropped as a duplicate. Defaults to 5s (half the duplicate window
-	// if that is shorter).
+	// it (a processor that died or lost NATS after its commit). At most half
+	// the streams' duplicate window, so that the relay's copy of a row the
+	// processor published but did not get to mark still lands inside the
+	// window and is dropped. Defaults to 5s (half the duplicate window if
+	// that is shorter).
 	RelayAfter time.Duration `yaml:"relay_after"`
 	// BatchSize is the number of rows published per claim. Defaults to 500.
 	BatchSize int `yaml:"batch_size"`
@@ -413,8 +414,8 @@ func (c *Config) Validate() error {
 	if c.Outbox.BatchSize < 1 {
 		bad("outbox.batch_size", "must be at least 1")
 	}
-	if c.Outbox.RelayAfter <= 0 || c.Outbox.RelayAfter >= c.NATS.Stream.DuplicateWindow {
-		bad("outbox.relay_after", "must be positive and shorter than nats.stream.duplicate_window")
+	if c.Outbox.RelayAfter <= 0 || c.Outbox.RelayAfter > c.NATS.Stream.DuplicateWindow/2 {
+		bad("outbox.relay_after", "must be positive and at most half of nats.stream.duplicate_window")
 	}
 	seen := map[string]bool{}
 	for i, in := range c.Integrations {

@@ -102,7 +102,7 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"bad role", "api: {tokens: [{name: ops, token: 0123456789abcdef0123, role: admin}]}", nil, "api.tokens[0].role"},
 		{"account slash", "integrations: [{name: a, provider: standard, tenant: t, account: 'x/y', secrets: [whsec_AAAA]}]", nil, "integrations[0] (a).account"},
 		{"replicas", "nats: {stream: {replicas: 7}}", nil, "nats.stream.replicas"},
-		{"relay after the window", "nats: {stream: {duplicate_window: 1m}}\noutbox: {relay_after: 2m}", nil, "outbox.relay_after"},
+		{"relay after the window", "nats: {stream: {duplicate_window: 1m}}\noutbox: {relay_after: 31s}", nil, "outbox.relay_after"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,16 +54,23 @@ func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted [
 	if err := lockKeys(ctx, tx, keys); err != nil {
 		return nil, nil, err
 	}
-	// delivery_count starts at 1; BatchWrites.Flush recounts keys whose
-	// history holds more (receipts folded before the claim).
+	// A new row counts its own delivery (whose history row the batch writes,
+	// BatchWrites.FirstDeliveries) plus any the history already holds:
+	// receipts of stream-stopped copies folded before the claim. The key
+	// locks keep a fold from slipping in between.
 	rows, err := tx.Query(ctx, `
 		INSERT INTO intake.inbox (integration, account, event_id, tenant, event_type, payload_sha256, status,
-			first_received_at, last_received_at, processed_at, stream_seq, object_id, object_version)
-		SELECT integration, account, event_id, tenant, event_type, sha, 'processed', recv, recv, now(), seq, obj_id, obj_ver
+			first_received_at, last_received_at, processed_at, stream_seq, object_id, object_version, delivery_count)
+		SELECT t.integration, t.account, t.event_id, t.tenant, t.event_type, t.sha, 'processed', t.recv,
+			greatest(t.recv, h.last), now(), t.seq, t.obj_id, t.obj_ver, 1 + h.n
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
 			$8::bigint[], $9::text[], $10::bigint[])
 			AS t(integration, account, event_id, tenant, event_type, sha, recv, seq, obj_id, obj_ver)
-		ORDER BY integration, account, event_id, seq
+		CROSS JOIN LATERAL (
+			SELECT count(*) AS n, max(d.received_at) AS last FROM intake.deliveries d
+			WHERE d.integration = t.integration AND d.account = t.account AND d.event_id = t.event_id
+		) h
+		ORDER BY t.integration, t.account, t.event_id, t.seq
 		ON CONFLICT (integration, account, event_id) DO NOTHING
 		RETURNING integration, account, event_id, stream_seq`,
 		integ, acct, evID, tenant, typ, sha, recv, seq, objID, objVer)
@@ -161,8 +168,15 @@ type BatchWrites struct {
 	Conflicts  []ConflictRow
 	Retried    []envelope.Key // failed/quarantined rows applied by a replay
 	Stale      []envelope.Key // rows claimed in this batch whose version lost
-	// Deliveries are accepted deliveries entering the history from their
-	// stream message; their keys' delivery_count is recounted.
+	// FirstDeliveries are the history rows of the messages that claimed
+	// their inbox row in this batch (counted by the claim). Their receipt
+	// id is their own stream sequence, which no other row can hold: they go
+	// by COPY.
+	FirstDeliveries []Delivery
+	// Deliveries are the other accepted deliveries entering the history
+	// from their stream message (copies past the duplicate window; a
+	// redelivered one is already there); their keys' delivery_count is
+	// recounted.
 	Deliveries []Delivery
 	// Queued are statements handlers queued (Event.Queue); they go first,
 	// in the same round trip.
@@ -211,7 +225,9 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 			}
 			ids[i] = w.Outbox[i].ID
 		}
-		b.Queue(`INSERT INTO intake.outbox_pending (id) SELECT unnest($1::uuid[])`, ids)
+		// Aged from now, not from the transaction's start: the relay's
+		// outbox.relay_after counts from (nearly) the commit.
+		b.Queue(`INSERT INTO intake.outbox_pending (id, created_at) SELECT unnest($1::uuid[]), clock_timestamp()`, ids)
 	}
 	if n := len(w.Deliveries); n > 0 {
 		ids, integ, acct, evID, inst, answer, hints := make([]string, n), make([]string, n), make([]string, n),
@@ -228,12 +244,40 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 		b.Queue(insertDeliveries, ids, integ, acct, evID, at, inst, code, answer, hints)
 		b.Queue(recountDeliveries, integ, acct, evID)
 	}
+	// First: the recount above must see the history row of a key claimed
+	// in this same batch.
+	if err := w.copyFirstDeliveries(ctx, tx); err != nil {
+		return err
+	}
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("store: batch writes: %w", err)
 		}
 	}
 	return w.copyOutbox(ctx, tx)
+}
+
+var deliveryColumns = []string{"receipt_id", "integration", "account", "event_id", "received_at", "instance",
+	"status_code", "answer", "retry_hints"}
+
+func (w *BatchWrites) copyFirstDeliveries(ctx context.Context, tx pgx.Tx) error {
+	if len(w.FirstDeliveries) == 0 {
+		return nil
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"intake", "deliveries"}, deliveryColumns,
+		pgx.CopyFromSlice(len(w.FirstDeliveries), func(i int) ([]any, error) {
+			d := w.FirstDeliveries[i]
+			h, err := json.Marshal(d.RetryHints)
+			if err != nil {
+				return nil, err
+			}
+			return []any{d.ReceiptID, d.Key.Integration, d.Key.Account, d.Key.EventID, d.ReceivedAt, d.Instance,
+				int32(d.StatusCode), d.Answer, string(h)}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("store: copy deliveries: %w", err)
+	}
+	return nil
 }
 
 var outboxColumns = []string{"id", "integration", "account", "event_id", "subject", "headers", "payload"}
@@ -249,8 +293,14 @@ func (w *BatchWrites) copyOutbox(ctx context.Context, tx pgx.Tx) error {
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"intake", "outbox"}, outboxColumns,
 		pgx.CopyFromSlice(len(w.Outbox), func(i int) ([]any, error) {
 			r := w.Outbox[i]
+			// As bytes: pgx's binary uuid encoding refuses a string and
+			// retries it as text only after building an error.
+			id, err := uuid.Parse(r.ID)
+			if err != nil {
+				return nil, fmt.Errorf("outbox row id %q: %w", r.ID, err)
+			}
 			hdr = appendHeadersJSON(hdr[:0], r.Headers)
-			return []any{r.ID, r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, string(hdr), r.Payload}, nil
+			return []any{[16]byte(id), r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, string(hdr), r.Payload}, nil
 		}))
 	if err != nil {
 		return fmt.Errorf("store: copy outbox: %w", err)

@@ -58,10 +58,12 @@ func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int, olderThan time.Durat
 }
 
 // MarkPublished takes ids the processor published itself (every PubAck
-// received) off the pending list. The commit does not wait for its WAL
-// flush (synchronous_commit off): losing it in a crash only means the relay
-// publishes those rows again under the same Nats-Msg-Id, which INTAKE_OUT's
-// duplicate window drops — the cost of a fsync per mark is not worth that.
+// received) off the pending list. Ids a relay holds right now are skipped:
+// the relay publishes them again (INTAKE_OUT drops the copy) and deletes
+// them itself. The commit does not wait for its WAL flush
+// (synchronous_commit off): losing it in a crash means the relay publishes
+// those rows again under the same Nats-Msg-Id, dropped as duplicates inside
+// the stream's window — not worth a fsync per mark.
 func (s *Store) MarkPublished(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
@@ -69,7 +71,8 @@ func (s *Store) MarkPublished(ctx context.Context, ids []string) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(`SET LOCAL synchronous_commit = off`)
-		b.Queue(`DELETE FROM intake.outbox_pending WHERE id = ANY($1::uuid[])`, ids)
+		b.Queue(`DELETE FROM intake.outbox_pending WHERE id IN (
+			SELECT id FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED)`, ids)
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {

@@ -140,3 +140,46 @@ func TestOutboxPendingClaimAndRetention(t *testing.T) {
 		t.Fatalf("claim of an empty pending list = %+v", got)
 	}
 }
+
+// A mark never waits for a relay: ids the relay holds are skipped (the relay
+// finishes them), the others leave the pending list at once.
+func TestMarkSkipsRowsARelayHolds(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	writeOutbox(t, st, "held", "free")
+	ids := map[string]string{}
+	rows, err := st.Pool().Query(ctx, `SELECT event_id, id::text FROM intake.outbox`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k, id string
+	if _, err := pgx.ForEachRow(rows, []any{&k, &id}, func() error { ids[k] = id; return nil }); err != nil {
+		t.Fatal(err)
+	}
+
+	relay, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Rollback(ctx)
+	if _, err := relay.Exec(ctx, `SELECT 1 FROM intake.outbox_pending WHERE id = $1 FOR UPDATE`, ids["held"]); err != nil {
+		t.Fatal(err)
+	}
+	// A deadline only to fail instead of hanging if the mark waited.
+	mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := st.MarkPublished(mctx, []string{ids["held"], ids["free"]}); err != nil {
+		t.Fatalf("mark while a relay holds a row: %v", err)
+	}
+	var pending []string
+	rows, err = st.Pool().Query(ctx, `SELECT o.event_id FROM intake.outbox_pending p JOIN intake.outbox o USING (id)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgx.ForEachRow(rows, []any{&k}, func() error { pending = append(pending, k); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0] != "held" {
+		t.Fatalf("pending after the mark = %v; want only the row the relay holds", pending)
+	}
+}
