@@ -1,0 +1,82 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+)
+
+// delivery_count is the length of the event's history whatever the order:
+// receipts of stream-stopped copies folded before the claim are counted by
+// the claim, and a copy in the claim's own batch by the recount.
+func TestDeliveryCountWhateverTheOrder(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	early := envelope.Key{Integration: "demo", Account: "main", EventID: "folded_first"}
+	batched := envelope.Key{Integration: "demo", Account: "main", EventID: "two_in_one_batch"}
+
+	// Two copies of `early` were stopped by the stream window and their
+	// receipts folded before the processor got to the original.
+	err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+		_, err := store.FoldReceipts(ctx, tx, []envelope.Receipt{
+			{ID: "r1", Key: early, ReceivedAt: t0.Add(time.Second), Instance: "ingress-a", StatusCode: 200, Answer: "duplicate"},
+			{ID: "r2", Key: early, ReceivedAt: t0.Add(2 * time.Second), Instance: "ingress-b", StatusCode: 200, Answer: "duplicate"},
+		})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	claim := func(k envelope.Key, seq uint64, at time.Time) store.BatchClaim {
+		return store.BatchClaim{Claim: store.Claim{Key: k, Tenant: "acme", EventType: "x", PayloadSHA256: "sha", StreamSeq: seq, ReceivedAt: at}}
+	}
+	delivery := func(k envelope.Key, seq uint64, at time.Time) store.Delivery {
+		return store.Delivery{ReceiptID: envelope.StreamReceiptID(seq), Key: k, ReceivedAt: at, Instance: "ingress-a", StatusCode: 200, Answer: "accepted"}
+	}
+	// One batch: the original of `early`, and `batched` twice (a copy past
+	// the duplicate window landed next to its original).
+	claims := []store.BatchClaim{claim(batched, 20, t0), claim(batched, 21, t0.Add(3*time.Second)), claim(early, 10, t0)}
+	err = pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+		inserted, _, err := store.ClaimBatch(ctx, tx, claims)
+		if err != nil {
+			return err
+		}
+		if !inserted[0] || inserted[1] || !inserted[2] {
+			t.Errorf("inserted = %v; want the lower sequence of each key", inserted)
+		}
+		w := store.BatchWrites{
+			FirstDeliveries: []store.Delivery{delivery(batched, 20, t0), delivery(early, 10, t0)},
+			Deliveries:      []store.Delivery{delivery(batched, 21, t0.Add(3*time.Second))},
+		}
+		return w.Flush(ctx, tx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tt := range []struct {
+		key  envelope.Key
+		want int
+		last time.Time
+	}{{early, 3, t0.Add(2 * time.Second)}, {batched, 2, t0.Add(3 * time.Second)}} {
+		var count, history int
+		var last time.Time
+		err := st.Pool().QueryRow(ctx, `SELECT delivery_count, last_received_at,
+				(SELECT count(*) FROM intake.deliveries d WHERE d.event_id = i.event_id)
+			FROM intake.inbox i WHERE event_id = $1`, tt.key.EventID).Scan(&count, &last, &history)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if count != tt.want || history != tt.want || !last.Equal(tt.last) {
+			t.Errorf("%s: delivery_count %d, history %d, last_received_at %s; want %d, %d, %s",
+				tt.key.EventID, count, history, last, tt.want, tt.want, tt.last)
+		}
+	}
+}
