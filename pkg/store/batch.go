@@ -51,14 +51,14 @@ func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted [
 	for i, c := range claims {
 		keys[i] = c.Key.String()
 	}
-	if err := lockKeys(ctx, tx, keys); err != nil {
-		return nil, nil, err
-	}
+	// The key locks and the claim go in one round trip.
 	// A new row counts its own delivery (whose history row the batch writes,
 	// BatchWrites.FirstDeliveries) plus any the history already holds:
 	// receipts of stream-stopped copies folded before the claim. The key
 	// locks keep a fold from slipping in between.
-	rows, err := tx.Query(ctx, `
+	b := &pgx.Batch{}
+	b.Queue(lockKeysSQL, keys)
+	b.Queue(`
 		INSERT INTO intake.inbox (integration, account, event_id, tenant, event_type, payload_sha256, status,
 			first_received_at, last_received_at, processed_at, stream_seq, object_id, object_version, delivery_count)
 		SELECT t.integration, t.account, t.event_id, t.tenant, t.event_type, t.sha, 'processed', t.recv,
@@ -74,7 +74,14 @@ func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted [
 		ON CONFLICT (integration, account, event_id) DO NOTHING
 		RETURNING integration, account, event_id, stream_seq`,
 		integ, acct, evID, tenant, typ, sha, recv, seq, objID, objVer)
+	br := tx.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, nil, fmt.Errorf("store: lock keys: %w", err)
+	}
+	rows, err := br.Query()
 	if err != nil {
+		br.Close()
 		return nil, nil, fmt.Errorf("store: claim batch: %w", err)
 	}
 	won := map[envelope.Key]int64{}
@@ -84,6 +91,9 @@ func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted [
 		won[k] = s
 		return nil
 	})
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: claim batch: %w", err)
 	}
@@ -170,8 +180,8 @@ type BatchWrites struct {
 	Stale      []envelope.Key // rows claimed in this batch whose version lost
 	// FirstDeliveries are the history rows of the messages that claimed
 	// their inbox row in this batch (counted by the claim). Their receipt
-	// id is their own stream sequence, which no other row can hold: they go
-	// by COPY.
+	// id is their own stream sequence, which no other row can hold: no
+	// conflict check.
 	FirstDeliveries []Delivery
 	// Deliveries are the other accepted deliveries entering the history
 	// from their stream message (copies past the duplicate window; a
@@ -229,25 +239,22 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 		// outbox.relay_after counts from (nearly) the commit.
 		b.Queue(`INSERT INTO intake.outbox_pending (id, created_at) SELECT unnest($1::uuid[]), clock_timestamp()`, ids)
 	}
-	if n := len(w.Deliveries); n > 0 {
-		ids, integ, acct, evID, inst, answer, hints := make([]string, n), make([]string, n), make([]string, n),
-			make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		at, code := make([]time.Time, n), make([]int32, n)
-		for i, d := range w.Deliveries {
-			h, err := json.Marshal(d.RetryHints)
-			if err != nil {
-				return err
-			}
-			ids[i], integ[i], acct[i], evID[i] = d.ReceiptID, d.Key.Integration, d.Key.Account, d.Key.EventID
-			inst[i], answer[i], hints[i], at[i], code[i] = d.Instance, d.Answer, string(h), d.ReceivedAt, int32(d.StatusCode)
+	// Statements of a batch run in order: the recount sees the history rows
+	// of keys claimed in this same batch.
+	if len(w.FirstDeliveries) > 0 {
+		args, err := deliveryArgs(w.FirstDeliveries)
+		if err != nil {
+			return err
 		}
-		b.Queue(insertDeliveries, ids, integ, acct, evID, at, inst, code, answer, hints)
-		b.Queue(recountDeliveries, integ, acct, evID)
+		b.Queue(insertFirstDeliveries, args...)
 	}
-	// First: the recount above must see the history row of a key claimed
-	// in this same batch.
-	if err := w.copyFirstDeliveries(ctx, tx); err != nil {
-		return err
+	if len(w.Deliveries) > 0 {
+		args, err := deliveryArgs(w.Deliveries)
+		if err != nil {
+			return err
+		}
+		b.Queue(insertDeliveries, args...)
+		b.Queue(recountDeliveries, args[1:4]...)
 	}
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -257,27 +264,21 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 	return w.copyOutbox(ctx, tx)
 }
 
-var deliveryColumns = []string{"receipt_id", "integration", "account", "event_id", "received_at", "instance",
-	"status_code", "answer", "retry_hints"}
-
-func (w *BatchWrites) copyFirstDeliveries(ctx context.Context, tx pgx.Tx) error {
-	if len(w.FirstDeliveries) == 0 {
-		return nil
+// deliveryArgs are insertDeliveries' parameters for ds.
+func deliveryArgs(ds []Delivery) ([]any, error) {
+	n := len(ds)
+	ids, integ, acct, evID, inst, answer, hints := make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	at, code := make([]time.Time, n), make([]int32, n)
+	for i, d := range ds {
+		h, err := json.Marshal(d.RetryHints)
+		if err != nil {
+			return nil, err
+		}
+		ids[i], integ[i], acct[i], evID[i] = d.ReceiptID, d.Key.Integration, d.Key.Account, d.Key.EventID
+		inst[i], answer[i], hints[i], at[i], code[i] = d.Instance, d.Answer, string(h), d.ReceivedAt, int32(d.StatusCode)
 	}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"intake", "deliveries"}, deliveryColumns,
-		pgx.CopyFromSlice(len(w.FirstDeliveries), func(i int) ([]any, error) {
-			d := w.FirstDeliveries[i]
-			h, err := json.Marshal(d.RetryHints)
-			if err != nil {
-				return nil, err
-			}
-			return []any{d.ReceiptID, d.Key.Integration, d.Key.Account, d.Key.EventID, d.ReceivedAt, d.Instance,
-				int32(d.StatusCode), d.Answer, string(h)}, nil
-		}))
-	if err != nil {
-		return fmt.Errorf("store: copy deliveries: %w", err)
-	}
-	return nil
+	return []any{ids, integ, acct, evID, at, inst, code, answer, hints}, nil
 }
 
 var outboxColumns = []string{"id", "integration", "account", "event_id", "subject", "headers", "payload"}

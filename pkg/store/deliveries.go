@@ -16,13 +16,15 @@ import (
 // same order, so a receipt and the claim of its event serialise: whichever
 // commits second sees the other, and delivery_count is exact.
 func lockKeys(ctx context.Context, tx pgx.Tx, keys []string) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(h)
-		FROM (SELECT DISTINCT hashtextextended(k, 7001) AS h FROM unnest($1::text[]) AS k) AS t ORDER BY h`, keys)
+	_, err := tx.Exec(ctx, lockKeysSQL, keys)
 	if err != nil {
 		return fmt.Errorf("store: lock keys: %w", err)
 	}
 	return nil
 }
+
+const lockKeysSQL = `SELECT pg_advisory_xact_lock(h)
+	FROM (SELECT DISTINCT hashtextextended(k, 7001) AS h FROM unnest($1::text[]) AS k) AS t ORDER BY h`
 
 // FoldReceipts records receipts in the delivery history and sets each
 // affected inbox row's delivery_count to the number of deliveries recorded.
@@ -56,6 +58,12 @@ func FoldReceipts(ctx context.Context, tx pgx.Tx, rs []envelope.Receipt) (int, e
 	}
 	return int(tag.RowsAffected()), nil
 }
+
+const insertFirstDeliveries = `
+	INSERT INTO intake.deliveries (receipt_id, integration, account, event_id, received_at, instance,
+		status_code, answer, retry_hints)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[],
+		$7::int[], $8::text[], $9::jsonb[])`
 
 const insertDeliveries = `
 	INSERT INTO intake.deliveries (receipt_id, integration, account, event_id, received_at, instance,
