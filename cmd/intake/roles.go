@@ -54,6 +54,7 @@ func newIngressCmd(g *globals) *cobra.Command {
 				addr = cfg.Ingress.Addr
 			}
 			log := g.logger()
+			setGCPercent(ingressGCPercent)
 			log.Info("ingress starting", "addr", addr, "integrations", len(cfg.Integrations))
 			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{Ingress: true}, HTTPAddr: addr, Log: log})
 		},
@@ -62,9 +63,21 @@ func newIngressCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// processorGCPercent is the processor's garbage-collection target when GOGC
-// is not set (see BENCHMARKS.md).
-const processorGCPercent = 400
+// The roles' garbage-collection targets when GOGC is not set (see
+// BENCHMARKS.md). Their live heaps are small and they allocate per message:
+// at Go's default (100) the collector took an eighth of the processor's CPU.
+const (
+	processorGCPercent = 400
+	ingressGCPercent   = 400
+)
+
+// setGCPercent sets the collector's target unless GOGC is in the
+// environment (which wins).
+func setGCPercent(p int) {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(p)
+	}
+}
 
 func newProcessorCmd(g *globals) *cobra.Command {
 	var (
@@ -100,12 +113,7 @@ func newProcessorCmd(g *globals) *cobra.Command {
 			if crashOnSignal {
 				o.AfterCommit = chaos.CrashAfterCommitOnSignal(cmd.Context())
 			}
-			if _, set := os.LookupEnv("GOGC"); !set {
-				// The processor's live heap is small and it allocates per
-				// message: at Go's default (100) the collector took an
-				// eighth of its CPU. GOGC in the environment wins.
-				debug.SetGCPercent(processorGCPercent)
-			}
+			setGCPercent(processorGCPercent)
 			log.Info("processor starting", "metrics_addr", addr)
 			return app.Run(cmd.Context(), cfg, o)
 		},
