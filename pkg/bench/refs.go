@@ -102,8 +102,9 @@ func publishAsync(ctx context.Context, nc *nats.Conn, subj string, body []byte, 
 }
 
 // pgWrites is (c) and (d): the processor's writes for a batch of events —
-// the inbox claim, one execution and one outbox row each — straight into
-// Postgres, batch events per transaction, workers transactions at a time.
+// the inbox claim, one delivery-history row, one execution and one outbox
+// row (with its pending id) each — straight into Postgres, batch events per
+// transaction, workers transactions at a time.
 func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers int, dur time.Duration, prefix string) (float64, error) {
 	var n, next atomic.Int64
 	var firstErr atomic.Value
@@ -119,8 +120,11 @@ func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers 
 				for j := range claims {
 					i := next.Add(1)
 					k := envelope.Key{Integration: "bench", Account: "a", EventID: fmt.Sprintf("%s_%d", prefix, i)}
+					now := time.Now()
 					claims[j] = store.BatchClaim{Claim: store.Claim{Key: k, Tenant: "t", EventType: "bench.event",
-						PayloadSHA256: sha, StreamSeq: uint64(i), ReceivedAt: time.Now()}}
+						PayloadSHA256: sha, StreamSeq: uint64(i), ReceivedAt: now}}
+					w.FirstDeliveries = append(w.FirstDeliveries, store.Delivery{ReceiptID: envelope.StreamReceiptID(uint64(i)),
+						Key: k, ReceivedAt: now, Instance: "bench", StatusCode: 200, Answer: "accepted"})
 					id := store.NewID()
 					w.Executions = append(w.Executions, store.Execution{ID: id, Key: k, Mode: "original", StreamSeq: uint64(i)})
 					w.Outbox = append(w.Outbox, store.OutboxRow{Key: k, Subject: "intake.out.t.bench.bench_event",

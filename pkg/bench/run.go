@@ -246,7 +246,7 @@ integrations:
 		return err
 	}
 	add(Figure{Stage: "one transaction per event (reference d)", Payload: size, Rate: single, Note: "8 in flight"})
-	if _, err := st.Pool().Exec(ctx, `TRUNCATE intake.inbox, intake.outbox, intake.outbox_pending, intake.executions`); err != nil {
+	if _, err := st.Pool().Exec(ctx, `TRUNCATE intake.inbox, intake.deliveries, intake.outbox, intake.outbox_pending, intake.executions`); err != nil {
 		return err
 	}
 
