@@ -21,7 +21,7 @@ import (
 // another name and subject.
 func rawStream(ctx context.Context, js jetstream.JetStream, size int) (string, error) {
 	sc := stream.InConfig(config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: 10 * time.Minute, MaxBytes: -1})
-	sc.Name = fmt.Sprintf("BENCH_RAW_%d", size)
+	sc.Name = rawStreamName(size)
 	subj := fmt.Sprintf("bench.raw.%d", size)
 	sc.Subjects = []string{subj}
 	if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
@@ -29,6 +29,8 @@ func rawStream(ctx context.Context, js jetstream.JetStream, size int) (string, e
 	}
 	return subj, nil
 }
+
+func rawStreamName(size int) string { return fmt.Sprintf("BENCH_RAW_%d", size) }
 
 func rawMsg(subj string, body []byte, i int64) *nats.Msg {
 	m := nats.NewMsg(subj)
