@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -30,30 +29,27 @@ const lockKeysSQL = `SELECT pg_advisory_xact_lock(h)
 // affected inbox row's delivery_count to the number of deliveries recorded.
 // Idempotent: a receipt folded twice is recorded once.
 func FoldReceipts(ctx context.Context, tx pgx.Tx, rs []envelope.Receipt) (int, error) {
-	n := len(rs)
-	if n == 0 {
+	if len(rs) == 0 {
 		return 0, nil
 	}
-	ids, keys, integ, acct, evID, inst, answer, hints := make([]string, n), make([]string, n), make([]string, n),
-		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	at, code := make([]time.Time, n), make([]int32, n)
+	ds, keys := make([]Delivery, len(rs)), make([]string, len(rs))
 	for i, r := range rs {
-		h, err := json.Marshal(r.RetryHints)
-		if err != nil {
-			return 0, err
-		}
-		ids[i], keys[i] = r.ID, r.Key.String()
-		integ[i], acct[i], evID[i] = r.Key.Integration, r.Key.Account, r.Key.EventID
-		inst[i], answer[i], hints[i], at[i], code[i] = r.Instance, r.Answer, string(h), r.ReceivedAt, int32(r.StatusCode)
+		ds[i] = Delivery{ReceiptID: r.ID, Key: r.Key, ReceivedAt: r.ReceivedAt, Instance: r.Instance,
+			StatusCode: r.StatusCode, Answer: r.Answer, RetryHints: r.RetryHints}
+		keys[i] = r.Key.String()
+	}
+	args, err := deliveryArgs(ds)
+	if err != nil {
+		return 0, err
 	}
 	if err := lockKeys(ctx, tx, keys); err != nil {
 		return 0, err
 	}
-	tag, err := tx.Exec(ctx, insertDeliveries, ids, integ, acct, evID, at, inst, code, answer, hints)
+	tag, err := tx.Exec(ctx, insertDeliveries, args...)
 	if err != nil {
 		return 0, fmt.Errorf("store: fold receipts: %w", err)
 	}
-	if _, err = tx.Exec(ctx, recountDeliveries, integ, acct, evID); err != nil {
+	if _, err = tx.Exec(ctx, recountDeliveries, args[1:4]...); err != nil {
 		return 0, fmt.Errorf("store: count deliveries: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
