@@ -40,13 +40,14 @@ type sent struct {
 }
 
 // sendRows publishes rows asynchronously, Nats-Msg-Id = the row id, in
-// order.
+// order. It adds that header to each row's Headers: the rows are committed
+// (their headers already written) and serve no other purpose afterwards.
 func sendRows(js jetstream.JetStream, rows []store.OutboxRow) *sent {
 	s := &sent{rows: rows, futures: make([]jetstream.PubAckFuture, len(rows))}
 	for i, row := range rows {
-		h := make(nats.Header, len(row.Headers)+1)
-		for k, v := range row.Headers {
-			h[k] = v
+		h := nats.Header(row.Headers)
+		if h == nil {
+			h = nats.Header{}
 		}
 		h.Set(envelope.HeaderMsgID, row.ID)
 		f, err := js.PublishMsgAsync(&nats.Msg{Subject: row.Subject, Header: h, Data: row.Payload})
