@@ -174,7 +174,9 @@ func readBounded(r *http.Request, limit int64) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(min(r.ContentLength, 64<<10)) + 1) // one allocation for the usual body
+		// One allocation for the usual body: ReadFrom wants MinRead bytes
+		// free before the read that finds EOF, or it doubles the buffer.
+		buf.Grow(int(min(r.ContentLength, 64<<10)) + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1)); err != nil {
 		return nil, err
