@@ -60,6 +60,41 @@ type loadResult struct {
 
 func (l loadResult) rate() float64 { return float64(l.OK) / l.Elapsed.Seconds() }
 
+// merge adds o's requests to l (o measured another slice of the same thing).
+func (l *loadResult) merge(o loadResult) {
+	l.OK += o.OK
+	l.Failed += o.Failed
+	l.Elapsed += o.Elapsed
+	l.Latencies = append(l.Latencies, o.Latencies...)
+	if l.Done == nil {
+		l.Done = map[string]time.Time{}
+	}
+	for k, v := range o.Done {
+		l.Done[k] = v
+	}
+}
+
+// sideBySide saturates two targets in turn, slices times each, dur in all
+// per target, and returns each one's merged result. Alternating cancels
+// what drifts on a shared machine (another tenant, the page cache) between
+// one long measurement and the next: the ratio of the two is what counts.
+func sideBySide(ctx context.Context, client *http.Client, a, b func(slice int) *requests, conns int, dur time.Duration, slices int) (ra, rb loadResult, err error) {
+	part := dur / time.Duration(slices)
+	for i := range slices {
+		x, err := generate(ctx, client, a(i), conns, part, 0, false)
+		if err != nil {
+			return ra, rb, err
+		}
+		ra.merge(x)
+		y, err := generate(ctx, client, b(i), conns, part, 0, false)
+		if err != nil {
+			return ra, rb, err
+		}
+		rb.merge(y)
+	}
+	return ra, rb, nil
+}
+
 func (l loadResult) pct(p float64) time.Duration {
 	if len(l.Latencies) == 0 {
 		return 0

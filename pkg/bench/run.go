@@ -211,12 +211,42 @@ integrations:
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-	// (a) bare HTTP, same generator and requests.
-	bareRes, err := generate(ctx, client, newRequests("http://"+bareAddr+"/", signing, size, "bare"), c.Connections, c.Duration, 0, false)
+	// Intake ingress, as its own process, and (a) bare HTTP: saturated in
+	// turn, side by side, with the same generator and requests.
+	ingAddr, err := freeAddr()
 	if err != nil {
 		return err
 	}
-	add(Figure{Stage: "bare HTTP (reference a)", Payload: size, Rate: bareRes.rate(), P50Ms: ms(bareRes.pct(.5)), P99Ms: ms(bareRes.pct(.99))})
+	ing, err := startChild("ingress", c.Binary, filepath.Join(dir, fmt.Sprintf("ingress-%d.log", size)), nil,
+		"ingress", "--config", cfgPath, "--http-addr", ingAddr, "--log-level", "error")
+	if err != nil {
+		return err
+	}
+	defer ing.stop()
+	if err := ing.waitReady(ctx, "http://"+ingAddr+"/readyz"); err != nil {
+		return err
+	}
+	url := "http://" + ingAddr + "/webhooks/bench"
+	slices := min(max(int(c.Duration/time.Second), 1), 5)
+	ingProfile := c.profile("http://"+ingAddr, 2*c.Duration, fmt.Sprintf("ingress-%d.pprof", size))
+	bareRes, satRes, err := sideBySide(ctx, client,
+		func(i int) *requests {
+			return newRequests("http://"+bareAddr+"/", signing, size, fmt.Sprintf("bare%d", i))
+		},
+		func(i int) *requests { return newRequests(url, signing, size, fmt.Sprintf("sat%d", i)) },
+		c.Connections, c.Duration, slices)
+	ingProfile()
+	if err != nil {
+		return err
+	}
+	if satRes.Failed > 0 {
+		log.Warn("ingress answered non-200", "failed", satRes.Failed)
+	}
+	satRSS := ing.peakRSS() // now: later stages (more connections) raise the high-water mark
+	add(Figure{Stage: "bare HTTP (reference a)", Payload: size, Rate: bareRes.rate(), P50Ms: ms(bareRes.pct(.5)), P99Ms: ms(bareRes.pct(.99)),
+		Note: fmt.Sprintf("in %d slices, alternating with ingress", slices)})
+	add(Figure{Stage: "intake ingress, saturation", Payload: size, Rate: satRes.rate(), P50Ms: ms(satRes.pct(.5)), P99Ms: ms(satRes.pct(.99)), RSSMB: satRSS,
+		Note: "verify signature + PubAck before 200"})
 
 	// (b) raw JetStream publish.
 	subj, err := rawStream(ctx, js, size)
@@ -258,34 +288,6 @@ integrations:
 	if _, err := st.Pool().Exec(ctx, `CHECKPOINT`); err != nil {
 		return err
 	}
-
-	// Intake ingress at saturation, as its own process.
-	ingAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	ing, err := startChild("ingress", c.Binary, filepath.Join(dir, fmt.Sprintf("ingress-%d.log", size)), nil,
-		"ingress", "--config", cfgPath, "--http-addr", ingAddr, "--log-level", "error")
-	if err != nil {
-		return err
-	}
-	defer ing.stop()
-	if err := ing.waitReady(ctx, "http://"+ingAddr+"/readyz"); err != nil {
-		return err
-	}
-	url := "http://" + ingAddr + "/webhooks/bench"
-	ingProfile := c.profile("http://"+ingAddr, c.Duration, fmt.Sprintf("ingress-%d.pprof", size))
-	satRes, err := generate(ctx, client, newRequests(url, signing, size, "sat"), c.Connections, c.Duration, 0, false)
-	ingProfile()
-	if err != nil {
-		return err
-	}
-	if satRes.Failed > 0 {
-		log.Warn("ingress answered non-200", "failed", satRes.Failed)
-	}
-	satRSS := ing.peakRSS() // now: later stages (more connections) raise the high-water mark
-	add(Figure{Stage: "intake ingress, saturation", Payload: size, Rate: satRes.rate(), P50Ms: ms(satRes.pct(.5)), P99Ms: ms(satRes.pct(.99)), RSSMB: satRSS,
-		Note: "verify signature + PubAck before 200"})
 
 	// Intake processor: drain what ingress accepted, as its own process.
 	procAddr, err := freeAddr()
