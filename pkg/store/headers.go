@@ -3,10 +3,10 @@ package store
 import (
 	"fmt"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/intakehq/intake/pkg/jsonstr"
 )
 
 // Outbox headers are stored as jsonb ({"Name": ["value", …]}) so operators
@@ -23,51 +23,17 @@ func appendHeadersJSON(dst []byte, h map[string][]string) []byte {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendJSONString(dst, k)
+		dst = jsonstr.Append(dst, k)
 		dst = append(dst, ':', '[')
 		for i, v := range vs {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, v)
+			dst = jsonstr.Append(dst, v)
 		}
 		dst = append(dst, ']')
 	}
 	return append(dst, '}')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD
-// (jsonb refuses it anyway).
-func appendJSONString(dst []byte, s string) []byte {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // parseHeadersJSON reads what appendHeadersJSON wrote (as jsonb renders it).
