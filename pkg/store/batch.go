@@ -179,9 +179,8 @@ type BatchWrites struct {
 	Retried    []envelope.Key // failed/quarantined rows applied by a replay
 	Stale      []envelope.Key // rows claimed in this batch whose version lost
 	// FirstDeliveries are the history rows of the messages that claimed
-	// their inbox row in this batch (counted by the claim). Their receipt
-	// id is their own stream sequence, which no other row can hold: no
-	// conflict check.
+	// their inbox row in this batch: the claim counted them, so their keys
+	// need no recount.
 	FirstDeliveries []Delivery
 	// Deliveries are the other accepted deliveries entering the history
 	// from their stream message (copies past the duplicate window; a
@@ -246,7 +245,7 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 		if err != nil {
 			return err
 		}
-		b.Queue(insertFirstDeliveries, args...)
+		b.Queue(insertDeliveries, args...)
 	}
 	if len(w.Deliveries) > 0 {
 		args, err := deliveryArgs(w.Deliveries)

@@ -55,12 +55,6 @@ func FoldReceipts(ctx context.Context, tx pgx.Tx, rs []envelope.Receipt) (int, e
 	return int(tag.RowsAffected()), nil
 }
 
-const insertFirstDeliveries = `
-	INSERT INTO intake.deliveries (receipt_id, integration, account, event_id, received_at, instance,
-		status_code, answer, retry_hints)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[],
-		$7::int[], $8::text[], $9::jsonb[])`
-
 const insertDeliveries = `
 	INSERT INTO intake.deliveries (receipt_id, integration, account, event_id, received_at, instance,
 		status_code, answer, retry_hints)
