@@ -69,6 +69,7 @@ func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted [
 		CROSS JOIN LATERAL (
 			SELECT count(*) AS n, max(d.received_at) AS last FROM intake.deliveries d
 			WHERE d.integration = t.integration AND d.account = t.account AND d.event_id = t.event_id
+			  AND d.receipt_id <> 'in:' || t.seq -- its own (envelope.StreamReceiptID), were a deleted row claimed again
 		) h
 		ORDER BY t.integration, t.account, t.event_id, t.seq
 		ON CONFLICT (integration, account, event_id) DO NOTHING
@@ -103,6 +104,9 @@ func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted [
 	for i, c := range claims {
 		if s, ok := won[c.Key]; ok && s == int64(c.StreamSeq) {
 			inserted[i] = true
+			// A second copy of the same stream message (a redelivery that
+			// landed next to the original) finds the row as existing.
+			delete(won, c.Key)
 			continue
 		}
 		lint, lacct, lid = append(lint, c.Key.Integration), append(lacct, c.Key.Account), append(lid, c.Key.EventID)

@@ -80,3 +80,29 @@ func TestDeliveryCountWhateverTheOrder(t *testing.T) {
 		}
 	}
 }
+
+// A redelivery of a stream message can land in the same batch as the
+// original (it waited in the client buffer past its ack deadline): only one
+// of the two claims the row, the other finds it.
+func TestSameMessageTwiceInOneBatchClaimsOnce(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	k := envelope.Key{Integration: "demo", Account: "main", EventID: "twice"}
+	c := store.BatchClaim{Claim: store.Claim{Key: k, Tenant: "acme", EventType: "x", PayloadSHA256: "sha", StreamSeq: 7, ReceivedAt: time.Now()}}
+	err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+		inserted, existing, err := store.ClaimBatch(ctx, tx, []store.BatchClaim{c, c})
+		if err != nil {
+			return err
+		}
+		if inserted[0] == inserted[1] {
+			t.Errorf("inserted = %v; want exactly one claim", inserted)
+		}
+		if row, ok := existing[k]; !ok || row.StreamSeq != 7 {
+			t.Errorf("existing = %v; want the row just claimed, for the other copy", existing)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
