@@ -76,7 +76,10 @@ func measureCommits(b *testing.B, adminURL, name string, h processor.Handler, cf
 		testenv.Eventually(b, time.Minute, func() bool { return testutil.ToFloat64(committed) > 0 }, "nothing committed")
 		b.StartTimer()
 		start, first := time.Now(), testutil.ToFloat64(committed)
-		for testutil.ToFloat64(committed) < events {
+		for deadline := time.Now().Add(5 * time.Minute); testutil.ToFloat64(committed) < events; {
+			if time.Now().After(deadline) {
+				b.Fatalf("processor committed %v of %d events in 5 minutes", testutil.ToFloat64(committed), events)
+			}
 			time.Sleep(2 * time.Millisecond)
 		}
 		total += time.Since(start)

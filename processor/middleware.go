@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Recover turns a handler panic into a retryable error carrying the stack,
@@ -46,22 +47,20 @@ func HandlerMetrics(h *prometheus.HistogramVec) Middleware {
 }
 
 // Tracing wraps each handler run in an OpenTelemetry span. With no tracer
-// provider configured (the default) the global one is a no-op, and the
-// span's attributes are not even built.
+// provider configured (the default) the global one is a no-op and costs
+// next to nothing.
 func Tracing() Middleware {
 	tracer := otel.Tracer("github.com/intakehq/intake/processor")
 	return func(next Handler) Handler {
 		return HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *Event) ([]Message, error) {
-			ctx, span := tracer.Start(ctx, "intake.handle")
+			// Attributes at the start, where samplers see them.
+			ctx, span := tracer.Start(ctx, "intake.handle", trace.WithAttributes(
+				attribute.String("intake.key", ev.Key.String()),
+				attribute.String("intake.event_type", ev.EventType),
+				attribute.String("intake.mode", ev.Mode),
+				attribute.String("intake.execution_id", ev.ExecutionID),
+			))
 			defer span.End()
-			if span.IsRecording() { // build attributes only for a real tracer
-				span.SetAttributes(
-					attribute.String("intake.key", ev.Key.String()),
-					attribute.String("intake.event_type", ev.EventType),
-					attribute.String("intake.mode", ev.Mode),
-					attribute.String("intake.execution_id", ev.ExecutionID),
-				)
-			}
 			msgs, err := next.Handle(ctx, tx, ev)
 			if err != nil {
 				span.RecordError(err)

@@ -106,12 +106,18 @@ type acker struct {
 }
 
 func newAcker(mk *marker, m *telemetry.Metrics, log *slog.Logger) *acker {
-	a := &acker{mk: mk, metrics: m, log: log, in: make(chan *sent, 16), done: make(chan struct{})}
+	a := &acker{mk: mk, metrics: m, log: log, in: make(chan *sent, ackerQueue), done: make(chan struct{})}
 	go a.run()
 	return a
 }
 
-// add queues a sent batch; it blocks while 16 batches wait for PubAcks.
+// ackerQueue batches may wait for their PubAcks. With the default batch
+// size that stays under nats.go's 4,000 pending asynchronous publishes,
+// beyond which a publish stalls the batch worker.
+const ackerQueue = 8
+
+// add queues a sent batch; it blocks while ackerQueue batches wait for
+// PubAcks.
 func (a *acker) add(s *sent) { a.in <- s }
 
 // close waits for what is queued and stops.

@@ -78,19 +78,26 @@ func (l *loadResult) merge(o loadResult) {
 // per target, and returns each one's merged result. Alternating cancels
 // what drifts on a shared machine (another tenant, the page cache) between
 // one long measurement and the next: the ratio of the two is what counts.
+// The order alternates too (a b, b a, …), so neither always follows the
+// other and pays for what it left behind.
 func sideBySide(ctx context.Context, client *http.Client, a, b func(slice int) *requests, conns int, dur time.Duration, slices int) (ra, rb loadResult, err error) {
 	part := dur / time.Duration(slices)
+	run := func(reqs *requests, into *loadResult) error {
+		r, err := generate(ctx, client, reqs, conns, part, 0, false)
+		into.merge(r)
+		return err
+	}
 	for i := range slices {
-		x, err := generate(ctx, client, a(i), conns, part, 0, false)
-		if err != nil {
+		first, second := func() error { return run(a(i), &ra) }, func() error { return run(b(i), &rb) }
+		if i%2 == 1 {
+			first, second = second, first
+		}
+		if err := first(); err != nil {
 			return ra, rb, err
 		}
-		ra.merge(x)
-		y, err := generate(ctx, client, b(i), conns, part, 0, false)
-		if err != nil {
+		if err := second(); err != nil {
 			return ra, rb, err
 		}
-		rb.merge(y)
 	}
 	return ra, rb, nil
 }
