@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// The hand-written answer is what encoding/json would write (it skips only
-// the HTML escaping), and reads back as the same Answer.
+// The hand-written answer is what encoding/json writes for these answers
+// (none needs the escaping only encoding/json does), and reads back as the
+// same Answer.
 func TestWriteAnswerMatchesEncodingJSON(t *testing.T) {
 	for _, a := range []Answer{
 		{Status: "accepted", Key: "stripe/acct_1/evt_1"},
