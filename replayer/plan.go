@@ -226,16 +226,7 @@ type candidate struct {
 // with the inbox row's payload, else the first original, else the first copy.
 func (r *Replayer) planFromStream(ctx context.Context, id string, req ReplayRequest) (*plan, error) {
 	s := req.Selector
-	rg := scanRange{}
-	if s.StreamSeq != nil {
-		rg.From, rg.To = s.StreamSeq.From, s.StreamSeq.To
-	}
-	if s.Since != nil {
-		rg.Since = *s.Since
-	}
-	if s.Until != nil {
-		rg.Until = *s.Until
-	}
+	rg := newScanRange(s.StreamSeq, s.Since, s.Until)
 	if s.Integration != "" {
 		rg.Subjects = []string{"intake.in." + envelope.Token(s.Integration) + ".>"}
 	}
@@ -361,16 +352,7 @@ func (r *Replayer) planRedelivery(ctx context.Context, id string, req Redelivery
 		return p, nil
 	}
 
-	rg := scanRange{}
-	if s.StreamSeq != nil {
-		rg.From, rg.To = s.StreamSeq.From, s.StreamSeq.To
-	}
-	if s.Since != nil {
-		rg.Since = *s.Since
-	}
-	if s.Until != nil {
-		rg.Until = *s.Until
-	}
+	rg := newScanRange(s.StreamSeq, s.Since, s.Until)
 	switch {
 	case s.Subject != "":
 		rg.Subjects = []string{s.Subject}

@@ -27,6 +27,21 @@ type scanRange struct {
 	Subjects     []string
 }
 
+// newScanRange is a selector's stream range; nil bounds are open.
+func newScanRange(seq *SeqRange, since, until *time.Time) scanRange {
+	var rg scanRange
+	if seq != nil {
+		rg.From, rg.To = seq.From, seq.To
+	}
+	if since != nil {
+		rg.Since = *since
+	}
+	if until != nil {
+		rg.Until = *until
+	}
+	return rg
+}
+
 // errStopScan ends a scan early without an error.
 var errStopScan = errors.New("stop scan")
 
