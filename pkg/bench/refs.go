@@ -74,31 +74,31 @@ func publishAsync(ctx context.Context, nc *nats.Conn, subj string, body []byte, 
 	deadline := start.Add(dur)
 	var n int64
 	var futures []jetstream.PubAckFuture
+	await := func() error {
+		for _, f := range futures {
+			select {
+			case <-f.Ok():
+				n++
+			case err := <-f.Err():
+				return fmt.Errorf("raw async publish: %w", err)
+			}
+		}
+		futures = futures[:0]
+		return nil
+	}
 	for i := int64(0); time.Now().Before(deadline) && ctx.Err() == nil; i++ {
 		f, err := js.PublishMsgAsync(rawMsg(subj, body, 1<<40+i))
 		if err != nil {
 			return 0, fmt.Errorf("raw async publish: %w", err)
 		}
-		futures = append(futures, f)
-		if len(futures) >= 4096 {
-			for _, f := range futures {
-				select {
-				case <-f.Ok():
-					n++
-				case err := <-f.Err():
-					return 0, fmt.Errorf("raw async publish: %w", err)
-				}
+		if futures = append(futures, f); len(futures) >= 4096 {
+			if err := await(); err != nil {
+				return 0, err
 			}
-			futures = futures[:0]
 		}
 	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-			n++
-		case err := <-f.Err():
-			return 0, fmt.Errorf("raw async publish: %w", err)
-		}
+	if err := await(); err != nil {
+		return 0, err
 	}
 	return float64(n) / time.Since(start).Seconds(), nil
 }
