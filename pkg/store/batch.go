@@ -228,19 +228,27 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 		b.Queue(`UPDATE intake.inbox SET status = 'stale', processed_at = now()
 			WHERE integration = $1 AND account = $2 AND event_id = $3`, k.Integration, k.Account, k.EventID)
 	}
+	var outboxIDs [][16]byte // the rows' ids as COPY sends them
 	if n := len(w.Outbox); n > 0 {
 		// The rows go by COPY below; their ids join the relay's pending list
 		// in this round trip.
-		ids := make([]string, n)
+		outboxIDs = make([][16]byte, n)
 		for i := range w.Outbox {
-			if w.Outbox[i].ID == "" {
-				w.Outbox[i].ID = NewID()
+			r := &w.Outbox[i]
+			if r.ID == "" {
+				u := newUUID()
+				r.ID, outboxIDs[i] = u.String(), u
+			} else {
+				u, err := uuid.Parse(r.ID)
+				if err != nil {
+					return fmt.Errorf("store: outbox row id %q: %w", r.ID, err)
+				}
+				outboxIDs[i] = u
 			}
-			ids[i] = w.Outbox[i].ID
 		}
 		// Aged from now, not from the transaction's start: the relay's
 		// outbox.relay_after counts from (nearly) the commit.
-		b.Queue(`INSERT INTO intake.outbox_pending (id, created_at) SELECT unnest($1::uuid[]), clock_timestamp()`, ids)
+		b.Queue(`INSERT INTO intake.outbox_pending (id, created_at) SELECT unnest($1::uuid[]), clock_timestamp()`, outboxIDs)
 	}
 	// Statements of a batch run in order: the recount sees the history rows
 	// of keys claimed in this same batch.
@@ -264,7 +272,7 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 			return fmt.Errorf("store: batch writes: %w", err)
 		}
 	}
-	return w.copyOutbox(ctx, tx)
+	return w.copyOutbox(ctx, tx, outboxIDs)
 }
 
 // deliveryArgs are insertDeliveries' parameters for ds.
@@ -286,10 +294,12 @@ func deliveryArgs(ds []Delivery) ([]any, error) {
 
 var outboxColumns = []string{"id", "integration", "account", "event_id", "subject", "headers", "payload"}
 
-// copyOutbox writes the outbox rows (ids set by Flush) with COPY: payloads are the bulk of a
-// batch's bytes, and an unnest bytea[] parameter made pgx grow one buffer to
-// the whole batch (a third of the processor's CPU with 16 KiB bodies).
-func (w *BatchWrites) copyOutbox(ctx context.Context, tx pgx.Tx) error {
+// copyOutbox writes the outbox rows with COPY (ids: theirs, as bytes, set
+// by Flush; pgx's binary uuid encoding refuses a string and retries it as
+// text only after building an error): payloads are the bulk of a batch's
+// bytes, and an unnest bytea[] parameter made pgx grow one buffer to the
+// whole batch (a third of the processor's CPU with 16 KiB bodies).
+func (w *BatchWrites) copyOutbox(ctx context.Context, tx pgx.Tx, ids [][16]byte) error {
 	if len(w.Outbox) == 0 {
 		return nil
 	}
@@ -297,14 +307,8 @@ func (w *BatchWrites) copyOutbox(ctx context.Context, tx pgx.Tx) error {
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"intake", "outbox"}, outboxColumns,
 		pgx.CopyFromSlice(len(w.Outbox), func(i int) ([]any, error) {
 			r := w.Outbox[i]
-			// As bytes: pgx's binary uuid encoding refuses a string and
-			// retries it as text only after building an error.
-			id, err := uuid.Parse(r.ID)
-			if err != nil {
-				return nil, fmt.Errorf("outbox row id %q: %w", r.ID, err)
-			}
 			hdr = appendHeadersJSON(hdr[:0], r.Headers)
-			return []any{[16]byte(id), r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, string(hdr), r.Payload}, nil
+			return []any{ids[i], r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, string(hdr), r.Payload}, nil
 		}))
 	if err != nil {
 		return fmt.Errorf("store: copy outbox: %w", err)
@@ -315,10 +319,12 @@ func (w *BatchWrites) copyOutbox(ctx context.Context, tx pgx.Tx) error {
 // NewID returns a time-ordered UUID (v7). Outbox and execution ids are
 // primary keys: ordered ids append to the index instead of splitting random
 // pages, which group commit notices.
-func NewID() string {
+func NewID() string { return newUUID().String() }
+
+func newUUID() uuid.UUID {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return uuid.NewString()
+		return uuid.New()
 	}
-	return id.String()
+	return id
 }
