@@ -40,16 +40,13 @@ func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted [
 		recv                                       = make([]time.Time, n)
 		seq, objVer                                = make([]int64, n), make([]*int64, n)
 	)
+	keys := make([]string, n)
 	for i, c := range claims {
-		integ[i], acct[i], evID[i] = c.Key.Integration, c.Key.Account, c.Key.EventID
+		integ[i], acct[i], evID[i], keys[i] = c.Key.Integration, c.Key.Account, c.Key.EventID, c.Key.String()
 		tenant[i], typ[i], sha[i], recv[i], seq[i] = c.Tenant, c.EventType, c.PayloadSHA256, c.ReceivedAt, int64(c.StreamSeq)
 		if c.ObjectID != "" {
 			objID[i], objVer[i] = &claims[i].ObjectID, &claims[i].ObjectVersion
 		}
-	}
-	keys := make([]string, n)
-	for i, c := range claims {
-		keys[i] = c.Key.String()
 	}
 	// The key locks and the claim go in one round trip.
 	// A new row counts its own delivery (whose history row the batch writes,
