@@ -122,6 +122,9 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	c.Log.Info("starting private Postgres (fsync on)", "dir", dir)
 	pgOpts := pgcluster.Options{Dir: filepath.Join(dir, "pg")}
 	if c.ProfileDir != "" {
+		if err := os.MkdirAll(c.ProfileDir, 0o755); err != nil {
+			return nil, fmt.Errorf("profile dir: %w", err)
+		}
 		// Postgres's side of the processor drain, by statement.
 		pgOpts.Settings = []string{"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all"}
 	}
