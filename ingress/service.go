@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/intakehq/intake/pkg/config"
@@ -30,6 +32,29 @@ type integration struct {
 	config.Integration
 	verifier provider.Verifier
 	limiter  *rate.Limiter // nil: no rate limit
+	m        integrationMetrics
+}
+
+// integrationMetrics are an integration's series on the accepted path,
+// looked up once: a label lookup hashes its values on every call.
+type integrationMetrics struct {
+	received, verified, accepted prometheus.Counter
+	secretMatched                []prometheus.Counter // by secret index
+	publishLatency, latencyOK    prometheus.Observer
+}
+
+func newIntegrationMetrics(m *telemetry.Metrics, in config.Integration) integrationMetrics {
+	im := integrationMetrics{
+		received:       m.Received.WithLabelValues(in.Name),
+		verified:       m.Verified.WithLabelValues(in.Name),
+		accepted:       m.Accepted.WithLabelValues(in.Name),
+		publishLatency: m.PublishLatency.WithLabelValues(in.Name),
+		latencyOK:      m.RequestLatency.WithLabelValues(in.Name, strconv.Itoa(http.StatusOK)),
+	}
+	for i := range in.Secrets {
+		im.secretMatched = append(im.secretMatched, m.SecretMatched.WithLabelValues(in.Name, strconv.Itoa(i)))
+	}
+	return im
 }
 
 // New builds the service from a validated configuration.
@@ -48,7 +73,7 @@ func New(cfg *config.Config, js jetstream.JetStream, m *telemetry.Metrics, log *
 		if err != nil {
 			return nil, fmt.Errorf("ingress: integration %s: %w", in.Name, err)
 		}
-		it := &integration{Integration: in, verifier: v}
+		it := &integration{Integration: in, verifier: v, m: newIntegrationMetrics(m, in)}
 		if rl := in.RateLimit; rl.PerSecond > 0 {
 			it.limiter = rate.NewLimiter(rate.Limit(rl.PerSecond), max(rl.Burst, 1))
 		}

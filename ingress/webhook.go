@@ -40,9 +40,13 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		writeAnswer(w, http.StatusNotFound, Answer{Status: "rejected", Reason: "unknown_integration"})
 		return
 	}
-	s.metrics.Received.WithLabelValues(name).Inc()
+	in.m.received.Inc()
 	code := s.receive(w, r, in, start)
-	s.metrics.RequestLatency.WithLabelValues(name, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
+	latency := in.m.latencyOK
+	if code != http.StatusOK {
+		latency = s.metrics.RequestLatency.WithLabelValues(name, strconv.Itoa(code))
+	}
+	latency.Observe(time.Since(start).Seconds())
 }
 
 func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integration, now time.Time) int {
@@ -78,8 +82,12 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 		}
 		return reject(code, provider.Reason(err))
 	}
-	s.metrics.Verified.WithLabelValues(in.Name).Inc()
-	s.metrics.SecretMatched.WithLabelValues(in.Name, strconv.Itoa(ev.SecretIndex)).Inc()
+	in.m.verified.Inc()
+	if ev.SecretIndex < len(in.m.secretMatched) {
+		in.m.secretMatched[ev.SecretIndex].Inc()
+	} else {
+		s.metrics.SecretMatched.WithLabelValues(in.Name, strconv.Itoa(ev.SecretIndex)).Inc()
+	}
 	if ev.Challenge != "" {
 		// A verified handshake (Slack's url_verification) proves the
 		// endpoint; it is no event, so nothing is published.
@@ -117,7 +125,7 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 	defer cancel()
 	pubStart := time.Now()
 	ack, err := s.publish(ctx, msg)
-	s.metrics.PublishLatency.WithLabelValues(in.Name).Observe(time.Since(pubStart).Seconds())
+	in.m.publishLatency.Observe(time.Since(pubStart).Seconds())
 	if err != nil {
 		// Not persisted (or not confirmed): the provider must retry. A retry
 		// of a write that did land is stopped by the duplicate window.
@@ -134,7 +142,7 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 		s.sendReceipt(r, key, now, http.StatusOK, "duplicate")
 		return http.StatusOK
 	}
-	s.metrics.Accepted.WithLabelValues(in.Name).Inc()
+	in.m.accepted.Inc()
 	// No receipt: the accepted delivery enters the history from its stream
 	// message (Intake-Instance, Intake-Retry-Hints).
 	writeAnswer(w, http.StatusOK, Answer{Status: "accepted", Key: key.String()})
@@ -152,7 +160,7 @@ const errCodeDuplicateInProcess jetstream.ErrorCode = 10158
 // that copy is stored, stored itself if that copy failed — or ctx ends.
 func (s *Service) publish(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
 	for {
-		ack, err := s.js.PublishMsg(ctx, msg)
+		ack, err := requestPubAck(ctx, s.js.Conn(), msg)
 		var apiErr *jetstream.APIError
 		if !errors.As(err, &apiErr) || apiErr.ErrorCode != errCodeDuplicateInProcess {
 			return ack, err
