@@ -305,7 +305,12 @@ func (p *Processor) handlerFailed(ctx context.Context, it *item, herr error) {
 	}
 	p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, status).Inc()
 	p.o.Log.Error("handler failed; recording", "key", ev.Key.String(), "status", status, "delivery", ev.Delivery, "err", herr)
-	err := store.RecordFailure(ctx, p.o.Store.Pool(), claimOf(ev), status, int(ev.Delivery), herr.Error())
+	var d *store.Delivery
+	if ev.ReplayMode == "" {
+		accepted := acceptedDelivery(ev)
+		d = &accepted
+	}
+	err := store.RecordFailure(ctx, p.o.Store.Pool(), claimOf(ev), d, status, int(ev.Delivery), herr.Error())
 	if err != nil {
 		// Not recorded: leave the message unacked so it comes back.
 		p.o.Log.Error("recording failure failed", "key", ev.Key.String(), "err", err)

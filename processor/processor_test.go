@@ -338,6 +338,14 @@ func TestHandlerErrorRetriesThenFails(t *testing.T) {
 	if errText != "partner API said no" || attempts != 2 || calls.Load() != 2 {
 		t.Fatalf("failed row error=%q attempts=%d, handler calls=%d; want the error after 2 attempts", errText, attempts, calls.Load())
 	}
+	// The failed delivery is in the history like an applied one's, once
+	// although the stream delivered it twice.
+	if n := r.count(`SELECT count(*) FROM intake.deliveries WHERE receipt_id = $1`, envelope.StreamReceiptID(1)); n != 1 {
+		t.Fatalf("failed event has %d history rows for its delivery, want 1", n)
+	}
+	if n := r.count(`SELECT delivery_count FROM intake.inbox`); n != 1 {
+		t.Fatalf("failed event's delivery_count = %d, want 1", n)
+	}
 	if n := r.count(`SELECT count(*) FROM effects`); n != 0 {
 		t.Fatalf("%d effects survived failed transactions", n)
 	}

@@ -106,3 +106,70 @@ func TestSameMessageTwiceInOneBatchClaimsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A failed event keeps its history: RecordFailure writes the failed
+// delivery's history row and counts it with the receipts folded before it;
+// the same delivery recorded again is not counted twice, a replay is no
+// delivery, and a processed row keeps its status but counts the delivery.
+func TestRecordFailureKeepsTheHistory(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	k := envelope.Key{Integration: "demo", Account: "main", EventID: "fails"}
+	err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+		_, err := store.FoldReceipts(ctx, tx, []envelope.Receipt{
+			{ID: "r1", Key: k, ReceivedAt: t0.Add(time.Second), Instance: "ingress-a", StatusCode: 200, Answer: "duplicate"},
+		})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := func(seq uint64, at time.Time) store.Claim {
+		return store.Claim{Key: k, Tenant: "acme", EventType: "x", PayloadSHA256: "sha", StreamSeq: seq, ReceivedAt: at}
+	}
+	delivery := func(seq uint64, at time.Time) *store.Delivery {
+		return &store.Delivery{ReceiptID: envelope.StreamReceiptID(seq), Key: k, ReceivedAt: at, Instance: "ingress-a", StatusCode: 200, Answer: "accepted"}
+	}
+	check := func(step, status string, attempts, count int, last time.Time) {
+		t.Helper()
+		var gotStatus string
+		var gotAttempts, gotCount, history int
+		var gotLast time.Time
+		err := st.Pool().QueryRow(ctx, `SELECT status, attempts, delivery_count, last_received_at,
+				(SELECT count(*) FROM intake.deliveries d WHERE d.event_id = i.event_id)
+			FROM intake.inbox i WHERE event_id = $1`, k.EventID).Scan(&gotStatus, &gotAttempts, &gotCount, &gotLast, &history)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gotStatus != status || gotAttempts != attempts || gotCount != count || history != count || !gotLast.Equal(last) {
+			t.Errorf("%s: status %s, attempts %d, delivery_count %d, history %d, last_received_at %s; want %s, %d, %d, %d, %s",
+				step, gotStatus, gotAttempts, gotCount, history, gotLast, status, attempts, count, count, last)
+		}
+	}
+
+	if err := store.RecordFailure(ctx, st.Pool(), claim(30, t0), delivery(30, t0), store.StatusFailed, 5, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	check("first failure", store.StatusFailed, 5, 2, t0.Add(time.Second))
+	if err := store.RecordFailure(ctx, st.Pool(), claim(30, t0), delivery(30, t0), store.StatusFailed, 5, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	check("same delivery again", store.StatusFailed, 6, 2, t0.Add(time.Second))
+	if err := store.RecordFailure(ctx, st.Pool(), claim(31, t0.Add(5*time.Second)), delivery(31, t0.Add(5*time.Second)), store.StatusQuarantined, 1, "bad"); err != nil {
+		t.Fatal(err)
+	}
+	check("a later delivery", store.StatusQuarantined, 7, 3, t0.Add(5*time.Second))
+	if err := store.RecordFailure(ctx, st.Pool(), claim(30, t0), nil, store.StatusFailed, 1, "replay failed"); err != nil {
+		t.Fatal(err)
+	}
+	check("a replay", store.StatusFailed, 8, 3, t0.Add(5*time.Second))
+
+	if _, err := st.Pool().Exec(ctx, `UPDATE intake.inbox SET status = 'processed' WHERE event_id = $1`, k.EventID); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.RecordFailure(ctx, st.Pool(), claim(32, t0.Add(9*time.Second)), delivery(32, t0.Add(9*time.Second)), store.StatusFailed, 1, "late"); err != nil {
+		t.Fatal(err)
+	}
+	check("a processed row", store.StatusProcessed, 8, 4, t0.Add(9*time.Second))
+}
