@@ -103,10 +103,17 @@ type acker struct {
 	log     *slog.Logger
 	in      chan *sent
 	done    chan struct{}
+	// grace bounds close: the batches still queued then share it, where
+	// each would wait pubAckTimeout on its own (minutes while NATS is
+	// away). What is not acknowledged by then stays for the relay.
+	grace  time.Duration
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func newAcker(mk *marker, m *telemetry.Metrics, log *slog.Logger) *acker {
-	a := &acker{mk: mk, metrics: m, log: log, in: make(chan *sent, ackerQueue), done: make(chan struct{})}
+	a := &acker{mk: mk, metrics: m, log: log, in: make(chan *sent, ackerQueue), done: make(chan struct{}), grace: pubAckTimeout}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
 	go a.run()
 	return a
 }
@@ -120,16 +127,19 @@ const ackerQueue = 8
 // PubAcks.
 func (a *acker) add(s *sent) { a.in <- s }
 
-// close waits for what is queued and stops.
+// close waits for what is queued, for at most grace in all, and stops.
 func (a *acker) close() {
 	close(a.in)
+	t := time.AfterFunc(a.grace, a.cancel)
 	<-a.done
+	t.Stop()
+	a.cancel()
 }
 
 func (a *acker) run() {
 	defer close(a.done)
 	for s := range a.in {
-		res := s.wait(context.Background())
+		res := s.wait(a.ctx)
 		if res.err != nil {
 			// The rows are durable and stay pending: the relay publishes
 			// them after outbox.relay_after.
