@@ -197,10 +197,14 @@ type BatchWrites struct {
 func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 	b := &pgx.Batch{QueuedQueries: w.Queued}
 	if n := len(w.Executions); n > 0 {
-		ids, integ, acct, evID, mode := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		ids, integ, acct, evID, mode := make([][16]byte, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		replay, seq := make([]*string, n), make([]int64, n)
 		for i, e := range w.Executions {
-			ids[i], integ[i], acct[i], evID[i], mode[i], seq[i] = e.ID, e.Key.Integration, e.Key.Account, e.Key.EventID, e.Mode, int64(e.StreamSeq)
+			id, err := uuid.Parse(e.ID)
+			if err != nil {
+				return fmt.Errorf("store: execution id %q: %w", e.ID, err)
+			}
+			ids[i], integ[i], acct[i], evID[i], mode[i], seq[i] = id, e.Key.Integration, e.Key.Account, e.Key.EventID, e.Mode, int64(e.StreamSeq)
 			if e.ReplayID != "" {
 				replay[i] = &w.Executions[i].ReplayID
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake/pkg/envelope"
@@ -68,11 +69,15 @@ func (s *Store) MarkPublished(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	raw, err := uuidBytes(ids)
+	if err != nil {
+		return err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(`SET LOCAL synchronous_commit = off`)
 		b.Queue(`DELETE FROM intake.outbox_pending WHERE id IN (
-			SELECT id FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED)`, ids)
+			SELECT id FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED)`, raw)
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
@@ -88,10 +93,14 @@ func Unpublish(ctx context.Context, tx pgx.Tx, ids []string, reason string) erro
 	if len(ids) == 0 {
 		return nil
 	}
+	raw, err := uuidBytes(ids)
+	if err != nil {
+		return err
+	}
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO intake.outbox_pending (id, created_at)
-		SELECT id, created_at FROM intake.outbox WHERE id = ANY($1::uuid[]) ON CONFLICT DO NOTHING`, ids)
-	b.Queue(`UPDATE intake.outbox SET attempts = attempts + 1, last_error = $2 WHERE id = ANY($1::uuid[])`, ids, reason)
+		SELECT id, created_at FROM intake.outbox WHERE id = ANY($1::uuid[]) ON CONFLICT DO NOTHING`, raw)
+	b.Queue(`UPDATE intake.outbox SET attempts = attempts + 1, last_error = $2 WHERE id = ANY($1::uuid[])`, raw, reason)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("store: unpublish outbox rows: %w", err)
 	}
@@ -124,4 +133,20 @@ func (s *Store) DeletePublished(ctx context.Context, cutoff time.Time, limit int
 		return 0, fmt.Errorf("store: clean outbox: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// uuidBytes is ids as a uuid[] parameter pgx encodes in binary. Given
+// strings, pgx first builds an error quoting the whole slice, then falls
+// back to text: that was 8 % of the processor's CPU (its marks and
+// execution ids) before they went as bytes.
+func uuidBytes(ids []string) ([][16]byte, error) {
+	raw := make([][16]byte, len(ids))
+	for i, id := range ids {
+		u, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("store: outbox id %q: %w", id, err)
+		}
+		raw[i] = u
+	}
+	return raw, nil
 }
