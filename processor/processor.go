@@ -257,6 +257,7 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pu
 // committed records outcomes, acks, and publishes the batch's outbox rows,
 // after the commit.
 func (p *Processor) committed(b []*item, outcomes []outcome, outbox []store.OutboxRow, pub *acker) {
+	p.o.Metrics.LastCommit.SetToCurrentTime()
 	evs := make([]*Event, len(b))
 	for i, it := range b {
 		evs[i] = it.ev

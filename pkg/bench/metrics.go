@@ -14,6 +14,7 @@ import (
 // milliseconds would not).
 type procStats struct {
 	Messages float64 // intake_processor_messages_total, every outcome
+	Last     float64 // intake_processor_last_commit_timestamp_seconds
 	Txs      float64 // intake_processor_tx_seconds_count
 	TxSecs   float64 // intake_processor_tx_seconds_sum
 }
@@ -23,7 +24,7 @@ func scrapeProcessor(ctx context.Context, base string) (procStats, error) {
 	if err != nil {
 		return procStats{}, err
 	}
-	// Uncompressed: gzip every 20ms would be the processor's work, not ours.
+	// Uncompressed: gzip would be the processor's work, not ours.
 	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -42,6 +43,11 @@ func scrapeProcessor(ctx context.Context, base string) (procStats, error) {
 	if f := fams["intake_processor_messages_total"]; f != nil {
 		for _, m := range f.GetMetric() {
 			s.Messages += m.GetCounter().GetValue()
+		}
+	}
+	if f := fams["intake_processor_last_commit_timestamp_seconds"]; f != nil {
+		for _, m := range f.GetMetric() {
+			s.Last = m.GetGauge().GetValue()
 		}
 	}
 	if f := fams["intake_processor_tx_seconds"]; f != nil {
