@@ -107,7 +107,7 @@ func publishAsync(ctx context.Context, nc *nats.Conn, subj string, body []byte, 
 // the inbox claim, one delivery-history row, one execution and one outbox
 // row (with its pending id) each — straight into Postgres, batch events per
 // transaction, workers transactions at a time.
-func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers int, dur time.Duration, prefix string) (float64, error) {
+func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers int, dur time.Duration, prefix string) (pgRate, error) {
 	var n, next atomic.Int64
 	var firstErr atomic.Value
 	start := time.Now()
@@ -148,7 +148,46 @@ func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers 
 	}
 	wg.Wait()
 	if err, ok := firstErr.Load().(error); ok {
-		return 0, fmt.Errorf("postgres writes: %w", err)
+		return pgRate{}, fmt.Errorf("postgres writes: %w", err)
 	}
-	return float64(n.Load()) / time.Since(start).Seconds(), nil
+	return pgRate{events: n.Load(), secs: time.Since(start).Seconds()}, nil
+}
+
+// pgRate is events written in so many seconds, over one or more slices.
+type pgRate struct {
+	events int64
+	secs   float64
+}
+
+func (r *pgRate) add(o pgRate) { r.events, r.secs = r.events+o.events, r.secs+o.secs }
+func (r pgRate) rate() float64 { return float64(r.events) / r.secs }
+
+// pgRefs measures (c) and then (d) for dur each, with a CHECKPOINT after
+// each so neither the next measurement nor the processor pays for their
+// writes. Round keeps each call's event ids apart.
+func pgRefs(ctx context.Context, st *store.Store, body []byte, dur time.Duration, round int, batched, single *pgRate) error {
+	b, err := pgWrites(ctx, st, body, 256, 2, dur, fmt.Sprintf("batched%d", round))
+	if err != nil {
+		return err
+	}
+	batched.add(b)
+	if _, err := st.Pool().Exec(ctx, `CHECKPOINT`); err != nil { // (d) must not pay for (c)'s writes
+		return err
+	}
+	s, err := pgWrites(ctx, st, body, 1, 8, dur, fmt.Sprintf("single%d", round))
+	if err != nil {
+		return err
+	}
+	single.add(s)
+	return cleanTables(ctx, st)
+}
+
+// cleanTables empties the tables the processor and (c), (d) write, and
+// writes back what they left.
+func cleanTables(ctx context.Context, st *store.Store) error {
+	if _, err := st.Pool().Exec(ctx, `TRUNCATE intake.inbox, intake.deliveries, intake.outbox, intake.outbox_pending, intake.executions`); err != nil {
+		return err
+	}
+	_, err := st.Pool().Exec(ctx, `CHECKPOINT`)
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"slices"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -230,14 +231,14 @@ integrations:
 		return err
 	}
 	url := "http://" + ingAddr + "/webhooks/bench"
-	slices := min(max(int(c.Duration/time.Second), 1), 5)
+	nSlices := min(max(int(c.Duration/time.Second), 1), 5)
 	ingProfile := c.profile("http://"+ingAddr, 2*c.Duration, fmt.Sprintf("ingress-%d.pprof", size))
 	bareRes, satRes, err := sideBySide(ctx, client,
 		func(i int) *requests {
 			return newRequests("http://"+bareAddr+"/", signing, size, fmt.Sprintf("bare%d", i))
 		},
 		func(i int) *requests { return newRequests(url, signing, size, fmt.Sprintf("sat%d", i)) },
-		c.Connections, c.Duration, slices)
+		c.Connections, c.Duration, nSlices)
 	ingProfile()
 	if err != nil {
 		return err
@@ -247,7 +248,7 @@ integrations:
 	}
 	satRSS := ing.peakRSS() // now: later stages (more connections) raise the high-water mark
 	add(Figure{Stage: "bare HTTP (reference a)", Payload: size, Rate: bareRes.rate(), P50Ms: ms(bareRes.pct(.5)), P99Ms: ms(bareRes.pct(.99)),
-		Note: fmt.Sprintf("in %d slices, alternating with ingress", slices)})
+		Note: fmt.Sprintf("in %d slices, alternating with ingress", nSlices)})
 	add(Figure{Stage: "intake ingress, saturation", Payload: size, Rate: satRes.rate(), P50Ms: ms(satRes.pct(.5)), P99Ms: ms(satRes.pct(.99)), RSSMB: satRSS,
 		Note: "verify signature + PubAck before 200"})
 
@@ -274,26 +275,15 @@ integrations:
 		return err
 	}
 
-	// (c) and (d): the processor's Postgres writes without JetStream.
-	batched, err := pgWrites(ctx, st, body, 256, 2, c.Duration, "batched")
-	if err != nil {
+	// (c) and (d): the processor's Postgres writes without JetStream, half
+	// of each before the processor and half after it (below), so that a
+	// host slowing down or speeding up in between moves both sides of the
+	// processor's ratios alike.
+	var batchedPG, singlePG pgRate
+	if err := pgRefs(ctx, st, body, c.Duration/2, 0, &batchedPG, &singlePG); err != nil {
 		return err
 	}
-	add(Figure{Stage: "Postgres batched-insert limit (reference c)", Payload: size, Rate: batched, Note: "256 per tx, 2 in flight"})
-	if _, err := st.Pool().Exec(ctx, `CHECKPOINT`); err != nil { // (d) must not pay for (c)'s writes
-		return err
-	}
-	single, err := pgWrites(ctx, st, body, 1, 8, c.Duration, "single")
-	if err != nil {
-		return err
-	}
-	add(Figure{Stage: "one transaction per event (reference d)", Payload: size, Rate: single, Note: "8 in flight"})
-	if _, err := st.Pool().Exec(ctx, `TRUNCATE intake.inbox, intake.deliveries, intake.outbox, intake.outbox_pending, intake.executions`); err != nil {
-		return err
-	}
-	if _, err := st.Pool().Exec(ctx, `CHECKPOINT`); err != nil {
-		return err
-	}
+	refsAt := len(rep.Figures) // their figures go here, with the other references
 
 	// Intake processor: drain what ingress accepted, as its own process.
 	procAddr, err := freeAddr()
@@ -346,6 +336,22 @@ integrations:
 	add(Figure{Stage: "intake ingress, half load", Payload: size, Rate: modRes.rate(), P50Ms: ms(modRes.pct(.5)), P99Ms: ms(modRes.pct(.99))})
 	add(Figure{Stage: "end to end (2xx to INTAKE_OUT), half load", Payload: size, Rate: float64(len(e2e.Latencies)) / c.Duration.Seconds(),
 		P50Ms: ms(e2e.pct(.5)), P99Ms: ms(e2e.pct(.99)), Note: fmt.Sprintf("%d of %d events seen", len(e2e.Latencies), len(modRes.Done))})
+
+	if err := cleanTables(ctx, st); err != nil {
+		return err
+	}
+	if err := pgRefs(ctx, st, body, c.Duration/2, 1, &batchedPG, &singlePG); err != nil {
+		return err
+	}
+	batched, single := batchedPG.rate(), singlePG.rate()
+	refs := []Figure{
+		{Stage: "Postgres batched-insert limit (reference c)", Payload: size, Rate: batched, Note: "256 per tx, 2 in flight; half before the processor, half after"},
+		{Stage: "one transaction per event (reference d)", Payload: size, Rate: single, Note: "8 in flight; half before the processor, half after"},
+	}
+	for _, f := range refs {
+		log.Info("measured", "stage", f.Stage, "per_second", int(f.Rate))
+	}
+	rep.Figures = slices.Insert(rep.Figures, refsAt, refs...)
 
 	ratio := func(name string, v float64, target string, met bool) {
 		r := Ratio{Name: name, Payload: size, Value: v, Target: target}
