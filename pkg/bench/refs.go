@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -165,7 +166,7 @@ func (r pgRate) rate() float64 { return float64(r.events) / r.secs }
 // pgRefs measures (c) and then (d) for dur each, with a CHECKPOINT after
 // each so neither the next measurement nor the processor pays for their
 // writes. Round keeps each call's event ids apart.
-func pgRefs(ctx context.Context, st *store.Store, body []byte, dur time.Duration, round int, batched, single *pgRate) error {
+func pgRefs(ctx context.Context, log *slog.Logger, st *store.Store, body []byte, dur time.Duration, round int, batched, single *pgRate) error {
 	b, err := pgWrites(ctx, st, body, 256, 2, dur, fmt.Sprintf("batched%d", round))
 	if err != nil {
 		return err
@@ -179,6 +180,7 @@ func pgRefs(ctx context.Context, st *store.Store, body []byte, dur time.Duration
 		return err
 	}
 	single.add(s)
+	log.Info("postgres references", "round", round, "batched_per_second", int(b.rate()), "single_per_second", int(s.rate()))
 	return cleanTables(ctx, st)
 }
 

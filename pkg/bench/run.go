@@ -280,7 +280,7 @@ integrations:
 	// host slowing down or speeding up in between moves both sides of the
 	// processor's ratios alike.
 	var batchedPG, singlePG pgRate
-	if err := pgRefs(ctx, st, body, c.Duration/2, 0, &batchedPG, &singlePG); err != nil {
+	if err := pgRefs(ctx, log, st, body, c.Duration/2, 0, &batchedPG, &singlePG); err != nil {
 		return err
 	}
 	refsAt := len(rep.Figures) // their figures go here, with the other references
@@ -340,7 +340,7 @@ integrations:
 	if err := cleanTables(ctx, st); err != nil {
 		return err
 	}
-	if err := pgRefs(ctx, st, body, c.Duration/2, 1, &batchedPG, &singlePG); err != nil {
+	if err := pgRefs(ctx, log, st, body, c.Duration/2, 1, &batchedPG, &singlePG); err != nil {
 		return err
 	}
 	batched, single := batchedPG.rate(), singlePG.rate()
