@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,23 +45,27 @@ func BenchmarkGroupCommit(b *testing.B) {
 			case "business-row-queued":
 				h = queuedEffects()
 			}
-			batched := measureCommits(b, pg.URL(), handler+"_batched", h,
+			batched, batchedCPU := measureCommits(b, pg.URL(), handler+"_batched", h,
 				config.Processor{AckWait: 30 * time.Second, MaxDeliver: 10, BatchSize: 256, BatchWait: 20 * time.Millisecond, Concurrency: 2})
-			single := measureCommits(b, pg.URL(), handler+"_single", h,
+			single, _ := measureCommits(b, pg.URL(), handler+"_single", h,
 				config.Processor{AckWait: 30 * time.Second, MaxDeliver: 10, BatchSize: 1, BatchWait: time.Millisecond, Concurrency: 8})
 			b.ReportMetric(batched, "batched-ev/s")
 			b.ReportMetric(single, "one-tx-ev/s")
 			b.ReportMetric(batched/single, "ratio")
+			b.ReportMetric(batchedCPU, "batched-cpu-µs/ev")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
 }
 
-func measureCommits(b *testing.B, adminURL, name string, h processor.Handler, cfg config.Processor) float64 {
+// measureCommits returns committed events/s and the CPU this process (the
+// processor and the embedded nats-server; Postgres is its own process)
+// spent per committed event, in µs.
+func measureCommits(b *testing.B, adminURL, name string, h processor.Handler, cfg config.Processor) (float64, float64) {
 	// Enough that the batched run lasts about a second: at 3,000 its
 	// window was a third of one and the ratio swung between 9x and 13x.
 	const events = 10000
-	var total time.Duration
+	var total, cpu time.Duration
 	var done float64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -75,7 +80,7 @@ func measureCommits(b *testing.B, adminURL, name string, h processor.Handler, cf
 		// the first fetch are start-up, not throughput.
 		testenv.Eventually(b, time.Minute, func() bool { return testutil.ToFloat64(committed) > 0 }, "nothing committed")
 		b.StartTimer()
-		start, first := time.Now(), testutil.ToFloat64(committed)
+		start, first, cpu0 := time.Now(), testutil.ToFloat64(committed), cpuTime(b)
 		for deadline := time.Now().Add(5 * time.Minute); testutil.ToFloat64(committed) < events; {
 			if time.Now().After(deadline) {
 				b.Fatalf("processor committed %v of %d events in 5 minutes", testutil.ToFloat64(committed), events)
@@ -83,6 +88,7 @@ func measureCommits(b *testing.B, adminURL, name string, h processor.Handler, cf
 			time.Sleep(2 * time.Millisecond)
 		}
 		total += time.Since(start)
+		cpu += cpuTime(b) - cpu0
 		done += events - first
 		b.StopTimer()
 		if n := r.count(`SELECT count(*) FROM intake.inbox`); n != events {
@@ -91,7 +97,16 @@ func measureCommits(b *testing.B, adminURL, name string, h processor.Handler, cf
 		r.settled(events) // the outbox drains before the next run
 		stop()
 	}
-	return done / total.Seconds()
+	return done / total.Seconds(), float64(cpu.Microseconds()) / done
+}
+
+// cpuTime is the user and system CPU this process has used.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // setupBench is setup on a fresh database of the durable cluster.
