@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -29,7 +30,7 @@ type published struct {
 // Publishing a row twice is harmless inside INTAKE_OUT's duplicate window:
 // the copy is dropped.
 func publishRows(ctx context.Context, js jetstream.JetStream, rows []store.OutboxRow) published {
-	return sendRows(js, rows).wait(ctx)
+	return sendRows(js, rows).wait(ctx, pubAckTimeout)
 }
 
 // sent is a batch of outbox rows handed to JetStream, PubAcks outstanding.
@@ -60,9 +61,12 @@ func sendRows(js jetstream.JetStream, rows []store.OutboxRow) *sent {
 	return s
 }
 
-// wait collects the PubAcks (for at most pubAckTimeout).
-func (s *sent) wait(ctx context.Context) published {
-	timeout := time.After(pubAckTimeout)
+// wait collects the PubAcks, for at most timeout in all (or until ctx
+// ends). A PubAck that arrived in time counts even when the deadline has
+// passed by the time its turn comes.
+func (s *sent) wait(ctx context.Context, timeout time.Duration) published {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	s.res.ok = make([]string, 0, len(s.rows))
 	for i, f := range s.futures {
 		if f == nil {
@@ -71,19 +75,32 @@ func (s *sent) wait(ctx context.Context) published {
 		id := s.rows[i].ID
 		select {
 		case ack := <-f.Ok():
-			s.res.ok = append(s.res.ok, id)
-			if ack.Duplicate {
-				s.res.dups++
-			}
+			s.res.acked(id, ack)
 		case err := <-f.Err():
 			s.res.fail(id, err)
-		case <-timeout:
-			s.res.fail(id, fmt.Errorf("no PubAck within %s", pubAckTimeout))
 		case <-ctx.Done():
-			s.res.fail(id, ctx.Err())
+			select {
+			case ack := <-f.Ok():
+				s.res.acked(id, ack)
+			case err := <-f.Err():
+				s.res.fail(id, err)
+			default:
+				err := ctx.Err()
+				if errors.Is(err, context.DeadlineExceeded) {
+					err = fmt.Errorf("no PubAck within %s", timeout)
+				}
+				s.res.fail(id, err)
+			}
 		}
 	}
 	return s.res
+}
+
+func (r *published) acked(id string, ack *jetstream.PubAck) {
+	r.ok = append(r.ok, id)
+	if ack.Duplicate {
+		r.dups++
+	}
 }
 
 func (r *published) fail(id string, err error) {
@@ -139,7 +156,7 @@ func (a *acker) close() {
 func (a *acker) run() {
 	defer close(a.done)
 	for s := range a.in {
-		res := s.wait(a.ctx)
+		res := s.wait(a.ctx, pubAckTimeout)
 		if res.err != nil {
 			// The rows are durable and stay pending: the relay publishes
 			// them after outbox.relay_after.

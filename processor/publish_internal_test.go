@@ -1,6 +1,8 @@
 package processor
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,5 +36,39 @@ func TestAckerCloseIsBounded(t *testing.T) {
 	case <-closed:
 	case <-time.After(pubAckTimeout / 2):
 		t.Fatalf("close still waiting after %s with %d batches unanswered", pubAckTimeout/2, ackerQueue)
+	}
+}
+
+// answered is a publish whose PubAck has already arrived.
+type answered struct{ ok chan *jetstream.PubAck }
+
+func newAnswered() answered {
+	a := answered{ok: make(chan *jetstream.PubAck, 1)}
+	a.ok <- &jetstream.PubAck{Stream: "INTAKE_OUT", Sequence: 1}
+	return a
+}
+
+func (a answered) Ok() <-chan *jetstream.PubAck { return a.ok }
+func (answered) Err() <-chan error              { return nil }
+func (answered) Msg() *nats.Msg                 { return nil }
+
+// wait's deadline holds for every future, not just the first (it used to
+// be a time.After read once: the next unanswered future waited forever),
+// and a PubAck that arrived in time counts after the deadline.
+func TestWaitDeadlineHoldsForEveryFuture(t *testing.T) {
+	s := &sent{
+		rows:    []store.OutboxRow{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}},
+		futures: []jetstream.PubAckFuture{unanswered{}, newAnswered(), unanswered{}, newAnswered()},
+	}
+	done := make(chan published, 1)
+	go func() { done <- s.wait(context.Background(), 50*time.Millisecond) }()
+	var res published
+	select {
+	case res = <-done:
+	case <-time.After(pubAckTimeout / 2):
+		t.Fatal("wait still waiting long after its deadline")
+	}
+	if strings.Join(res.ok, ",") != "b,d" || strings.Join(res.failed, ",") != "a,c" {
+		t.Fatalf("ok %v, failed %v; want b,d acknowledged and a,c failed", res.ok, res.failed)
 	}
 }
