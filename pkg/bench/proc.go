@@ -10,16 +10,18 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
 
 // child is an intake process the harness started.
 type child struct {
-	name string
-	cmd  *exec.Cmd
-	done chan error
-	log  *os.File
+	name     string
+	cmd      *exec.Cmd
+	done     chan error
+	log      *os.File
+	stopOnce sync.Once
 }
 
 func startChild(name, bin, logPath string, env []string, args ...string) (*child, error) {
@@ -40,16 +42,19 @@ func startChild(name, bin, logPath string, env []string, args ...string) (*child
 	return c, nil
 }
 
-// stop sends SIGTERM and waits (then SIGKILL after 20s).
+// stop sends SIGTERM and waits (then SIGKILL after 20s). Calls after the
+// first do nothing.
 func (c *child) stop() {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(20 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
-	c.log.Close()
+	c.stopOnce.Do(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.done:
+		case <-time.After(20 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-c.done
+		}
+		c.log.Close()
+	})
 }
 
 // peakRSS is the process's high-water resident set (VmHWM), in MiB.
