@@ -64,6 +64,8 @@ func parsePubAck(data []byte) (*jetstream.PubAck, error) {
 			ack.Value, ok = str(v)
 		case is(k, "error"):
 			apiErr, ok = parseAPIError(v)
+		case is(k, "type"): // not used, but jetstream refuses a non-string
+			_, ok = str(v)
 		}
 		return ok
 	})

@@ -14,6 +14,7 @@ import (
 // the reference parsePubAck must agree with.
 func decodeLikeJetStream(data []byte) (*jetstream.PubAck, error) {
 	var resp struct {
+		Type  string              `json:"type"`
 		Error *jetstream.APIError `json:"error"`
 		*jetstream.PubAck
 	}
@@ -36,6 +37,7 @@ var pubAckSeeds = []string{
 	`{"error":{"code":503,"err_code":10077,"description":"stream store failed"},"stream":"","seq":0}`,
 	`{"error":{"code":409,"err_code":10158,"description":"duplicate message id is in process"}}`,
 	`{"type":"io.nats.jetstream.api.v1.pub_ack","stream":"S","seq":1}`,
+	`{"stream":"S","seq":1,"type":5}`,
 	`{"stream":"S","seq":1,"seq":2,"error":null}`,
 	`{"STREAM":"S","Seq":3,"Duplicate":false}`,
 	`{"stream":"S","seq":-1}`,
