@@ -42,12 +42,21 @@ fmt-check:
 
 FUZZTIME ?= 3s
 # Each fuzz target for FUZZTIME (CI); `make fuzz FUZZTIME=5m` for a long run.
+# A failing run prints its output. A new failing input (written under
+# testdata/fuzz) fails at once; a run that failed without one (the fuzzing
+# engine's worker died or hung) is tried once more.
 fuzz-short:
-	@set -e; for pkg in $$($(GO) list ./... ); do \
+	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for pkg in $$($(GO) list ./... ); do \
 	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
 	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
 	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null || { $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; exit 1; }; \
+	    if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1; then \
+	      cat $$log; \
+	      if [ -n "$$(git status --porcelain -- $$dir/testdata/fuzz/$$f 2>/dev/null)" ]; then exit 1; fi; \
+	      echo "fuzz $$pkg $$f: failed without a failing input; once more"; \
+	      $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    fi; \
 	  done; \
 	done
 
