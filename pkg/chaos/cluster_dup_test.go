@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -103,14 +104,35 @@ integrations:
 
 // startCluster runs three in-process nats-servers joined in a cluster and
 // returns their client URLs, comma-separated, and the servers by index.
+// Free ports are picked before the servers bind them, so another process
+// can take one in between (an outgoing connection's local port, say): the
+// cluster is then started again on fresh ports.
 func startCluster(t *testing.T) (string, []*stream.Embedded) {
 	t.Helper()
+	var err error
+	for range 3 {
+		var urls string
+		var servers []*stream.Embedded
+		if urls, servers, err = tryCluster(t); err == nil {
+			for _, emb := range servers {
+				t.Cleanup(emb.Shutdown)
+			}
+			return urls, servers
+		}
+		t.Logf("cluster did not start, trying fresh ports: %v", err)
+	}
+	t.Fatal(err)
+	return "", nil
+}
+
+func tryCluster(t *testing.T) (string, []*stream.Embedded, error) {
 	var client, route [3]int
 	for i := range 3 {
 		client[i], route[i] = testenv.FreePort(t), testenv.FreePort(t)
 	}
 	var urls string
 	servers := make([]*stream.Embedded, 3)
+	errs := make([]error, 3)
 	var wg sync.WaitGroup
 	for i := range 3 {
 		var routes []string
@@ -129,19 +151,16 @@ func startCluster(t *testing.T) (string, []*stream.Embedded) {
 			urls += ","
 		}
 		urls += "nats://" + cfg.Addr
-		wg.Go(func() {
-			emb, err := stream.RunEmbedded(cfg)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			servers[i] = emb
-			t.Cleanup(emb.Shutdown)
-		})
+		wg.Go(func() { servers[i], errs[i] = stream.RunEmbedded(cfg) })
 	}
 	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
+	if err := errors.Join(errs...); err != nil {
+		for _, emb := range servers {
+			if emb != nil {
+				emb.Shutdown()
+			}
+		}
+		return "", nil, err
 	}
-	return urls, servers
+	return urls, servers, nil
 }
