@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,7 +56,7 @@ func parsePubAck(data []byte) (*jetstream.PubAck, error) {
 		case is(k, "stream"):
 			ack.Stream, ok = str(v)
 		case is(k, "seq"):
-			ack.Sequence, ok = uintOf(v, 1<<64-1)
+			ack.Sequence, ok = uintOf(v, 64)
 		case is(k, "duplicate"):
 			ack.Duplicate, ok = boolOf(v)
 		case is(k, "domain"):
@@ -95,7 +96,7 @@ func parseAPIError(v gjson.Result) (*jetstream.APIError, bool) {
 			e.Code, ok = intOf(v)
 		case is(k, "err_code"):
 			var c uint64
-			c, ok = uintOf(v, 1<<16-1)
+			c, ok = uintOf(v, 16)
 			e.ErrorCode = jetstream.ErrorCode(c)
 		case is(k, "description"):
 			e.Description, ok = str(v)
@@ -123,42 +124,29 @@ func str(v gjson.Result) (string, bool) {
 	return "", false
 }
 
-func uintOf(v gjson.Result, limit uint64) (uint64, bool) {
+// uintOf and intOf take only plain integers in range: strconv refuses a
+// fraction or exponent (valid JSON numbers encoding/json refuses for an
+// integer field) and, for uintOf, a sign.
+func uintOf(v gjson.Result, bits int) (uint64, bool) {
 	switch v.Type {
 	case gjson.Null:
 		return 0, true
 	case gjson.Number:
-		// Only plain non-negative integers: no sign, fraction or exponent.
-		for i := 0; i < len(v.Raw); i++ {
-			if v.Raw[i] < '0' || v.Raw[i] > '9' {
-				return 0, false
-			}
-		}
-		n, ok := parseUint(v.Raw)
-		return n, ok && n <= limit
+		n, err := strconv.ParseUint(v.Raw, 10, bits)
+		return n, err == nil
 	}
 	return 0, false
 }
 
 func intOf(v gjson.Result) (int, bool) {
-	if v.Type == gjson.Number && strings.HasPrefix(v.Raw, "-") {
-		n, ok := uintOf(gjson.Result{Type: gjson.Number, Raw: v.Raw[1:]}, 1<<63)
-		return int(-n), ok
+	switch v.Type {
+	case gjson.Null:
+		return 0, true
+	case gjson.Number:
+		n, err := strconv.ParseInt(v.Raw, 10, strconv.IntSize)
+		return int(n), err == nil
 	}
-	n, ok := uintOf(v, 1<<63-1)
-	return int(n), ok
-}
-
-func parseUint(s string) (uint64, bool) {
-	var n uint64
-	for i := 0; i < len(s); i++ {
-		d := uint64(s[i] - '0')
-		if n > (1<<64-1-d)/10 {
-			return 0, false
-		}
-		n = n*10 + d
-	}
-	return n, len(s) > 0
+	return 0, false
 }
 
 func boolOf(v gjson.Result) (bool, bool) {
