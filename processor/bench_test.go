@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -80,7 +79,7 @@ func measureCommits(b *testing.B, adminURL, name string, h processor.Handler, cf
 		// the first fetch are start-up, not throughput.
 		testenv.Eventually(b, time.Minute, func() bool { return testutil.ToFloat64(committed) > 0 }, "nothing committed")
 		b.StartTimer()
-		start, first, cpu0 := time.Now(), testutil.ToFloat64(committed), cpuTime(b)
+		start, first, cpu0 := time.Now(), testutil.ToFloat64(committed), testenv.CPUTime(b)
 		for deadline := time.Now().Add(5 * time.Minute); testutil.ToFloat64(committed) < events; {
 			if time.Now().After(deadline) {
 				b.Fatalf("processor committed %v of %d events in 5 minutes", testutil.ToFloat64(committed), events)
@@ -88,7 +87,7 @@ func measureCommits(b *testing.B, adminURL, name string, h processor.Handler, cf
 			time.Sleep(2 * time.Millisecond)
 		}
 		total += time.Since(start)
-		cpu += cpuTime(b) - cpu0
+		cpu += testenv.CPUTime(b) - cpu0
 		done += events - first
 		b.StopTimer()
 		if n := r.count(`SELECT count(*) FROM intake.inbox`); n != events {
@@ -98,15 +97,6 @@ func measureCommits(b *testing.B, adminURL, name string, h processor.Handler, cf
 		stop()
 	}
 	return done / total.Seconds(), float64(cpu.Microseconds()) / done
-}
-
-// cpuTime is the user and system CPU this process has used.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // setupBench is setup on a fresh database of the durable cluster.
