@@ -2,23 +2,17 @@ package ingress_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/provider"
-	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/telemetry"
 	"github.com/intakehq/intake/pkg/testenv"
 )
@@ -62,19 +56,7 @@ func benchHandler(b *testing.B, size int, h http.Handler) {
 		b.Fatal(err)
 	}
 	if h == nil {
-		n := testenv.NATS(b)
-		nc, err := nats.Connect(n.URL())
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := stream.Ensure(context.Background(), js, cfg.NATS.Stream); err != nil {
-			b.Fatal(err)
-		}
+		js := streamClient(b, testenv.NATS(b), cfg)
 		svc, err := ingress.New(cfg, js, telemetry.NewMetrics(), telemetry.Discard())
 		if err != nil {
 			b.Fatal(err)
@@ -98,7 +80,7 @@ func benchHandler(b *testing.B, size int, h http.Handler) {
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.SetParallelism(16)
-	cpu0 := cpuTime(b)
+	cpu0 := testenv.CPUTime(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -114,17 +96,8 @@ func benchHandler(b *testing.B, size int, h http.Handler) {
 	b.StopTimer()
 	// The process's CPU per request (handler, client and nats-server): it
 	// moves less with the host than ns/op does.
-	b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((testenv.CPUTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	if f := failed.Load(); f > 0 {
 		b.Fatalf("%d of %d requests not answered 200", f, b.N)
 	}
-}
-
-// cpuTime is the user and system CPU this process has used.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -99,18 +99,7 @@ func startRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(n.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.Ensure(ctx, js, cfg.NATS.Stream); err != nil {
-		t.Fatal(err)
-	}
+	js := streamClient(t, n, cfg)
 	m := telemetry.NewMetrics()
 	svc, err := ingress.New(cfg, js, m, telemetry.Discard())
 	if err != nil {
@@ -134,6 +123,24 @@ func startRig(t *testing.T) *rig {
 		}
 	})
 	return &rig{t: t, cfg: cfg, base: "http://" + ln.Addr().String(), js: js, metrics: m, client: client}
+}
+
+// streamClient connects to n and creates the configured streams.
+func streamClient(t testing.TB, n *testenv.NATSServer, cfg *config.Config) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(n.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Ensure(context.Background(), js, cfg.NATS.Stream); err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
 
 // request is one delivery as a provider sends it.
