@@ -20,10 +20,10 @@ test: fmt-check vet ## a few seconds of each fuzz target, then every test
 	$(MAKE) --no-print-directory fuzz-short
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
-# The chaos and soak harness (pkg/chaos): 10,000 events through separate
+# The chaos and soak harness (internal/chaos): 10,000 events through separate
 # NATS, ingress, processor and Postgres processes under kill -9, restarts and
 # concurrent duplicates, on one NATS node and then on a 3-node cluster. A
-# 1,000-event run of each is part of `make test` (pkg/chaos TestChaos).
+# 1,000-event run of each is part of `make test` (internal/chaos TestChaos).
 # Extra flags: make chaos CHAOS_FLAGS="--events 50000 --seed 42".
 CHAOS_FLAGS ?=
 chaos: build ## full chaos runs: single node, then a 3-node NATS cluster

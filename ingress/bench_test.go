@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/telemetry"
-	"github.com/intakehq/intake/pkg/testenv"
 )
 
 // BenchmarkHandler is ingress's handler without the network in front of

@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/jsonstr"
 	"github.com/intakehq/intake/pkg/envelope"
-	"github.com/intakehq/intake/pkg/jsonstr"
 	"github.com/intakehq/intake/pkg/provider"
 )
 

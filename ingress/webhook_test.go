@@ -25,12 +25,12 @@ import (
 	svix "github.com/svix/svix-webhooks/go"
 
 	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/telemetry"
-	"github.com/intakehq/intake/pkg/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

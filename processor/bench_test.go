@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/telemetry"
-	"github.com/intakehq/intake/pkg/testenv"
 	"github.com/intakehq/intake/processor"
 )
 

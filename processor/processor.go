@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/faults"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
@@ -25,10 +26,6 @@ type Options struct {
 	Handler Handler
 	Metrics *telemetry.Metrics // defaults to a private registry
 	Log     *slog.Logger       // defaults to discarding
-	// AfterCommit, when set, runs after a batch commits and before its acks;
-	// an error skips the acks. It exists for fault injection ("the processor
-	// dies between commit and ack") in tests and the chaos harness.
-	AfterCommit func([]*Event) error
 }
 
 // Processor consumes INTAKE_IN through the shared durable consumer, one
@@ -37,6 +34,9 @@ type Options struct {
 // it could not).
 type Processor struct {
 	o Options
+	// faults are the harnesses' hooks (internal/faults), read from Run's
+	// context; none in production.
+	faults faults.Hooks
 }
 
 // New validates o and fills defaults.
@@ -82,6 +82,7 @@ func New(o Options) (*Processor, error) {
 // batches already fetched (commit, ack, publish) and returns once their
 // published outbox rows are marked.
 func (p *Processor) Run(ctx context.Context) error {
+	p.faults = faults.From(ctx)
 	mk := newMarker(p.o.Store, p.o.Log)
 	defer mk.close()
 	pub := newAcker(mk, p.o.Metrics, p.o.Log)
@@ -258,9 +259,7 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pu
 // after the commit.
 func (p *Processor) committed(b []*item, outcomes []outcome, outbox []store.OutboxRow, pub *acker) {
 	p.o.Metrics.LastCommit.SetToCurrentTime()
-	evs := make([]*Event, len(b))
 	for i, it := range b {
-		evs[i] = it.ev
 		o := outcomes[i]
 		p.o.Metrics.Processed.WithLabelValues(it.ev.Key.Integration, o.String()).Inc()
 		if o == outcomeConflict {
@@ -268,8 +267,8 @@ func (p *Processor) committed(b []*item, outcomes []outcome, outbox []store.Outb
 			p.o.Log.Warn("conflict: same event id, different payload", "key", it.ev.Key.String(), "stream_seq", it.ev.StreamSeq)
 		}
 	}
-	if p.o.AfterCommit != nil {
-		if err := p.o.AfterCommit(evs); err != nil {
+	if p.faults.AfterCommit != nil {
+		if err := p.faults.AfterCommit(); err != nil {
 			return
 		}
 	}

@@ -16,12 +16,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/intakehq/intake/internal/faults"
+	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/telemetry"
-	"github.com/intakehq/intake/pkg/testenv"
 	"github.com/intakehq/intake/processor"
 )
 
@@ -122,6 +123,12 @@ const relayAfter = 3 * time.Second
 // waits until both returned (a clean shutdown, or the "crash" of a test).
 func (r *rig) run(o processor.Options) (stop func()) {
 	r.t.Helper()
+	return r.runWith(faults.Hooks{}, o)
+}
+
+// runWith is run with fault-injection hooks.
+func (r *rig) runWith(hooks faults.Hooks, o processor.Options) (stop func()) {
+	r.t.Helper()
 	o.Store = r.store
 	if o.JS == nil {
 		o.JS = r.js
@@ -141,7 +148,7 @@ func (r *rig) run(o processor.Options) (stop func()) {
 		after = r.relayAfter
 	}
 	relay := processor.NewRelay(r.store, r.js, config.Outbox{PollInterval: 100 * time.Millisecond, BatchSize: 50, RelayAfter: after}, o.Metrics, nil)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(faults.With(context.Background(), hooks))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = p.Run(ctx) })
 	wg.Go(func() { _ = relay.Run(ctx) })
@@ -200,10 +207,10 @@ func TestCrashBetweenCommitAndAckChangesNothing(t *testing.T) {
 	m := telemetry.NewMetrics()
 	crashed := make(chan struct{})
 	var crashedOnce sync.Once
-	stopA := r.run(processor.Options{Metrics: m, AfterCommit: func([]*processor.Event) error {
+	stopA := r.runWith(faults.Hooks{AfterCommit: func() error {
 		crashedOnce.Do(func() { close(crashed) })
 		return errors.New("simulated crash: the ack is never sent")
-	}})
+	}}, processor.Options{Metrics: m})
 	r.publish("evt_crash", `{"n":1}`, "")
 	<-crashed
 	stopA()

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
-	"github.com/intakehq/intake/pkg/testenv"
 	"github.com/intakehq/intake/replayer"
 )
 

@@ -5,11 +5,11 @@ import (
 	"io"
 	"net/url"
 
-	"github.com/intakehq/intake/pkg/app"
+	"github.com/intakehq/intake/internal/dev"
 	"github.com/intakehq/intake/pkg/config"
 )
 
-func printDevBanner(w io.Writer, path string, cfg *config.Config, info app.DevInfo) {
+func printDevBanner(w io.Writer, path string, cfg *config.Config, info dev.Info) {
 	nats := info.NATSURL
 	if info.NATSEmbed {
 		nats += "  (embedded, data in " + info.DataDir + "/nats)"

@@ -10,6 +10,6 @@ func newBenchCmd(g *globals) *cobra.Command {
 		Short: "Measure Intake against limits measured in the same run (and other harnesses)",
 	}
 	attachPerf(cmd, g)
-	cmd.AddCommand(newChaosCmd())
+	cmd.AddCommand(newChaosCmd(), newChaosProcessorCmd(g))
 	return cmd
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/intakehq/intake/pkg/bench"
+	"github.com/intakehq/intake/internal/bench"
 )
 
 // attachPerf makes `intake bench` (no subcommand) the performance harness

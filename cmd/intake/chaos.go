@@ -7,10 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/intakehq/intake/pkg/chaos"
+	"github.com/intakehq/intake/internal/chaos"
+	"github.com/intakehq/intake/internal/faults"
+	"github.com/intakehq/intake/pkg/app"
 )
 
-// newChaosCmd is `intake bench chaos`: the chaos and soak harness (pkg/chaos).
+// newChaosCmd is `intake bench chaos`: the chaos and soak harness (internal/chaos).
 func newChaosCmd() *cobra.Command {
 	var o chaos.Options
 	var quiet bool
@@ -80,5 +82,49 @@ PostgreSQL server binaries (initdb, postgres) on PATH or in /usr/lib/postgresql/
 	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "bound on the whole run")
 	f.BoolVar(&o.Control, "control", false, "negative control: processors write the business row outside the inbox transaction; the run must FAIL (exit 1)")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
+	return cmd
+}
+
+// newChaosProcessorCmd is the processor the chaos harness starts: `intake
+// processor` with the harness's domain handler (one business row per applied
+// event) and its crash switch (on chaos.CrashSignal, die between the next
+// commit and its acks). Hidden: a harness role, not a production one.
+func newChaosProcessorCmd(g *globals) *cobra.Command {
+	var (
+		addr    string
+		handler string
+	)
+	cmd := &cobra.Command{
+		Use:    chaos.ProcessorCommand,
+		Short:  "The chaos harness's processor: intake processor with a business-row handler and a crash switch",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, _, err := g.loadConfig(false)
+			if err != nil {
+				return err
+			}
+			o := app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: addr, Log: g.logger()}
+			switch handler {
+			case "effects":
+				o.Handler = chaos.Effects()
+			case "effects-outside-tx": // the negative control
+				h, closeDB, err := chaos.EffectsOutsideTx(cmd.Context(), cfg.Postgres.URL)
+				if err != nil {
+					return err
+				}
+				defer closeDB()
+				o.Handler = h
+			default:
+				return fmt.Errorf("--handler: unknown %q (effects or effects-outside-tx)", handler)
+			}
+			ctx := faults.With(cmd.Context(), faults.Hooks{AfterCommit: chaos.CrashAfterCommitOnSignal(cmd.Context())})
+			setGCPercent(processorGCPercent)
+			return app.Run(ctx, cfg, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "http-addr", ":9090", "listen address for /metrics, /healthz, /readyz")
+	f.StringVar(&handler, "handler", "effects", "effects: one row per applied event in chaos.effects, in the inbox transaction; effects-outside-tx: its negative control")
 	return cmd
 }

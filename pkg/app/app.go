@@ -156,7 +156,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	})
 	if o.Roles.Processor {
 		p, err := processor.New(processor.Options{Store: st, JS: js, Config: cfg.Processor, Handler: o.Handler,
-			AfterCommit: o.AfterCommit, Metrics: m, Log: log})
+			Metrics: m, Log: log})
 		if err != nil {
 			return err
 		}

@@ -1,5 +1,6 @@
 // Package app composes Intake's services into the roles the binary runs:
-// ingress, processor (with the outbox relay), the operator API, and dev (all
-// of them with an embedded NATS and, when no DATABASE_URL is given, a private
-// Postgres). cmd/intake only parses flags and calls in here.
+// ingress, processor (with the outbox relay and the receipt folder) and the
+// operator API, alone or together in one process. cmd/intake only parses
+// flags and calls in here; a program with its own processor.Handler calls
+// Run the same way (examples/support-cases).
 package app

@@ -19,12 +19,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/store"
-	"github.com/intakehq/intake/pkg/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/intakehq/intake/pkg/jsonstr"
+	"github.com/intakehq/intake/internal/jsonstr"
 )
 
 // Outbox headers are stored as jsonb ({"Name": ["value", …]}) so operators

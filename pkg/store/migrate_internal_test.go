@@ -7,7 +7,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/intakehq/intake/pkg/testenv"
+	"github.com/intakehq/intake/internal/testenv"
 )
 
 // Every migration's Down undoes its Up: down to nothing and up again.

@@ -7,9 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
-	"github.com/intakehq/intake/pkg/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -8,21 +8,19 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
-
-	"github.com/intakehq/intake/processor"
 )
 
 // CrashSignal is what the harness sends a processor started with
 // --crash-on-signal to make it die between a commit and its acks.
 var CrashSignal os.Signal = syscall.SIGUSR1
 
-// CrashAfterCommitOnSignal returns a processor.Options.AfterCommit hook for
+// CrashAfterCommitOnSignal returns a faults.Hooks.AfterCommit hook for
 // fault injection: after CrashSignal arrives, the next batch that commits
 // kills its own process with SIGKILL before any of the batch's acks is sent
 // — the narrowest window of "the processor dies between commit and ack",
 // which a kill from outside at a random moment rarely hits. The signal
 // handler is removed when ctx ends.
-func CrashAfterCommitOnSignal(ctx context.Context) func([]*processor.Event) error {
+func CrashAfterCommitOnSignal(ctx context.Context) func() error {
 	var armed atomic.Bool
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, CrashSignal)
@@ -37,7 +35,7 @@ func CrashAfterCommitOnSignal(ctx context.Context) func([]*processor.Event) erro
 			}
 		}
 	}()
-	return func([]*processor.Event) error {
+	return func() error {
 		if !armed.Load() {
 			return nil
 		}

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intakehq/intake/pkg/chaos"
-	"github.com/intakehq/intake/pkg/pgcluster"
-	"github.com/intakehq/intake/pkg/testenv"
+	"github.com/intakehq/intake/internal/chaos"
+	"github.com/intakehq/intake/internal/pgcluster"
+	"github.com/intakehq/intake/internal/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -8,8 +8,9 @@
 // Every piece is a separate OS process on loopback, started from one intake
 // binary: NATS (`intake nats`, the embedded nats-server in a process of its
 // own — one node, or three in a cluster with R3 streams), 2+ `intake
-// ingress`, 2+ `intake processor --handler effects --crash-on-signal`, and a
-// private Postgres (pkg/pgcluster) that the harness can stop and start. The
+// ingress`, 2+ `intake bench chaos-processor` (the production processor with the
+// harness's business-row handler and a crash switch), and a
+// private Postgres (internal/pgcluster) that the harness can stop and start. The
 // processors run Effects, a domain handler that writes one row per applied
 // event into chaos.effects in the inbox transaction and forwards the event
 // to INTAKE_OUT.

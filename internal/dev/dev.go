@@ -1,4 +1,8 @@
-package app
+// Package dev runs every role in one process for a laptop (`intake dev`): an
+// embedded NATS and, unless DATABASE_URL is given, a private Postgres cluster
+// started from the server binaries on PATH. It is local infrastructure, not a
+// production role, so it lives outside the public packages.
+package dev
 
 import (
 	"context"
@@ -11,26 +15,27 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/intakehq/intake/internal/pgcluster"
+	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
-	"github.com/intakehq/intake/pkg/pgcluster"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
 )
 
-// DevOptions configure RunDev.
-type DevOptions struct {
-	Options
+// Options configure Run.
+type Options struct {
+	app.Options
 	// DataDir holds the embedded NATS store and the private Postgres cluster.
 	// Defaults to ./.intake.
 	DataDir string
 	// NATSAddr is where the embedded NATS listens. Defaults to 127.0.0.1:4222.
 	NATSAddr string
 	// Ready is called once everything serves.
-	Ready func(DevInfo)
+	Ready func(Info)
 }
 
-// DevInfo tells the user where things are.
-type DevInfo struct {
+// Info tells the user where things are.
+type Info struct {
 	HTTPURL     string
 	NATSURL     string
 	NATSEmbed   bool
@@ -39,11 +44,11 @@ type DevInfo struct {
 	DataDir     string
 }
 
-// RunDev runs every role in one process with an embedded NATS (unless
+// Run runs every role in one process with an embedded NATS (unless
 // nats.url / INTAKE_NATS_URL is set) and a private Postgres cluster (unless
 // postgres.url / DATABASE_URL is set), applies migrations, and serves until
 // ctx ends.
-func RunDev(ctx context.Context, cfg *config.Config, o DevOptions) error {
+func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if o.DataDir == "" {
 		o.DataDir = ".intake"
 	}
@@ -60,7 +65,7 @@ func RunDev(ctx context.Context, cfg *config.Config, o DevOptions) error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	info := DevInfo{DataDir: dataDir}
+	info := Info{DataDir: dataDir}
 
 	if cfg.NATS.URL == "" {
 		emb, err := stream.RunEmbedded(stream.EmbeddedConfig{
@@ -102,7 +107,7 @@ func RunDev(ctx context.Context, cfg *config.Config, o DevOptions) error {
 		return err
 	}
 
-	o.Roles = Roles{Ingress: true, Processor: true, API: true}
+	o.Roles = app.Roles{Ingress: true, Processor: true, API: true}
 	listening := o.Listening
 	o.Listening = func(addr net.Addr) {
 		info.HTTPURL = "http://" + addr.String()
@@ -113,7 +118,7 @@ func RunDev(ctx context.Context, cfg *config.Config, o DevOptions) error {
 			o.Ready(info)
 		}
 	}
-	return Run(ctx, cfg, o.Options)
+	return app.Run(ctx, cfg, o.Options)
 }
 
 // createDatabase creates name unless it exists.

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/intakehq/intake/pkg/testenv"
+	"github.com/intakehq/intake/internal/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/intakehq/intake/pkg/pgcluster"
-	"github.com/intakehq/intake/pkg/testenv"
+	"github.com/intakehq/intake/internal/pgcluster"
+	"github.com/intakehq/intake/internal/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -14,6 +14,11 @@ import (
 	"github.com/intakehq/intake/processor"
 )
 
+// ProcessorCommand is the hidden `intake bench` subcommand the harness starts
+// as its processors: the production processor with Effects (or its negative
+// control) and the crash switch of CrashAfterCommitOnSignal.
+const ProcessorCommand = "chaos-processor"
+
 // EffectsDDL creates the business table of the harness's domain handler.
 // key is deliberately NOT unique: a second effect for one event must show
 // up as a second row for the verdict to count, not be refused by a
@@ -31,8 +36,8 @@ CREATE TABLE IF NOT EXISTS chaos.effects (
     applied_at     timestamptz NOT NULL DEFAULT clock_timestamp()
 );`
 
-// Effects is the harness's domain handler, run by `intake processor
-// --handler effects`: it writes one row per applied event into
+// Effects is the harness's domain handler, run by `intake bench
+// chaos-processor --handler effects`: it writes one row per applied event into
 // chaos.effects, in the inbox transaction, then forwards the event to
 // INTAKE_OUT like the built-in handler. The table is the verdict's
 // independent evidence: it is written by business code, not by Intake's

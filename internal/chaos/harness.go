@@ -20,8 +20,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/pgcluster"
 	"github.com/intakehq/intake/pkg/envelope"
-	"github.com/intakehq/intake/pkg/pgcluster"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/stream"
 )
@@ -339,7 +339,7 @@ func (h *harness) writeConfig() error {
 	if h.o.Cluster {
 		replicas = 3
 	}
-	cfg := fmt.Sprintf(`# Written by the chaos harness (pkg/chaos) for one run.
+	cfg := fmt.Sprintf(`# Written by the chaos harness (internal/chaos) for one run.
 nats:
   url: %q
   stream: {replicas: %d, max_age: 24h, duplicate_window: %s}
@@ -385,7 +385,7 @@ func (h *harness) migrate(ctx context.Context) error {
 
 // startRoles starts the ingress and processor processes.
 func (h *harness) startRoles(ctx context.Context) error {
-	mk := func(role string, i int, extra ...string) (*child, error) {
+	mk := func(role string, i int, cmd []string, extra ...string) (*child, error) {
 		port, err := h.ports.take()
 		if err != nil {
 			return nil, err
@@ -393,14 +393,15 @@ func (h *harness) startRoles(ctx context.Context) error {
 		c := &child{name: fmt.Sprintf("%s-%d", role, i+1), bin: h.o.Binary, logPath: h.path(fmt.Sprintf("%s-%d.log", role, i+1))}
 		c.port = port
 		c.args = func() []string {
-			return append([]string{role, "--config", h.cfgPath, "--http-addr", c.addr(), "--log-format", "json"}, extra...)
+			args := append(append([]string{}, cmd...), "--config", h.cfgPath, "--http-addr", c.addr(), "--log-format", "json")
+			return append(args, extra...)
 		}
 		c.ready = func(ctx context.Context) error { return httpReady(c.addr())(ctx) }
 		h.children = append(h.children, c)
 		return c, nil
 	}
 	for i := range h.o.Ingress {
-		c, err := mk("ingress", i)
+		c, err := mk("ingress", i, []string{"ingress"})
 		if err != nil {
 			return err
 		}
@@ -411,7 +412,10 @@ func (h *harness) startRoles(ctx context.Context) error {
 		if h.o.Control {
 			handler = "effects-outside-tx"
 		}
-		c, err := mk("processor", i, "--handler", handler, "--crash-on-signal")
+		// The production processor with the harness's domain handler and
+		// crash switch: a hidden bench subcommand, so `intake processor`
+		// itself carries no fault injection.
+		c, err := mk("processor", i, []string{"bench", ProcessorCommand}, "--handler", handler)
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/intakehq/intake/pkg/pgcluster"
+	"github.com/intakehq/intake/internal/pgcluster"
 )
 
 // startTimeout bounds initdb plus server start; generous because parallel

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intakehq/intake/pkg/pgcluster"
-	"github.com/intakehq/intake/pkg/testenv"
+	"github.com/intakehq/intake/internal/pgcluster"
+	"github.com/intakehq/intake/internal/testenv"
 )
 
 // TestPostgresDiesWithOwner kills (SIGKILL, no chance to clean up) a process

@@ -16,11 +16,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/telemetry"
-	"github.com/intakehq/intake/pkg/testenv"
 )
 
 // TestClusterConcurrentDuplicatesAreAnsweredDuplicate pins what the chaos

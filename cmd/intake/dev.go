@@ -1,0 +1,34 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/intakehq/intake/internal/dev"
+)
+
+func newDevCmd(g *globals) *cobra.Command {
+	var o dev.Options
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run everything in one process: embedded NATS, Postgres, ingress, processor, relay, API",
+		Long: `dev runs the whole pipeline on one machine. NATS is embedded (unless nats.url or
+INTAKE_NATS_URL is set); Postgres is DATABASE_URL (or postgres.url), else a private
+cluster started from the PostgreSQL server binaries on PATH under --data-dir.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, path, err := g.loadConfig(true)
+			if err != nil {
+				return err
+			}
+			log := g.logger()
+			o.Log = log
+			o.Ready = func(info dev.Info) { printDevBanner(cmd.OutOrStdout(), path, cfg, info) }
+			return dev.Run(cmd.Context(), cfg, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.DataDir, "data-dir", ".intake", "where the embedded NATS store and private Postgres live")
+	f.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "one listener for webhooks, /api/v1, /metrics and health")
+	f.StringVar(&o.NATSAddr, "nats-addr", "127.0.0.1:4222", "where the embedded NATS listens (for subscribers and the nats CLI)")
+	return cmd
+}
