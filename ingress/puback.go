@@ -16,7 +16,7 @@ import (
 // requestPubAck is jetstream's PublishMsg without its encoding/json: the
 // same core request, the same retries while no stream answers (a leader
 // election), the same errors. Decoding each PubAck by reflection was the
-// largest piece of ingress's own CPU (7 % at 1 KiB bodies; BENCHMARKS.md).
+// largest piece of ingress's own CPU in profiles (BENCHMARKS.md).
 func requestPubAck(ctx context.Context, nc *nats.Conn, m *nats.Msg) (*jetstream.PubAck, error) {
 	resp, err := nc.RequestMsgWithContext(ctx, m)
 	for r := 0; errors.Is(err, nats.ErrNoResponders) && r < jetstream.DefaultPubRetryAttempts; r++ {

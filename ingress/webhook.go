@@ -196,8 +196,8 @@ func readBounded(r *http.Request, limit int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// writeAnswer writes a as JSON without encoding/json's reflection (a
-// twentieth of ingress's CPU at saturation). The bytes are encoding/json's
+// writeAnswer writes a as JSON without encoding/json's reflection, which
+// showed in ingress's profiles at saturation. The bytes are encoding/json's
 // but where it escapes more: <, >, &, U+2028/2029, and each invalid UTF-8
 // byte (here one U+FFFD per run).
 func writeAnswer(w http.ResponseWriter, code int, a Answer) {

@@ -2,12 +2,17 @@
 // effects.
 //
 // A Processor pulls from the durable "processor" consumer that every
-// processor pod shares. For each message it opens ONE Postgres transaction
-// that claims the event's inbox row (INSERT … ON CONFLICT on the scoped key)
-// and, only for a new event, runs the domain Handler, whose outbox messages
-// are written in the same transaction. It commits, then acks. A crash between
-// commit and ack redelivers the message, the claim finds the row, and nothing
-// is applied twice.
+// processor pod shares and collects messages into batches (up to
+// processor.batch_size, or what arrived within processor.batch_wait). Each
+// batch is ONE Postgres transaction (group commit): it claims every event's
+// inbox row in one statement (INSERT … ON CONFLICT on the scoped key), decides
+// each message's fate from the claim (new, duplicate, redelivery, conflict,
+// replay), and runs the domain Handler for the events that apply, whose
+// outbox messages are written in the same transaction. It commits, then acks
+// every message of the batch. A crash between commit and ack redelivers the
+// messages, the claim finds the rows, and nothing is applied twice. A handler
+// that fails is isolated: the batch commits without it and its message is
+// redelivered with backoff.
 //
 // After the commit the processor publishes the batch's outbox rows to
 // INTAKE_OUT with Nats-Msg-Id = the row id and takes them off the pending

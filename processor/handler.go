@@ -70,9 +70,12 @@ type Message struct {
 	Data    []byte
 }
 
-// Handler applies one new event's business change inside tx. It runs only
-// for events whose inbox claim is new; returning an error rolls the whole
-// transaction back, claim included.
+// Handler applies one event's business change inside tx, the batch's inbox
+// transaction. It runs for an event whose claim is new, for an exact replay of
+// a failed or quarantined event (Mode retry) and for an explicit re-execution
+// (Mode reexecute); never for a duplicate, a redelivery or a conflict. An
+// error undoes only this event's work: the batch commits without it and the
+// message is retried with backoff (or failed, for Permanent and Quarantine).
 type Handler interface {
 	Handle(ctx context.Context, tx pgx.Tx, ev *Event) ([]Message, error)
 }

@@ -85,8 +85,9 @@ type RedeliveryRequest struct {
 	Rate   int    `json:"rate,omitempty"`
 }
 
-// RecordedSelector is what intake.replays.selector holds for a redelivery:
-// the source next to the selector.
+// recordedRedelivery is what intake.replays.selector holds for a
+// redelivery: the source next to the selector, so the audit says where the
+// messages came from.
 type recordedRedelivery struct {
 	Source string `json:"source"`
 	RedeliverySelector

@@ -36,8 +36,8 @@ func newIngressCmd(g *globals) *cobra.Command {
 }
 
 // The roles' garbage-collection targets when GOGC is not set (see
-// BENCHMARKS.md). Their live heaps are small and they allocate per message:
-// at Go's default (100) the collector took an eighth of the processor's CPU.
+// BENCHMARKS.md). Their live heaps are small and they allocate per message,
+// so at Go's default (100) the collector runs often for little garbage.
 const (
 	processorGCPercent = 400
 	ingressGCPercent   = 400

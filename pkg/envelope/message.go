@@ -82,8 +82,8 @@ var ErrBadEnvelope = errors.New("envelope: not an Intake delivery")
 // is trusted like Intake-Key and Intake-Tenant, because whoever may publish
 // to intake.in.> can set any body with a matching hash anyway; a second
 // hash would only catch corruption, which TCP and JetStream's own
-// checksums already do (and it was a seventh of the processor's CPU with
-// 16 KiB bodies).
+// checksums already do (and hashing every body again was costly with
+// large bodies).
 func ParseDelivery(h nats.Header, body []byte) (Delivery, error) {
 	key, ok := ParseKey(h.Get(HeaderKey))
 	if !ok {

@@ -299,7 +299,7 @@ var outboxColumns = []string{"id", "integration", "account", "event_id", "subjec
 // by Flush; pgx's binary uuid encoding refuses a string and retries it as
 // text only after building an error): payloads are the bulk of a batch's
 // bytes, and an unnest bytea[] parameter made pgx grow one buffer to the
-// whole batch (a third of the processor's CPU with 16 KiB bodies).
+// whole batch (costly with large bodies).
 func (w *BatchWrites) copyOutbox(ctx context.Context, tx pgx.Tx, ids [][16]byte) error {
 	if len(w.Outbox) == 0 {
 		return nil

@@ -11,8 +11,8 @@ import (
 
 // Outbox headers are stored as jsonb ({"Name": ["value", …]}) so operators
 // and the replayer can query them. Encoding and decoding them with
-// encoding/json's reflection was a fifth of the processor's CPU in `intake
-// bench` profiles; these two functions do the one shape by hand.
+// encoding/json's reflection was a large share of the processor's CPU in
+// `intake bench` profiles; these two functions do the one shape by hand.
 
 // appendHeadersJSON appends h as a JSON object of string arrays.
 func appendHeadersJSON(dst []byte, h map[string][]string) []byte {

@@ -137,8 +137,8 @@ func (s *Store) DeletePublished(ctx context.Context, cutoff time.Time, limit int
 
 // uuidBytes is ids as a uuid[] parameter pgx encodes in binary. Given
 // strings, pgx first builds an error quoting the whole slice, then falls
-// back to text: that was 8 % of the processor's CPU (its marks and
-// execution ids) before they went as bytes.
+// back to text, a visible share of the processor's CPU in profiles (its
+// marks and execution ids) before they went as bytes.
 func uuidBytes(ids []string) ([][16]byte, error) {
 	raw := make([][16]byte, len(ids))
 	for i, id := range ids {
