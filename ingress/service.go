@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -57,29 +58,64 @@ func newIntegrationMetrics(m *telemetry.Metrics, in config.Integration) integrat
 	return im
 }
 
-// New builds the service from a validated configuration.
+// New builds the service from cfg: unset fields get config's defaults
+// (config.Config.WithDefaults, as config.Load applies them) and the result is
+// validated, so a hand-built config behaves like a loaded one and a bad value
+// is an error naming its field. cfg itself is not modified. Nil m and log
+// default to a private registry and discarding.
 func New(cfg *config.Config, js jetstream.JetStream, m *telemetry.Metrics, log *slog.Logger) (*Service, error) {
+	if cfg == nil || js == nil {
+		return nil, errors.New("ingress: a config and a JetStream client are required")
+	}
+	c := cfg.WithDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("ingress: %w", err)
+	}
+	if m == nil {
+		m = telemetry.NewMetrics()
+	}
+	if log == nil {
+		log = telemetry.Discard()
+	}
 	s := &Service{
-		integrations:   make(map[string]*integration, len(cfg.Integrations)),
+		integrations:   make(map[string]*integration, len(c.Integrations)),
 		js:             js,
-		publishTimeout: cfg.NATS.PublishTimeout,
-		instance:       cfg.Ingress.Instance,
+		publishTimeout: c.NATS.PublishTimeout,
+		instance:       c.Ingress.Instance,
 		metrics:        m,
 		log:            log,
 		now:            time.Now,
 	}
-	for _, in := range cfg.Integrations {
+	for _, in := range c.Integrations {
 		v, err := provider.New(in.Config)
 		if err != nil {
 			return nil, fmt.Errorf("ingress: integration %s: %w", in.Name, err)
 		}
 		it := &integration{Integration: in, verifier: v, m: newIntegrationMetrics(m, in)}
 		if rl := in.RateLimit; rl.PerSecond > 0 {
-			it.limiter = rate.NewLimiter(rate.Limit(rl.PerSecond), max(rl.Burst, 1))
+			it.limiter = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
 		}
 		s.integrations[in.Name] = it
 	}
 	return s, nil
+}
+
+// PublishTimeout is the wait for a PubAck in force (nats.publish_timeout,
+// defaults filled).
+func (s *Service) PublishTimeout() time.Duration { return s.publishTimeout }
+
+// Instance is this pod's name in delivery receipts (ingress.instance,
+// defaults filled).
+func (s *Service) Instance() string { return s.instance }
+
+// Integration is the named integration's configuration in force, defaults
+// filled.
+func (s *Service) Integration(name string) (config.Integration, bool) {
+	it, ok := s.integrations[name]
+	if !ok {
+		return config.Integration{}, false
+	}
+	return it.Integration, true
 }
 
 // Mount adds the webhook route to r.
@@ -96,8 +132,10 @@ func (s *Service) Handler() http.Handler {
 }
 
 // Server wraps h with the configured timeouts, so slow clients cannot hold
-// connections open (slowloris) whatever the body limit.
+// connections open (slowloris) whatever the body limit. Unset timeouts get
+// config's defaults (config.Ingress.WithDefaults): zero would mean none.
 func Server(addr string, h http.Handler, c config.Ingress) *http.Server {
+	c = c.WithDefaults()
 	return &http.Server{
 		Addr:              addr,
 		Handler:           h,

@@ -19,8 +19,10 @@ import (
 
 // Options configure a Processor.
 type Options struct {
-	Store  *store.Store
-	JS     jetstream.JetStream
+	Store *store.Store        // required
+	JS    jetstream.JetStream // required
+	// Config is the processor section; unset fields get config's defaults
+	// (config.Processor.WithDefaults) and the result is validated.
 	Config config.Processor
 	// Handler applies new events. Defaults to Forward().
 	Handler Handler
@@ -39,10 +41,15 @@ type Processor struct {
 	faults faults.Hooks
 }
 
-// New validates o and fills defaults.
+// New fills o's defaults, then validates it: a bad value is an error naming
+// its field, never silently replaced.
 func New(o Options) (*Processor, error) {
 	if o.Store == nil || o.JS == nil {
 		return nil, errors.New("processor: Options.Store and Options.JS are required")
+	}
+	o.Config = o.Config.WithDefaults()
+	if err := o.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("processor: %w", err)
 	}
 	if o.Handler == nil {
 		o.Handler = Forward()
@@ -56,27 +63,11 @@ func New(o Options) (*Processor, error) {
 	// Every handler, built-in or a library user's, runs behind recovery,
 	// tracing and metrics.
 	o.Handler = Chain(o.Handler, Recover(), Tracing(), HandlerMetrics(o.Metrics.HandlerLatency))
-	c := &o.Config
-	if c.AckWait == 0 {
-		c.AckWait = 30 * time.Second
-	}
-	if c.MaxDeliver == 0 {
-		c.MaxDeliver = 10
-	}
-	if c.BatchSize < 1 {
-		c.BatchSize = 256
-	}
-	if c.BatchWait <= 0 {
-		c.BatchWait = 20 * time.Millisecond
-	}
-	if c.Concurrency < 1 {
-		c.Concurrency = 1
-	}
-	if len(c.Backoff) == 0 {
-		c.Backoff = config.DefaultBackoff()
-	}
 	return &Processor{o: o}, nil
 }
+
+// Config is the processor configuration in force, defaults filled.
+func (p *Processor) Config() config.Processor { return p.o.Config }
 
 // Run consumes until ctx is cancelled, then stops fetching, finishes the
 // batches already fetched (commit, ack, publish) and returns once their

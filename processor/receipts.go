@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -25,21 +26,55 @@ type ReceiptFolder struct {
 	cfg     config.Processor
 	metrics *telemetry.Metrics
 	log     *slog.Logger
+	// err is NewReceiptFolder's configuration error, returned by Run.
+	err error
 }
 
-// NewReceiptFolder builds a folder.
-func NewReceiptFolder(s *store.Store, js jetstream.JetStream, cfg config.Processor, m *telemetry.Metrics, log *slog.Logger) *ReceiptFolder {
-	if m == nil {
-		m = telemetry.NewMetrics()
-	}
-	if log == nil {
-		log = telemetry.Discard()
-	}
-	if cfg.AckWait == 0 {
-		cfg.AckWait = 30 * time.Second
-	}
-	return &ReceiptFolder{store: s, js: js, cfg: cfg, metrics: m, log: log}
+// ReceiptFolderOptions configure a ReceiptFolder.
+type ReceiptFolderOptions struct {
+	Store *store.Store        // required
+	JS    jetstream.JetStream // required
+	// Config is the processor section (the folder's consumer uses its
+	// ack_wait); unset fields get config's defaults
+	// (config.Processor.WithDefaults) and the result is validated.
+	Config  config.Processor
+	Metrics *telemetry.Metrics // defaults to a private registry
+	Log     *slog.Logger       // defaults to discarding
 }
+
+// NewReceiptFolderFrom fills o's defaults, then validates it: a bad value
+// is an error naming its field, never silently replaced.
+func NewReceiptFolderFrom(o ReceiptFolderOptions) (*ReceiptFolder, error) {
+	if o.Store == nil || o.JS == nil {
+		return nil, errors.New("receipts: ReceiptFolderOptions.Store and ReceiptFolderOptions.JS are required")
+	}
+	cfg := o.Config.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("receipts: %w", err)
+	}
+	if o.Metrics == nil {
+		o.Metrics = telemetry.NewMetrics()
+	}
+	if o.Log == nil {
+		o.Log = telemetry.Discard()
+	}
+	return &ReceiptFolder{store: o.Store, js: o.JS, cfg: cfg, metrics: o.Metrics, log: o.Log}, nil
+}
+
+// NewReceiptFolder is NewReceiptFolderFrom for callers that take no error:
+// an invalid cfg is returned by Run.
+//
+// Deprecated: use NewReceiptFolderFrom, which returns the error.
+func NewReceiptFolder(s *store.Store, js jetstream.JetStream, cfg config.Processor, m *telemetry.Metrics, log *slog.Logger) *ReceiptFolder {
+	f, err := NewReceiptFolderFrom(ReceiptFolderOptions{Store: s, JS: js, Config: cfg, Metrics: m, Log: log})
+	if err != nil {
+		return &ReceiptFolder{err: err}
+	}
+	return f
+}
+
+// Config is the processor configuration the folder uses, defaults filled.
+func (f *ReceiptFolder) Config() config.Processor { return f.cfg }
 
 const (
 	receiptBatch = 500
@@ -48,6 +83,9 @@ const (
 
 // Run folds until ctx ends.
 func (f *ReceiptFolder) Run(ctx context.Context) error {
+	if f.err != nil {
+		return f.err
+	}
 	for {
 		err := f.consume(ctx)
 		if ctx.Err() != nil {

@@ -1,7 +1,10 @@
 package processor
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -26,31 +29,66 @@ type Relay struct {
 	cfg     config.Outbox
 	metrics *telemetry.Metrics
 	log     *slog.Logger
+	// err is NewRelay's configuration error, returned by Run.
+	err error
 }
 
-// NewRelay builds a relay.
-func NewRelay(s *store.Store, js jetstream.JetStream, cfg config.Outbox, m *telemetry.Metrics, log *slog.Logger) *Relay {
-	if m == nil {
-		m = telemetry.NewMetrics()
-	}
-	if log == nil {
-		log = telemetry.Discard()
-	}
-	// config.Load's defaults, for library users building the Config.
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = time.Second
-	}
-	if cfg.RelayAfter <= 0 {
-		cfg.RelayAfter = 5 * time.Second
-	}
-	if cfg.BatchSize < 1 {
-		cfg.BatchSize = 500
-	}
-	return &Relay{store: s, js: js, cfg: cfg, metrics: m, log: log}
+// RelayOptions configure a Relay.
+type RelayOptions struct {
+	Store *store.Store        // required
+	JS    jetstream.JetStream // required
+	// Config is the outbox section; unset fields get config's defaults
+	// (config.Outbox.WithDefaults) and the result is validated.
+	Config config.Outbox
+	// DuplicateWindow is nats.stream.duplicate_window, the window of
+	// INTAKE_OUT: outbox.relay_after defaults from it and must be at most
+	// half of it. Defaults to config.DefaultDuplicateWindow.
+	DuplicateWindow time.Duration
+	Metrics         *telemetry.Metrics // defaults to a private registry
+	Log             *slog.Logger       // defaults to discarding
 }
+
+// NewRelayFrom fills o's defaults, then validates it: a bad value is an
+// error naming its field, never silently replaced.
+func NewRelayFrom(o RelayOptions) (*Relay, error) {
+	if o.Store == nil || o.JS == nil {
+		return nil, errors.New("relay: RelayOptions.Store and RelayOptions.JS are required")
+	}
+	window := cmp.Or(o.DuplicateWindow, config.DefaultDuplicateWindow)
+	cfg := o.Config.WithDefaults(window)
+	if err := cfg.Validate(window); err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	if o.Metrics == nil {
+		o.Metrics = telemetry.NewMetrics()
+	}
+	if o.Log == nil {
+		o.Log = telemetry.Discard()
+	}
+	return &Relay{store: o.Store, js: o.JS, cfg: cfg, metrics: o.Metrics, log: o.Log}, nil
+}
+
+// NewRelay is NewRelayFrom for callers that do not know the duplicate
+// window (it assumes config.DefaultDuplicateWindow) and take no error: an
+// invalid cfg is returned by Run.
+//
+// Deprecated: use NewRelayFrom, which takes the window and returns the error.
+func NewRelay(s *store.Store, js jetstream.JetStream, cfg config.Outbox, m *telemetry.Metrics, log *slog.Logger) *Relay {
+	r, err := NewRelayFrom(RelayOptions{Store: s, JS: js, Config: cfg, Metrics: m, Log: log})
+	if err != nil {
+		return &Relay{err: err}
+	}
+	return r
+}
+
+// Config is the outbox configuration in force, defaults filled.
+func (r *Relay) Config() config.Outbox { return r.cfg }
 
 // Run publishes until ctx ends, polling every PollInterval.
 func (r *Relay) Run(ctx context.Context) error {
+	if r.err != nil {
+		return r.err
+	}
 	failures := 0
 	nextClean := time.Now()
 	for {

@@ -31,32 +31,35 @@ const (
 
 // Options configure a Replayer.
 type Options struct {
-	Store  *store.Store
-	JS     jetstream.JetStream
-	Tokens []config.Token // API bearer tokens
-	Log    *slog.Logger   // defaults to discarding
+	Store  *store.Store        // required
+	JS     jetstream.JetStream // required
+	Tokens []config.Token      // API bearer tokens
+	Log    *slog.Logger        // defaults to discarding
 	// Registry, when set, gets the replayer's metrics.
 	Registry prometheus.Registerer
 
 	// DefaultRate is the pace, in events per second, of a replay that asks
-	// for none. Defaults to 100.
+	// for none. Defaults to DefaultReplayRate (100); at most MaxRate.
 	DefaultRate int
-	// MaxRate caps the rate a replay may ask for. Defaults to 10000.
+	// MaxRate caps the rate a replay may ask for. Defaults to
+	// DefaultMaxRate (10000).
 	MaxRate int
 	// MaxMatched refuses selectors matching more events (narrow them or
-	// split the replay). Defaults to 1,000,000.
+	// split the replay). Defaults to DefaultMaxMatched (1,000,000).
 	MaxMatched int
 	// MaxRunning bounds the replays this replayer publishes at once; each
 	// holds a database connection for its lock. Others wait their turn.
-	// Defaults to 2.
+	// Defaults to DefaultMaxRunning (2).
 	MaxRunning int
 	// ResumeInterval is how often Run looks for running replays no replayer
-	// publishes (their replayer died). Defaults to 10s.
+	// publishes (their replayer died). Defaults to DefaultResumeInterval (10s).
 	ResumeInterval time.Duration
-	// PublishTimeout bounds the wait for one batch's PubAcks. Defaults to 10s.
+	// PublishTimeout bounds the wait for one batch's PubAcks. Defaults to
+	// DefaultPublishTimeout (10s).
 	PublishTimeout time.Duration
 	// RetryFor is how long a replay keeps retrying without progress (NATS
-	// unavailable, stream full) before it fails. Defaults to 2m.
+	// unavailable, stream full) before it fails. Defaults to DefaultRetryFor
+	// (2m).
 	RetryFor time.Duration
 
 	// AfterPublish, when set, runs after a batch's PubAcks arrived and
@@ -65,38 +68,70 @@ type Options struct {
 	AfterPublish func(replayID string, acked int) error
 }
 
-func (o *Options) withDefaults() error {
-	if o.Store == nil || o.JS == nil {
-		return errors.New("replayer: Options.Store and Options.JS are required")
-	}
+// Defaults of Options.
+const (
+	DefaultReplayRate     = 100
+	DefaultMaxRate        = 10_000
+	DefaultMaxMatched     = 1_000_000
+	DefaultMaxRunning     = 2
+	DefaultResumeInterval = 10 * time.Second
+	DefaultPublishTimeout = 10 * time.Second
+	DefaultRetryFor       = 2 * time.Minute
+)
+
+// WithDefaults returns o with every unset field at its default.
+func (o Options) WithDefaults() Options {
 	if o.Log == nil {
 		o.Log = telemetry.Discard()
 	}
-	if o.DefaultRate == 0 {
-		o.DefaultRate = 100
+	setDefault(&o.DefaultRate, DefaultReplayRate)
+	setDefault(&o.MaxRate, DefaultMaxRate)
+	setDefault(&o.MaxMatched, DefaultMaxMatched)
+	setDefault(&o.MaxRunning, DefaultMaxRunning)
+	setDefault(&o.ResumeInterval, DefaultResumeInterval)
+	setDefault(&o.PublishTimeout, DefaultPublishTimeout)
+	setDefault(&o.RetryFor, DefaultRetryFor)
+	return o
+}
+
+// Validate checks o; errors name the field.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("replayer: Options."+format, args...))
 	}
-	if o.MaxRate == 0 {
-		o.MaxRate = 10_000
+	if o.Store == nil || o.JS == nil {
+		bad("Store and Options.JS are required")
 	}
-	if o.DefaultRate > o.MaxRate {
-		return fmt.Errorf("replayer: Options.DefaultRate %d exceeds MaxRate %d", o.DefaultRate, o.MaxRate)
+	if o.MaxRate < 1 {
+		bad("MaxRate: must be at least 1, got %d", o.MaxRate)
 	}
-	if o.MaxMatched == 0 {
-		o.MaxMatched = 1_000_000
+	if o.DefaultRate < 1 || o.DefaultRate > o.MaxRate {
+		bad("DefaultRate: must be 1..MaxRate (%d), got %d", o.MaxRate, o.DefaultRate)
 	}
-	if o.MaxRunning == 0 {
-		o.MaxRunning = 2
+	if o.MaxMatched < 1 {
+		bad("MaxMatched: must be at least 1, got %d", o.MaxMatched)
 	}
-	if o.ResumeInterval == 0 {
-		o.ResumeInterval = 10 * time.Second
+	if o.MaxRunning < 1 {
+		bad("MaxRunning: must be at least 1, got %d", o.MaxRunning)
 	}
-	if o.PublishTimeout == 0 {
-		o.PublishTimeout = 10 * time.Second
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"ResumeInterval", o.ResumeInterval}, {"PublishTimeout", o.PublishTimeout}, {"RetryFor", o.RetryFor}} {
+		if d.d <= 0 {
+			bad("%s: must be positive, got %s", d.name, d.d)
+		}
 	}
-	if o.RetryFor == 0 {
-		o.RetryFor = 2 * time.Minute
+	return errors.Join(errs...)
+}
+
+// setDefault sets *v to def when it is the zero value.
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
-	return nil
 }
 
 // Replayer serves the operator API and publishes replays.
@@ -114,9 +149,11 @@ type replayMetrics struct {
 	running   prometheus.Gauge
 }
 
-// New validates o and fills defaults.
+// New fills o's defaults, then validates it: a bad value is an error
+// naming its field, never silently replaced.
 func New(o Options) (*Replayer, error) {
-	if err := o.withDefaults(); err != nil {
+	o = o.WithDefaults()
+	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	m := replayMetrics{
@@ -141,6 +178,9 @@ func New(o Options) (*Replayer, error) {
 	}
 	return &Replayer{o: o, metrics: m, wake: make(chan struct{}, 1), running: map[string]context.CancelFunc{}}, nil
 }
+
+// Options are the options in force, defaults filled.
+func (r *Replayer) Options() Options { return r.o }
 
 // Replay records a replay (always, dry runs too: the audit trail) and, unless
 // it is a dry run, hands it to Run to publish.

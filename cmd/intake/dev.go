@@ -27,8 +27,8 @@ cluster started from the PostgreSQL server binaries on PATH under --data-dir.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.DataDir, "data-dir", ".intake", "where the embedded NATS store and private Postgres live")
-	f.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "one listener for webhooks, /api/v1, /metrics and health")
-	f.StringVar(&o.NATSAddr, "nats-addr", "127.0.0.1:4222", "where the embedded NATS listens (for subscribers and the nats CLI)")
+	f.StringVar(&o.DataDir, "data-dir", dev.DefaultDataDir, "where the embedded NATS store and private Postgres live")
+	f.StringVar(&o.HTTPAddr, "http-addr", dev.DefaultHTTPAddr, "one listener for webhooks, /api/v1, /metrics and health")
+	f.StringVar(&o.NATSAddr, "nats-addr", dev.DefaultNATSAddr, "where the embedded NATS listens (for subscribers and the nats CLI)")
 	return cmd
 }

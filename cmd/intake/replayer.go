@@ -6,6 +6,9 @@ import (
 	"github.com/intakehq/intake/pkg/app"
 )
 
+// defaultReplayerHTTPAddr is `intake replayer --http-addr` when unset.
+const defaultReplayerHTTPAddr = ":8081"
+
 func newReplayerCmd(g *globals) *cobra.Command {
 	var addr string
 	cmd := &cobra.Command{
@@ -26,6 +29,6 @@ Postgres advisory lock), and one whose replayer stopped is resumed by another.`,
 			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{API: true}, HTTPAddr: addr, Log: log})
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http-addr", ":8081", "listen address for /api/v1, /metrics, /healthz, /readyz")
+	cmd.Flags().StringVar(&addr, "http-addr", defaultReplayerHTTPAddr, "listen address for /api/v1, /metrics, /healthz, /readyz")
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/intakehq/intake/pkg/app"
+	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
 )
 
@@ -31,7 +32,7 @@ func newIngressCmd(g *globals) *cobra.Command {
 			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{Ingress: true}, HTTPAddr: addr, Log: log})
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http-addr", "", "listen address (default: ingress.addr, \":8080\")")
+	cmd.Flags().StringVar(&addr, "http-addr", "", fmt.Sprintf("listen address (default: ingress.addr, %q)", config.DefaultIngressAddr))
 	return cmd
 }
 
@@ -51,6 +52,9 @@ func setGCPercent(p int) {
 	}
 }
 
+// defaultProcessorHTTPAddr is `intake processor --http-addr` when unset.
+const defaultProcessorHTTPAddr = ":9090"
+
 func newProcessorCmd(g *globals) *cobra.Command {
 	var addr string
 	cmd := &cobra.Command{
@@ -68,7 +72,7 @@ func newProcessorCmd(g *globals) *cobra.Command {
 			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: addr, Log: log})
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http-addr", ":9090", "listen address for /metrics, /healthz, /readyz")
+	cmd.Flags().StringVar(&addr, "http-addr", defaultProcessorHTTPAddr, "listen address for /metrics, /healthz, /readyz")
 	return cmd
 }
 

@@ -24,14 +24,50 @@ import (
 
 // Options configure Run.
 type Options struct {
+	// Options are the roles' options; HTTPAddr, the one listener for
+	// webhooks, /api/v1, /metrics and health, defaults to DefaultHTTPAddr
+	// (127.0.0.1:8080).
 	app.Options
 	// DataDir holds the embedded NATS store and the private Postgres cluster.
-	// Defaults to ./.intake.
+	// Defaults to DefaultDataDir (./.intake).
 	DataDir string
-	// NATSAddr is where the embedded NATS listens. Defaults to 127.0.0.1:4222.
+	// NATSAddr is where the embedded NATS listens. Defaults to
+	// DefaultNATSAddr (127.0.0.1:4222).
 	NATSAddr string
 	// Ready is called once everything serves.
 	Ready func(Info)
+}
+
+// Defaults of Options; `intake dev`'s flags show the same values.
+const (
+	DefaultDataDir  = ".intake"
+	DefaultNATSAddr = "127.0.0.1:4222"
+	DefaultHTTPAddr = "127.0.0.1:8080"
+)
+
+// WithDefaults returns o with every unset field at its default.
+func (o Options) WithDefaults() Options {
+	if o.DataDir == "" {
+		o.DataDir = DefaultDataDir
+	}
+	if o.NATSAddr == "" {
+		o.NATSAddr = DefaultNATSAddr
+	}
+	if o.HTTPAddr == "" {
+		o.HTTPAddr = DefaultHTTPAddr
+	}
+	return o
+}
+
+// Validate checks o; errors name the flag each field comes from.
+func (o Options) Validate() error {
+	var errs []error
+	for _, a := range []struct{ flag, addr string }{{"--nats-addr", o.NATSAddr}, {"--http-addr", o.HTTPAddr}} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			errs = append(errs, fmt.Errorf("dev: %s %q: want host:port: %w", a.flag, a.addr, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Info tells the user where things are.
@@ -48,15 +84,17 @@ type Info struct {
 // nats.url / INTAKE_NATS_URL is set) and a private Postgres cluster (unless
 // postgres.url / DATABASE_URL is set), applies migrations, and serves until
 // ctx ends.
+//
+// Unset fields of o and cfg get their defaults (Options.WithDefaults,
+// config.Config.WithDefaults) and both are validated before anything starts.
 func Run(ctx context.Context, cfg *config.Config, o Options) error {
-	if o.DataDir == "" {
-		o.DataDir = ".intake"
+	o = o.WithDefaults()
+	if err := o.Validate(); err != nil {
+		return err
 	}
-	if o.NATSAddr == "" {
-		o.NATSAddr = "127.0.0.1:4222"
-	}
-	if o.HTTPAddr == "" {
-		o.HTTPAddr = "127.0.0.1:8080"
+	*cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("dev: %w", err)
 	}
 	dataDir, err := filepath.Abs(o.DataDir)
 	if err != nil {

@@ -41,21 +41,76 @@ type Options struct {
 	// Subjects, when set, replaces the tenant filter (e.g.
 	// "intake.out.acme.stripe-live.invoice_paid").
 	Subjects []string
-	// AckWait defaults to 30s; MaxDeliver to -1 (unlimited).
-	AckWait    time.Duration
+	// AckWait is the consumer's ack deadline. Defaults to DefaultAckWait (30s).
+	AckWait time.Duration
+	// MaxDeliver bounds deliveries of one message. Defaults to
+	// DefaultMaxDeliver (-1: unlimited).
 	MaxDeliver int
-	// Backoff after a handler error; defaults to 1s, 5s, 30s.
+	// Backoff is the wait before redelivery after a handler error, per
+	// delivery; the last value repeats. Defaults to DefaultBackoff()
+	// (1s, 5s, 30s).
 	Backoff []time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultAckWait    = 30 * time.Second
+	DefaultMaxDeliver = -1
+)
+
+// DefaultBackoff is Options.Backoff when unset. A function, so no caller
+// can change the default.
+func DefaultBackoff() []time.Duration {
+	return []time.Duration{time.Second, 5 * time.Second, 30 * time.Second}
+}
+
+// WithDefaults returns o with every unset field at its default.
+func (o Options) WithDefaults() Options {
+	if o.AckWait == 0 {
+		o.AckWait = DefaultAckWait
+	}
+	if o.MaxDeliver == 0 {
+		o.MaxDeliver = DefaultMaxDeliver
+	}
+	if len(o.Backoff) == 0 {
+		o.Backoff = DefaultBackoff()
+	}
+	return o
+}
+
+// Validate checks o; errors name the field.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("subscriber: Options."+format, args...))
+	}
+	if o.Durable == "" {
+		bad("Durable: required")
+	}
+	if o.AckWait <= 0 {
+		bad("AckWait: must be positive, got %s", o.AckWait)
+	}
+	if o.MaxDeliver < 1 && o.MaxDeliver != -1 {
+		bad("MaxDeliver: must be at least 1, or -1 for unlimited, got %d", o.MaxDeliver)
+	}
+	for i, d := range o.Backoff {
+		if d <= 0 {
+			bad("Backoff[%d]: must be positive, got %s", i, d)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Handler handles one message; an error redelivers it after the backoff.
 type Handler func(ctx context.Context, m Message) error
 
 // Consume creates or updates the durable consumer and handles messages until
-// ctx ends. Messages are acked after h returns nil.
+// ctx ends. Messages are acked after h returns nil. o's unset fields get
+// their defaults (Options.WithDefaults); a bad value is an error.
 func Consume(ctx context.Context, js jetstream.JetStream, o Options, h Handler) error {
-	if o.Durable == "" {
-		return errors.New("subscriber: Options.Durable is required")
+	o = o.WithDefaults()
+	if err := o.Validate(); err != nil {
+		return err
 	}
 	subjects := o.Subjects
 	if len(subjects) == 0 {
@@ -63,15 +118,6 @@ func Consume(ctx context.Context, js jetstream.JetStream, o Options, h Handler) 
 		if o.Tenant != "" {
 			subjects = []string{"intake.out." + envelope.Token(o.Tenant) + ".>"}
 		}
-	}
-	if o.AckWait == 0 {
-		o.AckWait = 30 * time.Second
-	}
-	if o.MaxDeliver == 0 {
-		o.MaxDeliver = -1
-	}
-	if len(o.Backoff) == 0 {
-		o.Backoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second}
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, envelope.StreamOut, jetstream.ConsumerConfig{
 		Durable:        o.Durable,

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/intakehq/intake/internal/dev"
+	"github.com/intakehq/intake/pkg/config"
+)
+
+// TestFlagDefaultsAreTheNamedDefaults: --help shows the values the
+// constructors apply, read from the same constants.
+func TestFlagDefaultsAreTheNamedDefaults(t *testing.T) {
+	g := &globals{}
+	devFlags := newDevCmd(g).Flags()
+	for flag, want := range map[string]string{
+		"data-dir":  dev.DefaultDataDir,
+		"http-addr": dev.DefaultHTTPAddr,
+		"nats-addr": dev.DefaultNATSAddr,
+	} {
+		if got := devFlags.Lookup(flag).DefValue; got != want {
+			t.Errorf("intake dev --%s defaults to %q, want %q", flag, got, want)
+		}
+	}
+	if usage := newIngressCmd(g).Flags().Lookup("http-addr").Usage; !strings.Contains(usage, config.DefaultIngressAddr) {
+		t.Errorf("intake ingress --http-addr usage %q does not name ingress.addr's default %q", usage, config.DefaultIngressAddr)
+	}
+}

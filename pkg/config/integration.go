@@ -1,0 +1,113 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+
+	"github.com/intakehq/intake/pkg/provider"
+)
+
+// Integration is one webhook endpoint: POST /webhooks/{name}.
+type Integration struct {
+	// Name is the URL segment and the first part of the scoped key.
+	Name string `yaml:"name"`
+	// Tenant owns the integration's events; it comes from here only, never
+	// from a payload.
+	Tenant string `yaml:"tenant"`
+	// Account is the provider account scope of the dedup key. Optional.
+	Account string `yaml:"account"`
+	// MaxBodyBytes caps the body (413 above). Defaults to ingress.max_body_bytes.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// RateLimit caps requests per ingress instance (429 + Retry-After above
+	// it). Defaults to no limit.
+	RateLimit RateLimit `yaml:"rate_limit"`
+	// Config is the signature scheme and its options. Tolerance defaults to
+	// provider.DefaultTolerance (5m).
+	provider.Config `yaml:",inline"`
+}
+
+// RateLimit is a token bucket: PerSecond requests per second on average,
+// bursts of up to Burst. Each ingress instance keeps its own bucket, so the
+// integration's total is the sum over instances.
+type RateLimit struct {
+	// PerSecond is the sustained rate. 0 (the default) disables the limit.
+	PerSecond float64 `yaml:"per_second"`
+	// Burst is the bucket size. Defaults to PerSecond rounded up (at least 1).
+	Burst int `yaml:"burst"`
+}
+
+// MaxAccountLength is the longest integrations[].account accepted.
+const MaxAccountLength = 128
+
+// WithDefaults returns in with every unset field at its default;
+// maxBodyBytes is ingress.max_body_bytes (after its own default).
+func (in Integration) WithDefaults(maxBodyBytes int64) Integration {
+	setDefault(&in.MaxBodyBytes, maxBodyBytes)
+	setDefault(&in.Tolerance, provider.DefaultTolerance)
+	if in.RateLimit.PerSecond > 0 && in.RateLimit.Burst == 0 {
+		in.RateLimit.Burst = max(1, int(math.Ceil(in.RateLimit.PerSecond)))
+	}
+	return in
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Validate checks one integration; field is its place in the file (such as
+// "integrations[0] (stripe-live)"), which every error starts with.
+func (in Integration) Validate(field string) error {
+	var p problems
+	if !nameRE.MatchString(in.Name) {
+		p.add(field+".name", "must be 1-64 of [A-Za-z0-9_-], got %q", in.Name)
+	}
+	if !nameRE.MatchString(in.Tenant) {
+		p.add(field+".tenant", "required, 1-64 of [A-Za-z0-9_-], got %q", in.Tenant)
+	}
+	if strings.ContainsAny(in.Account, "/ \t\n") || len(in.Account) > MaxAccountLength {
+		p.add(field+".account", "must not contain '/' or spaces and be at most %d characters", MaxAccountLength)
+	}
+	if in.MaxBodyBytes < 1 {
+		p.add(field+".max_body_bytes", "must be positive")
+	}
+	if r := in.RateLimit; r.PerSecond < 0 || math.IsNaN(r.PerSecond) || math.IsInf(r.PerSecond, 0) {
+		p.add(field+".rate_limit.per_second", "must be a finite number ≥ 0 (0: no limit), got %v", r.PerSecond)
+	}
+	if r := in.RateLimit; r.Burst < 0 || (r.PerSecond == 0 && r.Burst != 0) {
+		p.add(field+".rate_limit.burst", "must be ≥ 1 and needs rate_limit.per_second")
+	}
+	if _, err := provider.New(in.Config); err != nil {
+		p.also(fmt.Errorf("%s.%w", field, err))
+	}
+	return p.err()
+}
+
+// integrationsWithDefaults returns a defaulted copy of list.
+func integrationsWithDefaults(list []Integration, maxBodyBytes int64) []Integration {
+	if list == nil {
+		return nil
+	}
+	out := make([]Integration, len(list))
+	for i, in := range list {
+		out[i] = in.WithDefaults(maxBodyBytes)
+	}
+	return out
+}
+
+// validateIntegrations checks each integration and that names are unique.
+func validateIntegrations(list []Integration) error {
+	var p problems
+	seen := map[string]bool{}
+	for i, in := range list {
+		f := fmt.Sprintf("integrations[%d]", i)
+		if in.Name != "" {
+			f = fmt.Sprintf("integrations[%d] (%s)", i, in.Name)
+		}
+		p.also(in.Validate(f))
+		if seen[in.Name] {
+			p.add(f+".name", "duplicate integration name")
+		}
+		seen[in.Name] = true
+	}
+	return p.err()
+}

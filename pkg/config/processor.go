@@ -1,0 +1,89 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// Processor configures the consumer of INTAKE_IN.
+type Processor struct {
+	// AckWait is the ack deadline of the durable consumer. Defaults to
+	// DefaultAckWait (30s). Batches that take longer than a third of it send
+	// InProgress.
+	AckWait time.Duration `yaml:"ack_wait"`
+	// MaxDeliver bounds deliveries of one message. Defaults to
+	// DefaultMaxDeliver (10).
+	MaxDeliver int `yaml:"max_deliver"`
+	// BatchSize is the most messages one transaction commits. Defaults to
+	// DefaultBatchSize (256); at most MaxBatchSize.
+	BatchSize int `yaml:"batch_size"`
+	// BatchWait is how long a batch collects after its first message: the
+	// latency a message may gain for group commit. Defaults to
+	// DefaultBatchWait (20ms); at most a tenth of AckWait.
+	BatchWait time.Duration `yaml:"batch_wait"`
+	// Concurrency is the number of batches in flight. Defaults to
+	// DefaultConcurrency (2).
+	Concurrency int `yaml:"concurrency"`
+	// Backoff is the wait before redelivery after a handler error, per
+	// delivery; the last value repeats. Defaults to DefaultBackoff()
+	// (1s, 5s, 30s, 2m, 10m).
+	Backoff []time.Duration `yaml:"backoff"`
+}
+
+// Defaults and limits of the processor section.
+const (
+	DefaultAckWait     = 30 * time.Second
+	DefaultMaxDeliver  = 10
+	DefaultBatchSize   = 256
+	DefaultBatchWait   = 20 * time.Millisecond
+	DefaultConcurrency = 2
+	// MinAckWait is the shortest processor.ack_wait accepted.
+	MinAckWait = time.Second
+	// MaxBatchSize is the largest processor.batch_size accepted.
+	MaxBatchSize = 4096
+)
+
+// DefaultBackoff is processor.backoff when unset: the redelivery delays
+// after handler errors. A function, so no caller can change the default.
+func DefaultBackoff() []time.Duration {
+	return []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
+}
+
+// WithDefaults returns p with every unset field at its default.
+func (p Processor) WithDefaults() Processor {
+	setDefault(&p.AckWait, DefaultAckWait)
+	setDefault(&p.MaxDeliver, DefaultMaxDeliver)
+	setDefault(&p.BatchSize, DefaultBatchSize)
+	setDefault(&p.BatchWait, DefaultBatchWait)
+	setDefault(&p.Concurrency, DefaultConcurrency)
+	if len(p.Backoff) == 0 {
+		p.Backoff = DefaultBackoff()
+	}
+	return p
+}
+
+// Validate checks the section; errors name the YAML field.
+func (p Processor) Validate() error {
+	var errs problems
+	if p.AckWait < MinAckWait {
+		errs.add("processor.ack_wait", "must be at least %s, got %s", MinAckWait, p.AckWait)
+	}
+	if p.MaxDeliver < 1 {
+		errs.add("processor.max_deliver", "must be at least 1, got %d", p.MaxDeliver)
+	}
+	if p.Concurrency < 1 {
+		errs.add("processor.concurrency", "must be at least 1, got %d", p.Concurrency)
+	}
+	if p.BatchSize < 1 || p.BatchSize > MaxBatchSize {
+		errs.add("processor.batch_size", "must be 1..%d, got %d", MaxBatchSize, p.BatchSize)
+	}
+	if p.BatchWait < 0 || p.BatchWait*10 > p.AckWait {
+		errs.add("processor.batch_wait", "must be positive and at most a tenth of processor.ack_wait, got %s", p.BatchWait)
+	}
+	for i, d := range p.Backoff {
+		if d <= 0 {
+			errs.add(fmt.Sprintf("processor.backoff[%d]", i), "must be positive, got %s", d)
+		}
+	}
+	return errs.err()
+}
