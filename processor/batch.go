@@ -10,58 +10,17 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 )
 
-// outcome is what the inbox decided for one message.
-type outcome int
-
-const (
-	outcomeNew         outcome = iota + 1 // applied for the first time
-	outcomeDuplicate                      // same payload again as another stream message; counted
-	outcomeRedelivered                    // the same stream message again (lost ack); nothing
-	outcomeConflict                       // same key, other payload; recorded
-	outcomeStale                          // older object version; recorded, not applied
-	outcomeReplayed                       // exact replay of a settled event; nothing
-	outcomeRetried                        // exact replay of a failed/quarantined event; applied
-	outcomeReexecuted                     // explicit re-execution; applied again
-)
-
-func (o outcome) String() string {
-	switch o {
-	case outcomeNew:
-		return "new"
-	case outcomeDuplicate:
-		return "duplicate"
-	case outcomeRedelivered:
-		return "redelivered"
-	case outcomeConflict:
-		return "conflict"
-	case outcomeStale:
-		return "stale"
-	case outcomeReplayed:
-		return "replayed"
-	case outcomeRetried:
-		return "retried"
-	case outcomeReexecuted:
-		return "reexecuted"
-	}
-	return "unknown"
-}
-
-// Execution modes (intake.executions.mode, Event.Mode).
-const (
-	ModeOriginal  = "original"
-	ModeRetry     = "retry"
-	ModeReexecute = "reexecute"
-)
-
 // apply is the batch's one transaction: claim every key in one statement,
-// classify, guard object versions, run the handler for what applies, write
-// executions, outbox, conflicts and counters, commit. It returns the outbox
-// rows it committed (ids set), for the processor to publish. On a handler
-// error it returns the index in b of the message whose handler failed.
-func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, []store.OutboxRow, int, error) {
+// decide each message (inbox.Decide), guard object versions, run the
+// handler for what applies, write executions, outbox, conflicts and
+// counters, commit. It returns the outbox rows it committed (ids set), for
+// the processor to publish. On a handler error it returns the index in b of
+// the message whose handler failed.
+func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []store.OutboxRow, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.o.Config.AckWait)
 	defer cancel()
 	start := time.Now()
@@ -80,7 +39,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, []store.Ou
 			cmp.Compare(a.Key.EventID, c.Key.EventID), cmp.Compare(a.StreamSeq, c.StreamSeq))
 	})
 
-	outcomes := make([]outcome, len(b))
+	outcomes := make([]inbox.Outcome, len(b))
 	culprit := -1
 	var outbox []store.OutboxRow
 	err := pgx.BeginFunc(ctx, p.o.Store.Pool(), func(tx pgx.Tx) error {
@@ -98,37 +57,20 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, []store.Ou
 		var run []int
 		for j, i := range order {
 			ev := b[i].ev
-			if inserted[j] {
-				outcomes[i], ev.Mode = outcomeNew, ModeOriginal
-				if ev.ReplayMode == envelope.ReplayReexecute {
-					ev.Mode = ModeReexecute
-				}
-				run = append(run, i)
-				continue
-			}
-			row, ok := existing[ev.Key]
-			if !ok {
+			row, found := existing[ev.Key]
+			if !inserted[j] && !found {
 				return fmt.Errorf("processor: inbox row of %s neither inserted nor found", ev.Key)
 			}
-			switch {
-			case row.PayloadSHA256 != ev.PayloadSHA256:
-				outcomes[i] = outcomeConflict
+			d := inbox.Decide(row, !inserted[j], inbox.Message{PayloadSHA256: ev.PayloadSHA256,
+				StreamSeq: ev.StreamSeq, ReplayMode: ev.ReplayMode})
+			outcomes[i], ev.Mode = d.Outcome, d.Mode
+			if d.Run {
+				run = append(run, i)
+			}
+			// A duplicate is counted (delivery_count, last_received_at)
+			// through its delivery-history row, below; a conflict is recorded.
+			if d.Outcome == inbox.Conflict {
 				w.Conflicts = append(w.Conflicts, store.ConflictRow{Claim: claimOf(ev), Original: row})
-			case ev.ReplayMode == envelope.ReplayReexecute:
-				outcomes[i], ev.Mode = outcomeReexecuted, ModeReexecute
-				run = append(run, i)
-			case ev.ReplayMode == envelope.ReplayExact &&
-				(row.Status == store.StatusFailed || row.Status == store.StatusQuarantined):
-				outcomes[i], ev.Mode = outcomeRetried, ModeRetry
-				run = append(run, i)
-			case ev.ReplayMode == envelope.ReplayExact:
-				outcomes[i] = outcomeReplayed
-			case row.StreamSeq == ev.StreamSeq:
-				outcomes[i] = outcomeRedelivered
-			default:
-				// Counted (delivery_count, last_received_at) through its
-				// delivery-history row, below.
-				outcomes[i] = outcomeDuplicate
 			}
 		}
 
@@ -140,9 +82,9 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, []store.Ou
 				continue
 			}
 			switch outcomes[i] {
-			case outcomeNew:
+			case inbox.New:
 				w.FirstDeliveries = append(w.FirstDeliveries, acceptedDelivery(it.ev))
-			case outcomeDuplicate:
+			case inbox.Duplicate:
 				w.Deliveries = append(w.Deliveries, acceptedDelivery(it.ev))
 			}
 		}
@@ -155,15 +97,14 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, []store.Ou
 		})
 		for _, i := range run {
 			ev := b[i].ev
-			// A re-execution is asked for explicitly: it does not move the
-			// object's version and is not refused as stale.
-			if ev.ObjectID != "" && ev.Mode != ModeReexecute {
+			// The second step of the decision: the object-version guard.
+			if ev.ObjectID != "" && ev.Mode.Guarded() {
 				ok, err := store.GuardVersion(ctx, tx, ev.Key, ev.ObjectID, ev.ObjectVersion)
 				if err != nil {
 					return err
 				}
 				if !ok {
-					outcomes[i] = outcomeStale
+					outcomes[i] = inbox.Stale
 					w.Stale = append(w.Stale, ev.Key)
 					continue
 				}
@@ -175,7 +116,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]outcome, []store.Ou
 				culprit = i
 				return &handlerError{err: err}
 			}
-			if ev.Mode == ModeRetry {
+			if ev.Mode == inbox.ModeRetry {
 				w.Retried = append(w.Retried, ev.Key)
 			}
 			w.Executions = append(w.Executions, store.Execution{

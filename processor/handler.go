@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 )
 
 // Event is one verified provider delivery as the handler sees it.
@@ -35,10 +36,10 @@ type Event struct {
 	ExecutionID string
 	// Mode is ModeOriginal, ModeRetry (an exact replay of a failed event) or
 	// ModeReexecute (an operator asked to run the handler again).
-	Mode string
+	Mode inbox.Mode
 	// ReplayID and ReplayMode say which replay republished this message, if any.
 	ReplayID   string
-	ReplayMode string
+	ReplayMode inbox.ReplayMode
 
 	// Instance is the ingress instance that accepted the delivery;
 	// RetryHints are the provider's retry headers, if it sent any.
@@ -47,6 +48,14 @@ type Event struct {
 
 	queue *[]*pgx.QueuedQuery
 }
+
+// Execution modes (Event.Mode, intake.executions.mode), named here for
+// handler authors.
+const (
+	ModeOriginal  = inbox.ModeOriginal
+	ModeRetry     = inbox.ModeRetry
+	ModeReexecute = inbox.ModeReexecute
+)
 
 // Queue adds a statement to the event's transaction without a round trip
 // of its own: queued statements are sent together with the batch's inbox,

@@ -57,7 +57,7 @@ func Tracing() Middleware {
 			ctx, span := tracer.Start(ctx, "intake.handle", trace.WithAttributes(
 				attribute.String("intake.key", ev.Key.String()),
 				attribute.String("intake.event_type", ev.EventType),
-				attribute.String("intake.mode", ev.Mode),
+				attribute.String("intake.mode", string(ev.Mode)),
 				attribute.String("intake.execution_id", ev.ExecutionID),
 			))
 			defer span.End()

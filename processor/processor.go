@@ -12,6 +12,7 @@ import (
 
 	"github.com/intakehq/intake/internal/faults"
 	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/telemetry"
@@ -248,12 +249,12 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pu
 
 // committed records outcomes, acks, and publishes the batch's outbox rows,
 // after the commit.
-func (p *Processor) committed(b []*item, outcomes []outcome, outbox []store.OutboxRow, pub *acker) {
+func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []store.OutboxRow, pub *acker) {
 	p.o.Metrics.LastCommit.SetToCurrentTime()
 	for i, it := range b {
 		o := outcomes[i]
 		p.o.Metrics.Processed.WithLabelValues(it.ev.Key.Integration, o.String()).Inc()
-		if o == outcomeConflict {
+		if o == inbox.Conflict {
 			p.o.Metrics.Conflicts.WithLabelValues(it.ev.Key.Integration).Inc()
 			p.o.Log.Warn("conflict: same event id, different payload", "key", it.ev.Key.String(), "stream_seq", it.ev.StreamSeq)
 		}
@@ -294,7 +295,7 @@ func (p *Processor) handlerFailed(ctx context.Context, it *item, herr error) {
 		_ = it.msg.NakWithDelay(p.backoff(ev.Delivery))
 		return
 	}
-	p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, status).Inc()
+	p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, string(status)).Inc()
 	p.o.Log.Error("handler failed; recording", "key", ev.Key.String(), "status", status, "delivery", ev.Delivery, "err", herr)
 	var d *store.Delivery
 	if ev.ReplayMode == "" {
@@ -308,7 +309,7 @@ func (p *Processor) handlerFailed(ctx context.Context, it *item, herr error) {
 		_ = it.msg.NakWithDelay(5 * time.Second)
 		return
 	}
-	_ = it.msg.TermWithReason("handler failed: " + status)
+	_ = it.msg.TermWithReason("handler failed: " + string(status))
 }
 
 // keepInProgress sends InProgress for every message every AckWait/3 until

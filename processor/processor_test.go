@@ -20,6 +20,7 @@ import (
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/telemetry"
@@ -379,7 +380,7 @@ func TestPermanentErrorFailsAtOnce(t *testing.T) {
 }
 
 // replay republishes the stored message at seq the way the replayer does.
-func (r *rig) replay(seq uint64, replayID, mode string) {
+func (r *rig) replay(seq uint64, replayID string, mode inbox.ReplayMode) {
 	r.t.Helper()
 	ctx := context.Background()
 	s, err := r.js.Stream(ctx, envelope.StreamIn)
@@ -393,7 +394,7 @@ func (r *rig) replay(seq uint64, replayID, mode string) {
 	msg := &nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data}
 	msg.Header.Set(envelope.HeaderMsgID, "replay:"+replayID+":"+raw.Header.Get(envelope.HeaderKey))
 	msg.Header.Set(envelope.HeaderReplayID, replayID)
-	msg.Header.Set(envelope.HeaderReplayMode, mode)
+	msg.Header.Set(envelope.HeaderReplayMode, string(mode))
 	if _, err := r.js.PublishMsg(ctx, msg); err != nil {
 		r.t.Fatal(err)
 	}

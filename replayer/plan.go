@@ -11,10 +11,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 )
 
-// Predicted outcomes of a replay item (the keys of "outcomes").
+// Predicted outcomes of a replay item (the keys of "outcomes"). Those of a
+// replay are the inbox's decision (inbox.Decide) on the replay copy, named
+// by Prediction.
 const (
 	// WouldApply: no inbox row yet (the event was never processed), or a
 	// re-execution: the handler runs.
@@ -106,18 +109,27 @@ func redeliveryMsgID(replayID, original string) string {
 }
 
 // predict says what the processor will do with an exact or reexecute copy
-// of a message with payload hash sha, given the event's inbox row.
-func predict(mode string, row store.InboxState, hasRow bool, sha string) string {
-	switch {
-	case !hasRow:
+// of a message with payload hash sha, given the event's inbox row: the
+// inbox's own decision on a copy not yet published (no stream sequence).
+// The object-version guard, the decision's second step, is not predicted: a
+// copy that would apply or retry may still turn out stale.
+func predict(mode inbox.ReplayMode, row store.InboxState, hasRow bool, sha string) string {
+	d := inbox.Decide(inbox.Row{PayloadSHA256: row.PayloadSHA256, StreamSeq: row.StreamSeq, Status: row.Status}, hasRow,
+		inbox.Message{PayloadSHA256: sha, ReplayMode: mode})
+	return Prediction(d.Outcome)
+}
+
+// Prediction names the inbox's decision on a replay copy as a dry run
+// reports it.
+func Prediction(o inbox.Outcome) string {
+	switch o {
+	case inbox.New, inbox.Reexecuted:
 		return WouldApply
-	case row.PayloadSHA256 != sha:
-		return WouldConflict
-	case mode == store.ReplayReexecute:
-		return WouldApply
-	case row.Status == store.StatusFailed || row.Status == store.StatusQuarantined:
+	case inbox.Retried:
 		return WouldRetry
-	default:
+	case inbox.Conflict:
+		return WouldConflict
+	default: // Replayed; a copy is never a duplicate or a redelivery
 		return WouldDeduplicate
 	}
 }
@@ -142,7 +154,7 @@ func (r *Replayer) planReplay(ctx context.Context, id string, req ReplayRequest)
 		return (s.Integration == "" || st.Key.Integration == s.Integration) &&
 			(s.Tenant == "" || st.Tenant == s.Tenant) &&
 			(s.EventType == "" || st.EventType == s.EventType) &&
-			(s.Status == "" || st.Status == s.Status)
+			(s.Status == "" || string(st.Status) == s.Status)
 	}
 	addRow := func(st store.InboxState) error {
 		it := store.ReplayItem{Key: st.Key, Tenant: st.Tenant, EventType: st.EventType, StreamSeq: st.StreamSeq,
@@ -279,7 +291,7 @@ func (r *Replayer) planFromStream(ctx context.Context, id string, req ReplayRequ
 	for _, k := range order {
 		f := byKey[k]
 		row, hasRow := rows[k]
-		if s.Status != "" && (!hasRow || row.Status != s.Status) {
+		if s.Status != "" && (!hasRow || string(row.Status) != s.Status) {
 			continue
 		}
 		c := choose(f.cands, row, hasRow)

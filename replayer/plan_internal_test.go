@@ -5,33 +5,22 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/intakehq/intake/internal/inboxcases"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 )
 
+// TestPredict runs the inbox decision table through predict, the dry run's
+// call of inbox.Decide (dryrun_test.go runs it through the API).
 func TestPredict(t *testing.T) {
-	row := func(status string) store.InboxState { return store.InboxState{Status: status, PayloadSHA256: "aa"} }
-	tests := []struct {
-		mode   string
-		row    store.InboxState
-		hasRow bool
-		sha    string
-		want   string
-	}{
-		{store.ReplayExact, store.InboxState{}, false, "aa", WouldApply},
-		{store.ReplayExact, row(store.StatusProcessed), true, "aa", WouldDeduplicate},
-		{store.ReplayExact, row(store.StatusStale), true, "aa", WouldDeduplicate},
-		{store.ReplayExact, row(store.StatusFailed), true, "aa", WouldRetry},
-		{store.ReplayExact, row(store.StatusQuarantined), true, "aa", WouldRetry},
-		{store.ReplayExact, row(store.StatusProcessed), true, "bb", WouldConflict},
-		{store.ReplayReexecute, row(store.StatusProcessed), true, "aa", WouldApply},
-		{store.ReplayReexecute, row(store.StatusFailed), true, "aa", WouldApply},
-		{store.ReplayReexecute, row(store.StatusProcessed), true, "bb", WouldConflict},
-		{store.ReplayReexecute, store.InboxState{}, false, "aa", WouldApply},
-	}
-	for _, tt := range tests {
-		if got := predict(tt.mode, tt.row, tt.hasRow, tt.sha); got != tt.want {
-			t.Errorf("predict(%s, %s row=%v, sha %s) = %s, want %s", tt.mode, tt.row.Status, tt.hasRow, tt.sha, got, tt.want)
+	for _, c := range inboxcases.Cases {
+		if c.DryRun == "" {
+			continue // no replay copy: nothing to predict
+		}
+		row, found, msg := c.Inputs()
+		st := store.InboxState{PayloadSHA256: row.PayloadSHA256, StreamSeq: row.StreamSeq, Status: row.Status}
+		if got := predict(c.Replay, st, found, msg.PayloadSHA256); got != c.DryRun {
+			t.Errorf("%s: predict = %s, want %s", c.Name, got, c.DryRun)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/replayer"
 )
@@ -38,7 +39,7 @@ func TestExactReplayOfProcessedEventAppliesNothing(t *testing.T) {
 	if n := r.count(`SELECT count(*) FROM effects`); n != 1 {
 		t.Fatalf("%d business effects after an exact replay of a processed event, want 1", n)
 	}
-	var status string
+	var status inbox.Status
 	var deliveries, seq int
 	if err := r.db.QueryRow(context.Background(), `SELECT status, delivery_count, stream_seq FROM intake.inbox`).Scan(&status, &deliveries, &seq); err != nil {
 		t.Fatal(err)

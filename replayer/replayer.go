@@ -197,7 +197,7 @@ func (r *Replayer) Replay(ctx context.Context, requestedBy string, req ReplayReq
 	if err != nil {
 		return store.Replay{}, err
 	}
-	return r.record(ctx, store.Replay{ID: id, RequestedBy: requestedBy, Selector: sel, Mode: req.Mode,
+	return r.record(ctx, store.Replay{ID: id, RequestedBy: requestedBy, Selector: sel, Mode: string(req.Mode),
 		Reason: req.Reason, DryRun: *req.DryRun, Rate: req.Rate}, p)
 }
 

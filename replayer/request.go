@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake/pkg/envelope"
-	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/inbox"
 )
 
 // SeqRange is an inclusive range of stream sequences; To 0 means "to the
@@ -44,7 +44,7 @@ type ReplayRequest struct {
 	Selector Selector `json:"selector"`
 	// Mode is exact (the default: the inbox decides) or reexecute (the
 	// handler runs again; requires a reason).
-	Mode string `json:"mode,omitempty"`
+	Mode inbox.ReplayMode `json:"mode,omitempty"`
 	// DryRun defaults to true: without "dry_run": false nothing is published.
 	DryRun *bool  `json:"dry_run,omitempty"`
 	Reason string `json:"reason,omitempty"`
@@ -107,13 +107,13 @@ var ErrTooMany = errors.New("replayer: selector matches too many events")
 
 const maxKeys = 100_000
 
-var replayStatuses = []string{store.StatusProcessed, store.StatusStale, store.StatusFailed, store.StatusQuarantined}
+var replayStatuses = []string{string(inbox.StatusProcessed), string(inbox.StatusStale), string(inbox.StatusFailed), string(inbox.StatusQuarantined)}
 
 func (r *Replayer) normalizeReplay(req *ReplayRequest) error {
 	if req.Mode == "" {
-		req.Mode = store.ReplayExact
+		req.Mode = inbox.ReplayExact
 	}
-	if req.Mode != store.ReplayExact && req.Mode != store.ReplayReexecute {
+	if req.Mode != inbox.ReplayExact && req.Mode != inbox.ReplayReexecute {
 		return badRequest("mode: must be exact or reexecute, got %q", req.Mode)
 	}
 	if req.DryRun == nil {
@@ -121,7 +121,7 @@ func (r *Replayer) normalizeReplay(req *ReplayRequest) error {
 		req.DryRun = &t
 	}
 	req.Reason = strings.TrimSpace(req.Reason)
-	if req.Mode == store.ReplayReexecute && req.Reason == "" {
+	if req.Mode == inbox.ReplayReexecute && req.Reason == "" {
 		return badRequest("reason: required for mode reexecute (the handler runs again; say why)")
 	}
 	if err := r.normalizeRate(&req.Rate); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/replayer"
 )
@@ -124,7 +125,7 @@ Exit codes: 0 done; 1 error or not confirmed; 2 the API refused; 3 finished part
 		req := replayer.ReplayRequest{
 			Selector: replayer.Selector{Keys: keys, Integration: sel.integration, Tenant: sel.tenant, EventType: sel.eventType,
 				StreamSeq: seq, Since: since, Until: until, Status: status},
-			Mode: mode, Reason: reason, Rate: rate,
+			Mode: inbox.ReplayMode(mode), Reason: reason, Rate: rate,
 		}
 		return run.run(cmd, c, "/api/v1/replays", func(dry bool) any {
 			req.DryRun = &dry

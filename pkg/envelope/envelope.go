@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/intakehq/intake/pkg/inbox"
 )
 
 // Header names carried by every message on INTAKE_IN and INTAKE_OUT.
@@ -35,10 +37,11 @@ const (
 	HeaderRetryHints = "Intake-Retry-Hints"
 )
 
-// Replay modes (Intake-Replay-Mode).
+// Replay modes, the values of Intake-Replay-Mode: package inbox's, named
+// here beside the header for publishers.
 const (
-	ReplayExact     = "exact"
-	ReplayReexecute = "reexecute"
+	ReplayExact     = inbox.ReplayExact
+	ReplayReexecute = inbox.ReplayReexecute
 )
 
 // Stream and subject names.

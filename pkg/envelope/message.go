@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/intakehq/intake/pkg/inbox"
 )
 
 // Delivery is a verified webhook delivery as it travels on INTAKE_IN: the
@@ -28,7 +30,7 @@ type Delivery struct {
 
 	// ReplayID and ReplayMode are set on messages the replayer republished.
 	ReplayID   string
-	ReplayMode string
+	ReplayMode inbox.ReplayMode
 
 	// Instance is the ingress instance that accepted the delivery;
 	// RetryHints the provider's retry headers (see RetryHintHeaders).
@@ -109,14 +111,12 @@ func ParseDelivery(h nats.Header, body []byte) (Delivery, error) {
 		}
 		d.ObjectID, d.ObjectVersion = id, v
 	}
-	d.ReplayID, d.ReplayMode = h.Get(HeaderReplayID), h.Get(HeaderReplayMode)
+	d.ReplayID, d.ReplayMode = h.Get(HeaderReplayID), inbox.ReplayMode(h.Get(HeaderReplayMode))
 	d.Instance = h.Get(HeaderInstance)
 	if raw := h.Get(HeaderRetryHints); raw != "" {
 		_ = json.Unmarshal([]byte(raw), &d.RetryHints) // hints are informational
 	}
-	switch d.ReplayMode {
-	case "", ReplayExact, ReplayReexecute:
-	default:
+	if !d.ReplayMode.Valid() {
 		return Delivery{}, fmt.Errorf("%w: unknown %s %q", ErrBadEnvelope, HeaderReplayMode, d.ReplayMode)
 	}
 	if (d.ReplayID == "") != (d.ReplayMode == "") {

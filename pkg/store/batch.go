@@ -10,14 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 )
 
-// Row is the state of an existing inbox row a batch found.
-type Row struct {
-	PayloadSHA256 string
-	StreamSeq     uint64
-	Status        string
-}
+// Row is the state of an existing inbox row a batch found: what the inbox
+// decision reads.
+type Row = inbox.Row
 
 // BatchClaim is the inbox side of one message in a group-commit batch.
 type BatchClaim struct {
@@ -160,7 +158,7 @@ func GuardVersion(ctx context.Context, tx pgx.Tx, k envelope.Key, objectID strin
 type Execution struct {
 	ID        string
 	Key       envelope.Key
-	Mode      string // original, retry, reexecute
+	Mode      inbox.Mode
 	ReplayID  string
 	StreamSeq uint64
 }
@@ -204,7 +202,7 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 			if err != nil {
 				return fmt.Errorf("store: execution id %q: %w", e.ID, err)
 			}
-			ids[i], integ[i], acct[i], evID[i], mode[i], seq[i] = id, e.Key.Integration, e.Key.Account, e.Key.EventID, e.Mode, int64(e.StreamSeq)
+			ids[i], integ[i], acct[i], evID[i], mode[i], seq[i] = id, e.Key.Integration, e.Key.Account, e.Key.EventID, string(e.Mode), int64(e.StreamSeq)
 			if e.ReplayID != "" {
 				replay[i] = &w.Executions[i].ReplayID
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 )
 
@@ -131,7 +132,7 @@ func TestRecordFailureKeepsTheHistory(t *testing.T) {
 	delivery := func(seq uint64, at time.Time) *store.Delivery {
 		return &store.Delivery{ReceiptID: envelope.StreamReceiptID(seq), Key: k, ReceivedAt: at, Instance: "ingress-a", StatusCode: 200, Answer: "accepted"}
 	}
-	check := func(step, status string, attempts, count int, last time.Time) {
+	check := func(step string, status inbox.Status, attempts, count int, last time.Time) {
 		t.Helper()
 		var gotStatus string
 		var gotAttempts, gotCount, history int
@@ -142,7 +143,7 @@ func TestRecordFailureKeepsTheHistory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if gotStatus != status || gotAttempts != attempts || gotCount != count || history != count || !gotLast.Equal(last) {
+		if gotStatus != string(status) || gotAttempts != attempts || gotCount != count || history != count || !gotLast.Equal(last) {
 			t.Errorf("%s: status %s, attempts %d, delivery_count %d, history %d, last_received_at %s; want %s, %d, %d, %d, %s",
 				step, gotStatus, gotAttempts, gotCount, history, gotLast, status, attempts, count, count, last)
 		}

@@ -11,26 +11,27 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 )
 
 // Event is an inbox row as the operator API shows it.
 type Event struct {
-	Key             string     `json:"key"`
-	Integration     string     `json:"integration"`
-	Account         string     `json:"account"`
-	EventID         string     `json:"event_id"`
-	Tenant          string     `json:"tenant"`
-	EventType       string     `json:"event_type"`
-	Status          string     `json:"status"`
-	PayloadSHA256   string     `json:"payload_sha256"`
-	DeliveryCount   int        `json:"delivery_count"`
-	Attempts        int        `json:"attempts"`
-	StreamSeq       int64      `json:"stream_seq"`
-	FirstReceivedAt time.Time  `json:"first_received_at"`
-	LastReceivedAt  time.Time  `json:"last_received_at"`
-	ProcessedAt     *time.Time `json:"processed_at"`
-	Error           *string    `json:"error"`
-	Conflicts       int        `json:"conflicts"`
+	Key             string       `json:"key"`
+	Integration     string       `json:"integration"`
+	Account         string       `json:"account"`
+	EventID         string       `json:"event_id"`
+	Tenant          string       `json:"tenant"`
+	EventType       string       `json:"event_type"`
+	Status          inbox.Status `json:"status"`
+	PayloadSHA256   string       `json:"payload_sha256"`
+	DeliveryCount   int          `json:"delivery_count"`
+	Attempts        int          `json:"attempts"`
+	StreamSeq       int64        `json:"stream_seq"`
+	FirstReceivedAt time.Time    `json:"first_received_at"`
+	LastReceivedAt  time.Time    `json:"last_received_at"`
+	ProcessedAt     *time.Time   `json:"processed_at"`
+	Error           *string      `json:"error"`
+	Conflicts       int          `json:"conflicts"`
 }
 
 // GetEvent reads one inbox row with its conflict count. The account may be

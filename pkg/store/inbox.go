@@ -8,15 +8,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 )
 
-// Inbox statuses. A row is written in its final status by the transaction
-// that applies (or refuses) the event, so no in-flight status is visible.
+// Inbox statuses (intake.inbox.status): package inbox's, named here for
+// the store's callers.
 const (
-	StatusProcessed   = "processed"
-	StatusStale       = "stale"
-	StatusFailed      = "failed"
-	StatusQuarantined = "quarantined"
+	StatusProcessed   = inbox.StatusProcessed
+	StatusStale       = inbox.StatusStale
+	StatusFailed      = inbox.StatusFailed
+	StatusQuarantined = inbox.StatusQuarantined
 )
 
 // Claim is one message's claim on its inbox row.
@@ -39,7 +40,7 @@ type Claim struct {
 // FoldReceipts.
 func RecordFailure(ctx context.Context, db interface {
 	Begin(context.Context) (pgx.Tx, error)
-}, c Claim, d *Delivery, status string, attempts int, reason string) error {
+}, c Claim, d *Delivery, status inbox.Status, attempts int, reason string) error {
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(lockKeysSQL, []string{c.Key.String()})

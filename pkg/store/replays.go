@@ -13,13 +13,10 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 )
 
-// Replay modes (intake.replays.mode). A redelivery is recorded as a replay
-// with mode redeliver: one audit trail, one engine.
-const (
-	ReplayExact     = "exact"
-	ReplayReexecute = "reexecute"
-	ReplayRedeliver = "redeliver"
-)
+// ReplayRedeliver is the mode (intake.replays.mode) of a redelivery, recorded
+// as a replay: one audit trail, one engine. A replay's mode is the
+// inbox.ReplayMode of the copies it publishes (exact, reexecute).
+const ReplayRedeliver = "redeliver"
 
 // Replay states.
 const (

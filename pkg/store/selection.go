@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 )
 
 // The replayer's reads: which inbox rows a selector matches, what the inbox
@@ -19,7 +20,7 @@ type InboxState struct {
 	Key           envelope.Key
 	Tenant        string
 	EventType     string
-	Status        string
+	Status        inbox.Status
 	PayloadSHA256 string
 	StreamSeq     uint64
 }
