@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 )
 
 // ReconcileRequest is a range of INTAKE_IN to compare with the inbox:
@@ -129,7 +130,7 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 	if len(fixKeys) > 0 {
 		res.Fix = &ReplayRequest{
 			Selector: Selector{Keys: fixKeys, StreamSeq: &SeqRange{From: from, To: to}},
-			Mode:     "exact",
+			Mode:     inbox.ReplayExact,
 			Reason:   fmt.Sprintf("reconcile: %d accepted events without an inbox row", len(fixKeys)),
 		}
 	}

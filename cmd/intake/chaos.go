@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -59,27 +58,29 @@ PostgreSQL server binaries (initdb, postgres) on PATH or in /usr/lib/postgresql/
 			return nil
 		},
 	}
+	// The flags show the harness's own defaults (chaos.Options.WithDefaults).
+	d := chaos.Options{}.WithDefaults()
 	f := cmd.Flags()
-	f.IntVar(&o.Events, "events", 10_000, "distinct logical events")
-	f.Float64Var(&o.Rate, "rate", 200, "events started per second (faults are spread over the load by progress)")
-	f.IntVar(&o.Ingress, "ingress", 2, "ingress processes (at least 2)")
-	f.IntVar(&o.Processors, "processors", 2, "processor processes (at least 2)")
+	f.IntVar(&o.Events, "events", d.Events, "distinct logical events")
+	f.Float64Var(&o.Rate, "rate", d.Rate, "events started per second (faults are spread over the load by progress)")
+	f.IntVar(&o.Ingress, "ingress", d.Ingress, "ingress processes (at least 2)")
+	f.IntVar(&o.Processors, "processors", d.Processors, "processor processes (at least 2)")
 	f.BoolVar(&o.Cluster, "cluster", false, "3-node NATS cluster with R3 streams; the INTAKE_IN stream leader is killed mid-run")
-	f.IntVar(&o.ProcessorKills, "kills", 6, "processor kills (kill -9; half between a commit and its acks); -1 for none")
+	f.IntVar(&o.ProcessorKills, "kills", d.ProcessorKills, "processor kills (kill -9; half between a commit and its acks); -1 for none")
 	f.BoolVar(&o.NoNATSFault, "no-nats-fault", false, "skip the NATS kill and restart")
 	f.BoolVar(&o.NoPostgresFault, "no-postgres-fault", false, "skip the Postgres stop and start")
-	f.DurationVar(&o.DuplicateWindow, "duplicate-window", 2*time.Second, "JetStream duplicate window (short, so late deliveries reach the inbox)")
-	f.DurationVar(&o.AckWait, "ack-wait", 5*time.Second, "processor ack deadline (how soon a killed processor's messages come back)")
-	f.Float64Var(&o.TripleShare, "triple-share", 0.10, "share of events delivered 3 times instead of 2")
-	f.Float64Var(&o.LateShare, "late-share", 0.05, "share of events delivered once more after the duplicate window")
-	f.Float64Var(&o.ConflictShare, "conflict-share", 0.05, "share of events followed by another payload under the same id")
-	f.Float64Var(&o.OrderShare, "order-share", 0.05, "share of events that are object versions sent out of order")
-	f.Float64Var(&o.LostShare, "lost-share", 0.03, "share of HTTP attempts whose response the client drops")
+	f.DurationVar(&o.DuplicateWindow, "duplicate-window", d.DuplicateWindow, "JetStream duplicate window (short, so late deliveries reach the inbox)")
+	f.DurationVar(&o.AckWait, "ack-wait", d.AckWait, "processor ack deadline (how soon a killed processor's messages come back)")
+	f.Float64Var(&o.TripleShare, "triple-share", d.TripleShare, "share of events delivered 3 times instead of 2")
+	f.Float64Var(&o.LateShare, "late-share", d.LateShare, "share of events delivered once more after the duplicate window")
+	f.Float64Var(&o.ConflictShare, "conflict-share", d.ConflictShare, "share of events followed by another payload under the same id")
+	f.Float64Var(&o.OrderShare, "order-share", d.OrderShare, "share of events that are object versions sent out of order")
+	f.Float64Var(&o.LostShare, "lost-share", d.LostShare, "share of HTTP attempts whose response the client drops")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for the event mix and fault moments (default: the clock)")
 	f.StringVar(&o.Dir, "dir", "", "run directory (default: a temp dir, removed after a passing run)")
 	f.BoolVar(&o.Keep, "keep", false, "keep the run directory after a passing run")
 	f.StringVar(&o.Binary, "binary", "", "intake binary for the child processes (default: this one)")
-	f.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "bound on the whole run")
+	f.DurationVar(&o.Timeout, "timeout", d.Timeout, "bound on the whole run")
 	f.BoolVar(&o.Control, "control", false, "negative control: processors write the business row outside the inbox transaction; the run must FAIL (exit 1)")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	return cmd

@@ -23,7 +23,6 @@ const (
 	codeRefused  = 2 // the API answered an error (4xx/5xx)
 	codePartial  = 3 // finished, but not everything: events missing from the stream, cancelled; reconcile found missing events
 	codeFailed   = 4 // the replay failed
-	defaultAPI   = "http://127.0.0.1:8080"
 	outputTable  = "table"
 	outputJSON   = "json"
 	pollInterval = 500 * time.Millisecond

@@ -6,6 +6,10 @@ import (
 	"github.com/intakehq/intake/internal/dev"
 )
 
+// defaultAPI is where the operator CLI and `intake send` look without
+// --server/--url: `intake dev`'s one listener.
+const defaultAPI = "http://" + dev.DefaultHTTPAddr
+
 func newDevCmd(g *globals) *cobra.Command {
 	var o dev.Options
 	cmd := &cobra.Command{

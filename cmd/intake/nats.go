@@ -46,7 +46,7 @@ func newNATSCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&c.Addr, "addr", "127.0.0.1:4222", "client listen address")
+	f.StringVar(&c.Addr, "addr", stream.DefaultEmbeddedAddr, "client listen address")
 	f.StringVar(&c.StoreDir, "store-dir", "", "JetStream file store (required)")
 	f.StringVar(&c.ServerName, "name", "intake-nats", "server name (unique in a cluster)")
 	f.BoolVar(&c.SyncAlways, "sync-always", false, "fsync every write before its PubAck")

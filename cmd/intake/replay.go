@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -111,9 +112,9 @@ Exit codes: 0 done; 1 error or not confirmed; 2 the API refused; 3 finished part
 	run.add(cmd)
 	f := cmd.Flags()
 	f.StringVar(&status, "status", "", "inbox status: failed, quarantined, stale or processed")
-	f.StringVar(&mode, "mode", "exact", "exact (the inbox decides) or reexecute (the handler runs again)")
+	f.StringVar(&mode, "mode", string(inbox.ReplayExact), "exact (the inbox decides) or reexecute (the handler runs again)")
 	f.StringVar(&reason, "reason", "", "why: recorded in the audit log (required for reexecute)")
-	f.IntVar(&rate, "rate", 0, "events per second (default: the replayer's, 100)")
+	f.IntVar(&rate, "rate", 0, "events per second (default: the replayer's, "+strconv.Itoa(replayer.DefaultReplayRate)+")")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := c.check(); err != nil {
 			return err

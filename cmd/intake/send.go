@@ -100,7 +100,7 @@ with its configured key: pass the sender's key with --secret whsk_….`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.integration, "integration", "", "integration name (default: the first in the config)")
-	f.StringVar(&o.url, "url", "http://127.0.0.1:8080", "base URL of ingress")
+	f.StringVar(&o.url, "url", defaultAPI, "base URL of ingress")
 	f.StringVar(&o.data, "data", "", "JSON body to send (default: a small demo event)")
 	f.StringVar(&o.file, "file", "", "read the body from this file")
 	f.StringVar(&o.id, "id", "", "event id (default: random)")

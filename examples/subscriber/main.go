@@ -23,7 +23,7 @@ import (
 )
 
 func main() {
-	url := flag.String("nats", "nats://127.0.0.1:4222", "NATS server")
+	url := flag.String("nats", nats.DefaultURL, "NATS server")
 	tenant := flag.String("tenant", "acme", "tenant whose events to consume")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/intakehq/intake/pkg/config"
 )
 
 // ServeBare runs reference (a): a bare net/http server that reads the body
@@ -20,9 +22,10 @@ func ServeBare(ctx context.Context, addr string) error {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"status":"accepted"}` + "\n"))
 		}),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
+		// ingress's own timeouts, so the reference serves like it
+		ReadHeaderTimeout: config.DefaultReadHeaderTimeout,
+		ReadTimeout:       config.DefaultReadTimeout,
+		WriteTimeout:      config.DefaultWriteTimeout,
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

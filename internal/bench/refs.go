@@ -14,6 +14,7 @@ import (
 
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
 )
@@ -21,7 +22,7 @@ import (
 // rawStream is reference (b)'s stream: INTAKE_IN's configuration under
 // another name and subject.
 func rawStream(ctx context.Context, js jetstream.JetStream, size int) (string, error) {
-	sc := stream.InConfig(config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: 10 * time.Minute, MaxBytes: -1})
+	sc := stream.InConfig(config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: config.DefaultDuplicateWindow, MaxBytes: -1})
 	sc.Name = rawStreamName(size)
 	subj := fmt.Sprintf("bench.raw.%d", size)
 	sc.Subjects = []string{subj}
@@ -129,7 +130,7 @@ func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers 
 					w.FirstDeliveries = append(w.FirstDeliveries, store.Delivery{ReceiptID: envelope.StreamReceiptID(uint64(i)),
 						Key: k, ReceivedAt: now, Instance: "bench", StatusCode: 200, Answer: "accepted"})
 					id := store.NewID()
-					w.Executions = append(w.Executions, store.Execution{ID: id, Key: k, Mode: "original", StreamSeq: uint64(i)})
+					w.Executions = append(w.Executions, store.Execution{ID: id, Key: k, Mode: inbox.ModeOriginal, StreamSeq: uint64(i)})
 					w.Outbox = append(w.Outbox, store.OutboxRow{Key: k, Subject: "intake.out.t.bench.bench_event",
 						Headers: map[string][]string{envelope.HeaderKey: {k.String()}, envelope.HeaderExecutionID: {id}}, Payload: body})
 				}

@@ -41,7 +41,7 @@ type Options struct {
 // Defaults of Options; `intake dev`'s flags show the same values.
 const (
 	DefaultDataDir  = ".intake"
-	DefaultNATSAddr = "127.0.0.1:4222"
+	DefaultNATSAddr = stream.DefaultEmbeddedAddr
 	DefaultHTTPAddr = "127.0.0.1:8080"
 )
 

@@ -10,9 +10,13 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
+// DefaultEmbeddedAddr is where an embedded server listens unless told
+// otherwise: NATS's own default port, on loopback only.
+const DefaultEmbeddedAddr = "127.0.0.1:4222"
+
 // EmbeddedConfig configures an in-process nats-server with JetStream.
 type EmbeddedConfig struct {
-	// Addr to listen on, host:port. Defaults to "127.0.0.1:4222"; port 0 picks a free one.
+	// Addr to listen on, host:port. Defaults to DefaultEmbeddedAddr; port 0 picks a free one.
 	Addr string
 	// StoreDir holds the JetStream file store. Required.
 	StoreDir string
@@ -48,7 +52,7 @@ func RunEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		return nil, errors.New("stream: EmbeddedConfig.StoreDir is required")
 	}
 	if cfg.Addr == "" {
-		cfg.Addr = "127.0.0.1:4222"
+		cfg.Addr = DefaultEmbeddedAddr
 	}
 	if cfg.ServerName == "" {
 		cfg.ServerName = "intake-embedded"
