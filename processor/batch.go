@@ -40,6 +40,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 	})
 
 	outcomes := make([]inbox.Outcome, len(b))
+	settles := make([]bool, len(b))
 	culprit := -1
 	var outbox []store.OutboxRow
 	err := pgx.BeginFunc(ctx, p.o.Store.Pool(), func(tx pgx.Tx) error {
@@ -64,6 +65,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 			d := inbox.Decide(row, !inserted[j], inbox.Message{PayloadSHA256: ev.PayloadSHA256,
 				StreamSeq: ev.StreamSeq, ReplayMode: ev.ReplayMode})
 			outcomes[i], ev.Mode = d.Outcome, d.Mode
+			settles[i] = d.Settles
 			if d.Run {
 				run = append(run, i)
 			}
@@ -116,8 +118,8 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 				culprit = i
 				return &handlerError{err: err}
 			}
-			if ev.Mode == inbox.ModeRetry {
-				w.Retried = append(w.Retried, ev.Key)
+			if settles[i] {
+				w.Settled = append(w.Settled, ev.Key)
 			}
 			w.Executions = append(w.Executions, store.Execution{
 				ID: ev.ExecutionID, Key: ev.Key, Mode: ev.Mode, ReplayID: ev.ReplayID, StreamSeq: ev.StreamSeq,

@@ -47,6 +47,12 @@ func run(o inbox.Outcome, m inbox.Mode) inbox.Decision {
 	return inbox.Decision{Outcome: o, Run: true, Mode: m}
 }
 
+// settle is d for a failed or quarantined row, which a run makes processed.
+func settle(d inbox.Decision) inbox.Decision {
+	d.Settles = true
+	return d
+}
+
 func refuse(o inbox.Outcome) inbox.Decision { return inbox.Decision{Outcome: o} }
 
 var (
@@ -80,12 +86,13 @@ var Cases = []Case{
 
 	{Name: "failed, provider retry", Row: failed, Replay: none, Want: refuse(inbox.Duplicate)},
 	{Name: "failed, lost ack", Row: failed, Replay: none, RowsMessage: true, Want: refuse(inbox.Redelivered)},
-	{Name: "failed, exact replay", Row: failed, Replay: exact, Want: run(inbox.Retried, inbox.ModeRetry), DryRun: "would_retry"},
+	{Name: "failed, exact replay", Row: failed, Replay: exact, Want: settle(run(inbox.Retried, inbox.ModeRetry)), DryRun: "would_retry"},
 	{Name: "failed, exact replay of other payload", Row: failed, Replay: exact, OtherPayload: true, Want: refuse(inbox.Conflict), DryRun: "would_conflict"},
-	{Name: "failed, reexecute", Row: failed, Replay: reexecute, Want: run(inbox.Reexecuted, inbox.ModeReexecute), DryRun: "would_apply"},
+	{Name: "failed, reexecute", Row: failed, Replay: reexecute, Want: settle(run(inbox.Reexecuted, inbox.ModeReexecute)), DryRun: "would_apply"},
+	{Name: "quarantined, reexecute", Row: quarantined, Replay: reexecute, Want: settle(run(inbox.Reexecuted, inbox.ModeReexecute)), DryRun: "would_apply"},
 
 	{Name: "quarantined, provider retry", Row: quarantined, Replay: none, Want: refuse(inbox.Duplicate)},
-	{Name: "quarantined, exact replay", Row: quarantined, Replay: exact, Want: run(inbox.Retried, inbox.ModeRetry), DryRun: "would_retry"},
+	{Name: "quarantined, exact replay", Row: quarantined, Replay: exact, Want: settle(run(inbox.Retried, inbox.ModeRetry)), DryRun: "would_retry"},
 	{Name: "quarantined, reexecute of other payload", Row: quarantined, Replay: reexecute, OtherPayload: true, Want: refuse(inbox.Conflict), DryRun: "would_conflict"},
 }
 

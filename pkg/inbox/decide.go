@@ -22,6 +22,10 @@ type Decision struct {
 	// Run: the handler runs, in Mode. Mode is "" when it does not.
 	Run  bool
 	Mode Mode
+	// Settles: the row is failed or quarantined and a run that succeeds
+	// makes it processed, so that a later exact replay deduplicates
+	// instead of applying the event once more.
+	Settles bool
 }
 
 // Decide decides a message against its inbox row. found is false when the
@@ -42,9 +46,13 @@ func Decide(row Row, found bool, msg Message) Decision {
 	case row.PayloadSHA256 != msg.PayloadSHA256:
 		return Decision{Outcome: Conflict}
 	case msg.ReplayMode == ReplayReexecute:
-		return run(Reexecuted, ModeReexecute)
+		d := run(Reexecuted, ModeReexecute)
+		d.Settles = row.Status.Retryable()
+		return d
 	case msg.ReplayMode == ReplayExact && row.Status.Retryable():
-		return run(Retried, ModeRetry)
+		d := run(Retried, ModeRetry)
+		d.Settles = true
+		return d
 	case msg.ReplayMode == ReplayExact:
 		return Decision{Outcome: Replayed}
 	case row.StreamSeq == msg.StreamSeq:

@@ -175,7 +175,7 @@ type BatchWrites struct {
 	Outbox     []OutboxRow
 	Executions []Execution
 	Conflicts  []ConflictRow
-	Retried    []envelope.Key // failed/quarantined rows applied by a replay
+	Settled    []envelope.Key // failed/quarantined rows a replay applied: now processed
 	Stale      []envelope.Key // rows claimed in this batch whose version lost
 	// FirstDeliveries are the history rows of the messages that claimed
 	// their inbox row in this batch: the claim counted them, so their keys
@@ -219,7 +219,7 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 			c.Key.Integration, c.Key.Account, c.Key.EventID, c.Tenant, c.Original.PayloadSHA256, c.PayloadSHA256,
 			int64(c.Original.StreamSeq), int64(c.StreamSeq), c.ReceivedAt)
 	}
-	for _, k := range w.Retried {
+	for _, k := range w.Settled {
 		b.Queue(`UPDATE intake.inbox SET status = 'processed', attempts = attempts + 1, error = NULL, processed_at = now()
 			WHERE integration = $1 AND account = $2 AND event_id = $3`, k.Integration, k.Account, k.EventID)
 	}
