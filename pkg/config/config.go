@@ -8,6 +8,7 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -77,7 +78,7 @@ func Parse(raw []byte, lookup func(string) (string, bool)) (*Config, error) {
 		dec := yaml.NewDecoder(bytes.NewReader(expanded))
 		dec.KnownFields(true) // a typo in a key is an error, not a silent default
 		if err := dec.Decode(&cfg); err != nil {
-			return nil, err
+			return nil, hideValues(err)
 		}
 	}
 	if v, ok := lookup("DATABASE_URL"); ok && v != "" {
@@ -91,6 +92,24 @@ func Parse(raw []byte, lookup func(string) (string, bool)) (*Config, error) {
 		return nil, err
 	}
 	return &cfg, nil
+}
+
+// quotedValue is how yaml quotes the offending value in a type error
+// ("cannot unmarshal !!str `hunter2...` into int32").
+var quotedValue = regexp.MustCompile("`[^`]*`")
+
+// hideValues removes the values yaml quotes in type errors: the value in the
+// wrong place may well be a secret, and the error is printed and logged.
+func hideValues(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		msgs[i] = quotedValue.ReplaceAllString(m, "(value not shown)")
+	}
+	return &yaml.TypeError{Errors: msgs}
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)

@@ -209,3 +209,18 @@ func TestProviderIntegrationErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestTypeErrorsDoNotEchoValues(t *testing.T) {
+	const secret = "hunter2-very-secret"
+	raw := "postgres:\n  max_conns: " + secret + "\napi:\n  tokens: " + secret + "\n"
+	_, err := Parse([]byte(raw), func(string) (string, bool) { return "", false })
+	if err == nil {
+		t.Fatal("a string where a number and a list belong was accepted")
+	}
+	if strings.Contains(err.Error(), "hunter") {
+		t.Fatalf("the error echoes the value: %v", err)
+	}
+	if !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "int32") {
+		t.Fatalf("the error no longer says where and what: %v", err)
+	}
+}
