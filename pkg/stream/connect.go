@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/intakehq/intake/pkg/config"
 )
 
 // Connect dials NATS with reconnects forever: a NATS restart must not kill a
@@ -34,7 +36,7 @@ func Connect(url, name string, bufferOnReconnect bool, log *slog.Logger) (*nats.
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("nats connect %s: %w", url, err)
+		return nil, fmt.Errorf("nats connect %s: %w", config.Redact(url), err)
 	}
 	return nc, nil
 }
