@@ -204,7 +204,7 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 		culprit, err := p.commitWithRetry(ctx, shutdown, b, pub)
 		switch {
 		case err == nil:
-		case isInfra(err):
+		case store.Transient(err):
 			// Shutting down while the database is away: leave the messages
 			// to another processor.
 			for _, it := range b {
@@ -242,7 +242,7 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pu
 			p.committed(b, res, outbox, pub)
 			return -1, nil
 		}
-		if !isInfra(err) {
+		if !store.Transient(err) {
 			return culprit, err
 		}
 		p.o.Metrics.Failures.WithLabelValues("", "db").Inc()
