@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/internal/faults"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
@@ -79,32 +80,25 @@ func New(o Options) (*Processor, error) {
 }
 
 // Run consumes until ctx is cancelled, then stops fetching, finishes the
-// batches already fetched (commit, ack, publish) and returns once their
-// published outbox rows are marked.
-func (p *Processor) Run(ctx context.Context) error {
+// batches already fetched (commit, ack, publish) and returns nil once their
+// published outbox rows are marked. When its consumer ends (deleted, NATS
+// restarted with a new stream, …) Run creates it again, with backoff; it
+// returns an error wrapping ErrCannotConsume when it cannot (see
+// WithRestartGrace, WithHealth).
+func (p *Processor) Run(ctx context.Context, opts ...RunOption) error {
 	p.faults = faults.From(ctx)
 	mk := newMarker(p.o.Store, p.o.Log)
 	defer mk.close()
 	pub := newAcker(mk, p.o.Metrics, p.o.Log)
 	defer pub.close() // before the marker's: its ids go to the marker
-	for {
-		err := p.consume(ctx, pub)
-		if ctx.Err() != nil {
-			return nil
-		}
-		// The iterator ended without a shutdown (consumer deleted, NATS
-		// restarted with a new stream, …): set up again after a pause.
-		p.o.Log.Warn("processor consumer ended; restarting", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
-	}
+	return supervise(ctx, "processor", newRunOptions(opts), p.o.Log,
+		func(ctx, setup context.Context, consuming func()) error {
+			return p.consume(ctx, setup, consuming, pub)
+		})
 }
 
-func (p *Processor) consume(ctx context.Context, pub *acker) error {
-	cons, err := stream.EnsureProcessorConsumer(ctx, p.o.JS, p.o.Config)
+func (p *Processor) consume(ctx, setup context.Context, consuming func(), pub *acker) error {
+	cons, err := stream.EnsureProcessorConsumer(setup, p.o.JS, p.o.Config)
 	if err != nil {
 		return err
 	}
@@ -114,6 +108,7 @@ func (p *Processor) consume(ctx context.Context, pub *acker) error {
 	if err != nil {
 		return fmt.Errorf("processor: pull: %w", err)
 	}
+	consuming()
 	stop := context.AfterFunc(ctx, it.Drain)
 	defer stop()
 
@@ -247,10 +242,8 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pu
 		}
 		p.o.Metrics.Failures.WithLabelValues("", "db").Inc()
 		p.o.Log.Warn("inbox transaction failed; retrying", "messages", len(b), "attempt", attempt+1, "err", err)
-		select {
-		case <-shutdown.Done():
+		if backoff.Sleep(shutdown, infraBackoff.Next(attempt)) != nil {
 			return -1, err
-		case <-time.After(infraBackoff(attempt)):
 		}
 	}
 }
@@ -348,10 +341,9 @@ func (p *Processor) backoff(delivery uint64) time.Duration {
 	return steps[i]
 }
 
-// infraBackoff grows from 100ms to 5s while the database is unreachable.
-func infraBackoff(attempt int) time.Duration {
-	return min(100*time.Millisecond<<min(attempt, 6), 5*time.Second)
-}
+// infraBackoff spaces retries while the database is unreachable: from
+// about 100ms up to 5s.
+var infraBackoff = backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 
 func claimOf(ev *Event) store.Claim {
 	return store.Claim{

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
@@ -46,31 +47,23 @@ const (
 	receiptWait  = 50 * time.Millisecond
 )
 
-// Run folds until ctx ends.
-func (f *ReceiptFolder) Run(ctx context.Context) error {
-	for {
-		err := f.consume(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		f.log.Warn("receipt consumer ended; restarting", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
-	}
+// Run folds until ctx ends, then returns nil. Like Processor.Run it
+// creates its consumer again when it ends, and returns an error wrapping
+// ErrCannotConsume when it cannot (see WithRestartGrace, WithHealth).
+func (f *ReceiptFolder) Run(ctx context.Context, opts ...RunOption) error {
+	return supervise(ctx, "receipts", newRunOptions(opts), f.log, f.consume)
 }
 
-func (f *ReceiptFolder) consume(ctx context.Context) error {
-	cons, err := f.js.CreateOrUpdateConsumer(ctx, envelope.StreamReceipts, stream.ReceiptsConsumerConfig(f.cfg))
+func (f *ReceiptFolder) consume(ctx, setup context.Context, consuming func()) error {
+	cons, err := stream.EnsureReceiptsConsumer(setup, f.js, f.cfg)
 	if err != nil {
-		return fmt.Errorf("receipts consumer: %w", err)
+		return err
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(2 * receiptBatch))
 	if err != nil {
 		return fmt.Errorf("receipts: pull: %w", err)
 	}
+	consuming()
 	stop := context.AfterFunc(ctx, it.Drain)
 	defer stop()
 	batches := make(chan []jetstream.Msg)
@@ -113,13 +106,11 @@ func (f *ReceiptFolder) fold(ctx, shutdown context.Context, msgs []jetstream.Msg
 			break
 		}
 		f.log.Warn("receipt fold failed; retrying", "receipts", len(rs), "err", err)
-		select {
-		case <-shutdown.Done():
+		if backoff.Sleep(shutdown, infraBackoff.Next(attempt)) != nil {
 			for _, m := range msgs {
 				_ = m.Nak()
 			}
 			return
-		case <-time.After(infraBackoff(attempt)):
 		}
 	}
 	for _, m := range msgs {

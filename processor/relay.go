@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/telemetry"
@@ -64,8 +65,8 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		wait := r.cfg.PollInterval
 		if err != nil {
+			wait = infraBackoff.Next(failures)
 			failures++
-			wait = min(100*time.Millisecond<<min(failures, 6), 5*time.Second)
 			r.log.Warn("outbox relay pass failed", "err", err, "retry_in", wait)
 		} else {
 			failures = 0
@@ -73,10 +74,8 @@ func (r *Relay) Run(ctx context.Context) error {
 				continue // more may be waiting
 			}
 		}
-		select {
-		case <-ctx.Done():
+		if backoff.Sleep(ctx, wait) != nil {
 			return nil
-		case <-time.After(wait):
 		}
 	}
 }
