@@ -130,7 +130,9 @@ func (r *Relay) clean(ctx context.Context) {
 	for ctx.Err() == nil {
 		n, err := r.store.DeletePublished(ctx, time.Now().Add(-r.cfg.Retention), 1000)
 		if err != nil {
-			r.log.Warn("outbox cleanup failed", "err", err)
+			if ctx.Err() == nil {
+				r.log.Warn("outbox cleanup failed", "err", err)
+			}
 			return
 		}
 		if n < 1000 {
