@@ -73,16 +73,20 @@ type consumeFunc func(ctx, setup context.Context, consuming func()) error
 // ends (then it returns nil). It gives up with ErrCannotConsume when the
 // consumer is refused, or cannot be got back within grace of losing it.
 func supervise(ctx context.Context, what string, o runOptions, log *slog.Logger, consume consumeFunc) error {
-	var failingSince time.Time // zero while consuming
+	// failingSince is when the consumer was lost (or, at start, the first
+	// attempt began); zero while consuming.
+	var failingSince time.Time
 	attempt := 0
 	for {
+		began := time.Now()
 		deadline := failingSince.Add(o.grace)
 		if failingSince.IsZero() {
-			deadline = time.Now().Add(o.grace)
+			deadline = began.Add(o.grace)
 		}
 		setup, cancel := context.WithDeadline(ctx, deadline)
+		consumed := false
 		err := consume(ctx, setup, func() {
-			failingSince, attempt = time.Time{}, 0
+			consumed, failingSince, attempt = true, time.Time{}, 0
 			o.health(nil)
 		})
 		cancel()
@@ -93,19 +97,22 @@ func supervise(ctx context.Context, what string, o runOptions, log *slog.Logger,
 			err = errors.New("consumer ended")
 		}
 		if failingSince.IsZero() {
-			failingSince = time.Now()
+			failingSince = began
+			if consumed {
+				failingSince = time.Now()
+			}
 		}
 		if errors.Is(err, stream.ErrRefused) {
-			err = fmt.Errorf("%s: %w: %w", what, ErrCannotConsume, err)
+			err = fmt.Errorf("%w: %w", ErrCannotConsume, err)
 			o.health(err)
 			return err
 		}
 		if down := time.Since(failingSince); down >= o.grace {
-			err = fmt.Errorf("%s: %w: no consumer for %s: %w", what, ErrCannotConsume, down.Round(time.Millisecond), err)
+			err = fmt.Errorf("%w: no consumer for %s: %w", ErrCannotConsume, down.Round(time.Millisecond), err)
 			o.health(err)
 			return err
 		}
-		o.health(fmt.Errorf("%s: consumer lost, retrying: %w", what, err))
+		o.health(fmt.Errorf("consumer lost, retrying: %w", err))
 		wait := restartBackoff.Next(attempt)
 		attempt++
 		log.Warn(what+" consumer ended; restarting", "err", err, "retry_in", wait)

@@ -81,10 +81,10 @@ func TestSuperviseGivesUpAfterTheGrace(t *testing.T) {
 		t.Fatalf("%d attempts, want retries within the grace", len(deadlines))
 	}
 	// Every attempt's setup is bounded by the same end of grace, counted
-	// from the first failure.
-	for _, d := range deadlines[1:] {
-		if !d.Equal(deadlines[1]) || d.Sub(start) > grace+time.Second {
-			t.Fatalf("setup deadlines %v, want one end of grace after the first failure", deadlines)
+	// from the first attempt.
+	for _, d := range deadlines {
+		if !d.Equal(deadlines[0]) || d.Sub(start) > grace+time.Second {
+			t.Fatalf("setup deadlines %v, want one end of grace after the first attempt", deadlines)
 		}
 	}
 	rep.mu.Lock()
@@ -93,6 +93,25 @@ func TestSuperviseGivesUpAfterTheGrace(t *testing.T) {
 		if e == nil || errors.Is(e, ErrCannotConsume) || !strings.Contains(e.Error(), "retrying") {
 			t.Fatalf("health while retrying reported %v, want the failure and that it retries", e)
 		}
+	}
+}
+
+// TestSuperviseCountsTheGraceFromTheFirstAttempt: an attempt that waits out
+// its whole setup budget (NATS unreachable at start) uses up the grace; it
+// does not start a second one.
+func TestSuperviseCountsTheGraceFromTheFirstAttempt(t *testing.T) {
+	var rep reports
+	calls := 0
+	err := superviseWith(context.Background(), 300*time.Millisecond, &rep, func(_, setup context.Context, _ func()) error {
+		calls++
+		<-setup.Done()
+		return fmt.Errorf("stream INTAKE_IN: consumer processor: %w", setup.Err())
+	})
+	if !errors.Is(err, ErrCannotConsume) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("supervise = %v, want ErrCannotConsume wrapping the setup deadline", err)
+	}
+	if calls != 1 {
+		t.Fatalf("%d attempts, want 1: the first used up the grace", calls)
 	}
 }
 
