@@ -147,6 +147,57 @@ func TestRunReturnsWhyItsProcessorCannotRun(t *testing.T) {
 	}
 }
 
+// TestADeletedProcessorConsumerIsCreatedAgain: losing the consumer is not a
+// failure while it can be re-created: the processor creates it again, /readyz
+// is 200 again, and the App keeps running.
+func TestADeletedProcessorConsumerIsCreatedAgain(t *testing.T) {
+	t.Parallel()
+	cfg, js := lifecycleConfig(t)
+	ctx := context.Background()
+	a, err := app.New(ctx, cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatalf("app.New: %v", err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := a.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	ready := func() bool {
+		resp, err := http.Get("http://" + a.Addr().String() + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	consumer := func() (jetstream.Consumer, bool) {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		c, err := js.Consumer(cctx, envelope.StreamIn, envelope.ConsumerName)
+		return c, err == nil
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool { _, ok := consumer(); return ok && ready() }, "the processor never became ready")
+	first, _ := consumer()
+	created := first.CachedInfo().Created
+
+	if err := js.DeleteConsumer(ctx, envelope.StreamIn, envelope.ConsumerName); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		c, ok := consumer()
+		return ok && c.CachedInfo().Created.After(created) && ready()
+	}, "the deleted consumer was not created again")
+	select {
+	case <-a.Failed():
+		t.Fatal("the App failed although its consumer came back")
+	default:
+	}
+}
+
 // TestNewFailsBeforeListening: a construction error (here, a schema that is
 // not migrated) leaves no listener or role behind.
 func TestNewFailsBeforeListening(t *testing.T) {
