@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/internal/faults"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/inbox"
@@ -71,32 +72,25 @@ func New(o Options) (*Processor, error) {
 func (p *Processor) Config() config.Processor { return p.o.Config }
 
 // Run consumes until ctx is cancelled, then stops fetching, finishes the
-// batches already fetched (commit, ack, publish) and returns once their
-// published outbox rows are marked.
-func (p *Processor) Run(ctx context.Context) error {
+// batches already fetched (commit, ack, publish) and returns nil once their
+// published outbox rows are marked. When its consumer ends (deleted, NATS
+// restarted with a new stream, …) Run creates it again, with backoff; it
+// returns an error wrapping ErrCannotConsume when it cannot (see
+// WithRestartGrace, WithHealth).
+func (p *Processor) Run(ctx context.Context, opts ...RunOption) error {
 	p.faults = faults.From(ctx)
 	mk := newMarker(p.o.Store, p.o.Log)
 	defer mk.close()
 	pub := newAcker(mk, p.o.Metrics, p.o.Log)
 	defer pub.close() // before the marker's: its ids go to the marker
-	for {
-		err := p.consume(ctx, pub)
-		if ctx.Err() != nil {
-			return nil
-		}
-		// The iterator ended without a shutdown (consumer deleted, NATS
-		// restarted with a new stream, …): set up again after a pause.
-		p.o.Log.Warn("processor consumer ended; restarting", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
-	}
+	return supervise(ctx, "processor", newRunOptions(opts), p.o.Log,
+		func(ctx, setup context.Context, consuming func()) error {
+			return p.consume(ctx, setup, consuming, pub)
+		})
 }
 
-func (p *Processor) consume(ctx context.Context, pub *acker) error {
-	cons, err := stream.EnsureProcessorConsumer(ctx, p.o.JS, p.o.Config)
+func (p *Processor) consume(ctx, setup context.Context, consuming func(), pub *acker) error {
+	cons, err := stream.EnsureProcessorConsumer(setup, p.o.JS, p.o.Config)
 	if err != nil {
 		return err
 	}
@@ -106,6 +100,7 @@ func (p *Processor) consume(ctx context.Context, pub *acker) error {
 	if err != nil {
 		return fmt.Errorf("processor: pull: %w", err)
 	}
+	consuming()
 	stop := context.AfterFunc(ctx, it.Drain)
 	defer stop()
 
@@ -196,7 +191,7 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 		culprit, err := p.commitWithRetry(ctx, shutdown, b, pub)
 		switch {
 		case err == nil:
-		case isInfra(err):
+		case store.Transient(err):
 			// Shutting down while the database is away: leave the messages
 			// to another processor.
 			for _, it := range b {
@@ -234,15 +229,13 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pu
 			p.committed(b, res, outbox, pub)
 			return -1, nil
 		}
-		if !isInfra(err) {
+		if !store.Transient(err) {
 			return culprit, err
 		}
 		p.o.Metrics.Failures.WithLabelValues("", "db").Inc()
 		p.o.Log.Warn("inbox transaction failed; retrying", "messages", len(b), "attempt", attempt+1, "err", err)
-		select {
-		case <-shutdown.Done():
+		if backoff.Sleep(shutdown, infraBackoff.Next(attempt)) != nil {
 			return -1, err
-		case <-time.After(infraBackoff(attempt)):
 		}
 	}
 }
@@ -340,10 +333,9 @@ func (p *Processor) backoff(delivery uint64) time.Duration {
 	return steps[i]
 }
 
-// infraBackoff grows from 100ms to 5s while the database is unreachable.
-func infraBackoff(attempt int) time.Duration {
-	return min(100*time.Millisecond<<min(attempt, 6), 5*time.Second)
-}
+// infraBackoff spaces retries while the database is unreachable: from
+// about 100ms up to 5s.
+var infraBackoff = backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 
 func claimOf(ev *Event) store.Claim {
 	return store.Claim{

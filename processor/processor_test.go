@@ -148,7 +148,7 @@ func (r *rig) runWith(hooks faults.Hooks, o processor.Options) (stop func()) {
 	if r.relayAfter > 0 {
 		after = r.relayAfter
 	}
-	relay := processor.NewRelay(r.store, r.js, config.Outbox{PollInterval: 100 * time.Millisecond, BatchSize: 50, RelayAfter: after}, o.Metrics, nil)
+	relay := mustRelay(r.t, processor.RelayOptions{Store: r.store, JS: r.js, Config: config.Outbox{PollInterval: 100 * time.Millisecond, BatchSize: 50, RelayAfter: after}, Metrics: o.Metrics})
 	ctx, cancel := context.WithCancel(faults.With(context.Background(), hooks))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = p.Run(ctx) })
@@ -680,4 +680,13 @@ func TestQueuedStatementsCommitWithTheBatchAndIsolateAPoisonOne(t *testing.T) {
 	if !strings.Contains(errText, "no_poison") {
 		t.Fatalf("failed row error %q does not name the violated constraint", errText)
 	}
+}
+
+func mustRelay(t testing.TB, o processor.RelayOptions) *processor.Relay {
+	t.Helper()
+	r, err := processor.NewRelay(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

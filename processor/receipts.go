@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
@@ -26,8 +27,6 @@ type ReceiptFolder struct {
 	cfg     config.Processor
 	metrics *telemetry.Metrics
 	log     *slog.Logger
-	// err is NewReceiptFolder's configuration error, returned by Run.
-	err error
 }
 
 // ReceiptFolderOptions configure a ReceiptFolder.
@@ -42,9 +41,9 @@ type ReceiptFolderOptions struct {
 	Log     *slog.Logger       // defaults to discarding
 }
 
-// NewReceiptFolderFrom fills o's defaults, then validates it: a bad value
+// NewReceiptFolder fills o's defaults, then validates it: a bad value
 // is an error naming its field, never silently replaced.
-func NewReceiptFolderFrom(o ReceiptFolderOptions) (*ReceiptFolder, error) {
+func NewReceiptFolder(o ReceiptFolderOptions) (*ReceiptFolder, error) {
 	if o.Store == nil || o.JS == nil {
 		return nil, errors.New("receipts: ReceiptFolderOptions.Store and ReceiptFolderOptions.JS are required")
 	}
@@ -61,18 +60,6 @@ func NewReceiptFolderFrom(o ReceiptFolderOptions) (*ReceiptFolder, error) {
 	return &ReceiptFolder{store: o.Store, js: o.JS, cfg: cfg, metrics: o.Metrics, log: o.Log}, nil
 }
 
-// NewReceiptFolder is NewReceiptFolderFrom for callers that take no error:
-// an invalid cfg is returned by Run.
-//
-// Deprecated: use NewReceiptFolderFrom, which returns the error.
-func NewReceiptFolder(s *store.Store, js jetstream.JetStream, cfg config.Processor, m *telemetry.Metrics, log *slog.Logger) *ReceiptFolder {
-	f, err := NewReceiptFolderFrom(ReceiptFolderOptions{Store: s, JS: js, Config: cfg, Metrics: m, Log: log})
-	if err != nil {
-		return &ReceiptFolder{err: err}
-	}
-	return f
-}
-
 // Config is the processor configuration the folder uses, defaults filled.
 func (f *ReceiptFolder) Config() config.Processor { return f.cfg }
 
@@ -81,34 +68,23 @@ const (
 	receiptWait  = 50 * time.Millisecond
 )
 
-// Run folds until ctx ends.
-func (f *ReceiptFolder) Run(ctx context.Context) error {
-	if f.err != nil {
-		return f.err
-	}
-	for {
-		err := f.consume(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		f.log.Warn("receipt consumer ended; restarting", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
-	}
+// Run folds until ctx ends, then returns nil. Like Processor.Run it
+// creates its consumer again when it ends, and returns an error wrapping
+// ErrCannotConsume when it cannot (see WithRestartGrace, WithHealth).
+func (f *ReceiptFolder) Run(ctx context.Context, opts ...RunOption) error {
+	return supervise(ctx, "receipts", newRunOptions(opts), f.log, f.consume)
 }
 
-func (f *ReceiptFolder) consume(ctx context.Context) error {
-	cons, err := f.js.CreateOrUpdateConsumer(ctx, envelope.StreamReceipts, stream.ReceiptsConsumerConfig(f.cfg))
+func (f *ReceiptFolder) consume(ctx, setup context.Context, consuming func()) error {
+	cons, err := stream.EnsureReceiptsConsumer(setup, f.js, f.cfg)
 	if err != nil {
-		return fmt.Errorf("receipts consumer: %w", err)
+		return err
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(2 * receiptBatch))
 	if err != nil {
 		return fmt.Errorf("receipts: pull: %w", err)
 	}
+	consuming()
 	stop := context.AfterFunc(ctx, it.Drain)
 	defer stop()
 	batches := make(chan []jetstream.Msg)
@@ -151,13 +127,11 @@ func (f *ReceiptFolder) fold(ctx, shutdown context.Context, msgs []jetstream.Msg
 			break
 		}
 		f.log.Warn("receipt fold failed; retrying", "receipts", len(rs), "err", err)
-		select {
-		case <-shutdown.Done():
+		if backoff.Sleep(shutdown, infraBackoff.Next(attempt)) != nil {
 			for _, m := range msgs {
 				_ = m.Nak()
 			}
 			return
-		case <-time.After(infraBackoff(attempt)):
 		}
 	}
 	for _, m := range msgs {

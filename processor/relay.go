@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/telemetry"
@@ -29,8 +30,6 @@ type Relay struct {
 	cfg     config.Outbox
 	metrics *telemetry.Metrics
 	log     *slog.Logger
-	// err is NewRelay's configuration error, returned by Run.
-	err error
 }
 
 // RelayOptions configure a Relay.
@@ -48,9 +47,9 @@ type RelayOptions struct {
 	Log             *slog.Logger       // defaults to discarding
 }
 
-// NewRelayFrom fills o's defaults, then validates it: a bad value is an
+// NewRelay fills o's defaults, then validates it: a bad value is an
 // error naming its field, never silently replaced.
-func NewRelayFrom(o RelayOptions) (*Relay, error) {
+func NewRelay(o RelayOptions) (*Relay, error) {
 	if o.Store == nil || o.JS == nil {
 		return nil, errors.New("relay: RelayOptions.Store and RelayOptions.JS are required")
 	}
@@ -68,27 +67,11 @@ func NewRelayFrom(o RelayOptions) (*Relay, error) {
 	return &Relay{store: o.Store, js: o.JS, cfg: cfg, metrics: o.Metrics, log: o.Log}, nil
 }
 
-// NewRelay is NewRelayFrom for callers that do not know the duplicate
-// window (it assumes config.DefaultDuplicateWindow) and take no error: an
-// invalid cfg is returned by Run.
-//
-// Deprecated: use NewRelayFrom, which takes the window and returns the error.
-func NewRelay(s *store.Store, js jetstream.JetStream, cfg config.Outbox, m *telemetry.Metrics, log *slog.Logger) *Relay {
-	r, err := NewRelayFrom(RelayOptions{Store: s, JS: js, Config: cfg, Metrics: m, Log: log})
-	if err != nil {
-		return &Relay{err: err}
-	}
-	return r
-}
-
 // Config is the outbox configuration in force, defaults filled.
 func (r *Relay) Config() config.Outbox { return r.cfg }
 
 // Run publishes until ctx ends, polling every PollInterval.
 func (r *Relay) Run(ctx context.Context) error {
-	if r.err != nil {
-		return r.err
-	}
 	failures := 0
 	nextClean := time.Now()
 	for {
@@ -102,8 +85,8 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		wait := r.cfg.PollInterval
 		if err != nil {
+			wait = infraBackoff.Next(failures)
 			failures++
-			wait = min(100*time.Millisecond<<min(failures, 6), 5*time.Second)
 			r.log.Warn("outbox relay pass failed", "err", err, "retry_in", wait)
 		} else {
 			failures = 0
@@ -111,10 +94,8 @@ func (r *Relay) Run(ctx context.Context) error {
 				continue // more may be waiting
 			}
 		}
-		select {
-		case <-ctx.Done():
+		if backoff.Sleep(ctx, wait) != nil {
 			return nil
-		case <-time.After(wait):
 		}
 	}
 }
@@ -169,7 +150,9 @@ func (r *Relay) clean(ctx context.Context) {
 	for ctx.Err() == nil {
 		n, err := r.store.DeletePublished(ctx, time.Now().Add(-r.cfg.Retention), 1000)
 		if err != nil {
-			r.log.Warn("outbox cleanup failed", "err", err)
+			if ctx.Err() == nil {
+				r.log.Warn("outbox cleanup failed", "err", err)
+			}
 			return
 		}
 		if n < 1000 {

@@ -11,9 +11,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 )
+
+// retryBackoff spaces the retries of a failing batch, from about 200ms up
+// to 5s, until the replay's RetryFor runs out.
+var retryBackoff = backoff.Backoff{Min: 200 * time.Millisecond, Max: 5 * time.Second}
 
 // errStopped: this replayer must stop publishing the replay (shutdown, lost
 // connection, fault injection); the replay stays running for the next one.
@@ -78,13 +83,11 @@ func (r *Replayer) publish(ctx context.Context, lock *store.ReplayLock) (ended b
 			cancel()
 			return true
 		}
+		wait := retryBackoff.Next(failures)
 		failures++
-		wait := min(200*time.Millisecond<<min(failures, 5), 5*time.Second)
 		log.Warn("replay: batch failed; retrying", "err", err, "retry_in", wait)
-		select {
-		case <-ctx.Done():
+		if backoff.Sleep(ctx, wait) != nil {
 			return false
-		case <-time.After(wait):
 		}
 	}
 }

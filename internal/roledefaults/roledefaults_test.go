@@ -85,7 +85,7 @@ func TestRolesFromZeroConfigGetTheDocumentedDefaults(t *testing.T) {
 		}
 	})
 	t.Run("relay", func(t *testing.T) {
-		rl, err := processor.NewRelayFrom(processor.RelayOptions{Store: r.store, JS: r.js})
+		rl, err := processor.NewRelay(processor.RelayOptions{Store: r.store, JS: r.js})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,20 +93,16 @@ func TestRolesFromZeroConfigGetTheDocumentedDefaults(t *testing.T) {
 			t.Errorf("relay config = %+v, want %+v", got, documentedOutbox)
 		}
 		// relay_after: half a duplicate window shorter than 10s, as config.Load does.
-		short, err := processor.NewRelayFrom(processor.RelayOptions{Store: r.store, JS: r.js, DuplicateWindow: 4 * time.Second})
+		short, err := processor.NewRelay(processor.RelayOptions{Store: r.store, JS: r.js, DuplicateWindow: 4 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := short.Config().RelayAfter; got != 2*time.Second {
 			t.Errorf("relay_after under a 4s duplicate window = %s, want 2s", got)
 		}
-		// The deprecated constructor applies the same defaults.
-		if got := processor.NewRelay(r.store, r.js, config.Outbox{}, nil, nil).Config(); got != documentedOutbox {
-			t.Errorf("NewRelay config = %+v, want %+v", got, documentedOutbox)
-		}
 	})
 	t.Run("receipt folder", func(t *testing.T) {
-		f, err := processor.NewReceiptFolderFrom(processor.ReceiptFolderOptions{Store: r.store, JS: r.js})
+		f, err := processor.NewReceiptFolder(processor.ReceiptFolderOptions{Store: r.store, JS: r.js})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,13 +201,11 @@ func TestConstructorsRefuseBadValues(t *testing.T) {
 		{"processor concurrency", errOf(processor.New(processor.Options{Store: r.store, JS: r.js,
 			Config: config.Processor{Concurrency: -1}})), "processor.concurrency"},
 		{"processor needs a store", errOf(processor.New(processor.Options{JS: r.js})), "Store"},
-		{"relay after beyond half the window", errOf(processor.NewRelayFrom(processor.RelayOptions{Store: r.store, JS: r.js,
+		{"relay after beyond half the window", errOf(processor.NewRelay(processor.RelayOptions{Store: r.store, JS: r.js,
 			DuplicateWindow: 4 * time.Second, Config: config.Outbox{RelayAfter: 3 * time.Second}})), "outbox.relay_after"},
-		{"relay batch size", errOf(processor.NewRelayFrom(processor.RelayOptions{Store: r.store, JS: r.js,
+		{"relay batch size", errOf(processor.NewRelay(processor.RelayOptions{Store: r.store, JS: r.js,
 			Config: config.Outbox{BatchSize: -1}})), "outbox.batch_size"},
-		{"deprecated relay reports from Run", processor.NewRelay(r.store, r.js, config.Outbox{BatchSize: -1}, nil, nil).Run(context.Background()),
-			"outbox.batch_size"},
-		{"receipt folder ack wait", errOf(processor.NewReceiptFolderFrom(processor.ReceiptFolderOptions{Store: r.store, JS: r.js,
+		{"receipt folder ack wait", errOf(processor.NewReceiptFolder(processor.ReceiptFolderOptions{Store: r.store, JS: r.js,
 			Config: config.Processor{AckWait: time.Millisecond}})), "processor.ack_wait"},
 		{"ingress publish timeout", errOf(ingress.New(&config.Config{NATS: config.NATS{PublishTimeout: -time.Second}}, r.js, nil, nil)),
 			"nats.publish_timeout"},

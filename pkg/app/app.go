@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
@@ -27,197 +28,353 @@ import (
 // Roles selects what one process runs.
 type Roles struct {
 	Ingress   bool
-	Processor bool // with the outbox relay
+	Processor bool // with the outbox relay and the receipt folder
 	API       bool // the replayer: operator API (/api/v1) and the replay engine
 }
 
-// Options configure Run.
+// Options configure an App.
 type Options struct {
 	Roles Roles
 	// HTTPAddr is the one listener for webhooks, /api/v1, /metrics and health.
 	HTTPAddr string
 	// Handler overrides the processor's handler (library users); defaults to Forward.
 	Handler processor.Handler
-	// AfterCommit is passed to processor.Options.AfterCommit: a fault
-	// injection seam for the chaos harness (pkg/chaos). Nil in production.
-	AfterCommit func([]*processor.Event) error
+	// RestartGrace is how long the processor and the receipt folder keep
+	// trying to get a lost consumer back before the role, and with it the
+	// App, fails. Defaults to processor.DefaultRestartGrace (30s).
+	RestartGrace time.Duration
 	// Listening, when set, is called with the bound address once serving.
 	Listening func(net.Addr)
-	Log       *slog.Logger
+	Log       *slog.Logger // defaults to discarding
 	Metrics   *telemetry.Metrics
 }
 
-// Run connects to NATS and (for processor and API) Postgres, ensures the
-// streams, serves HTTP and runs the selected roles until ctx ends, then
-// shuts down in order: stop accepting requests, drain the processor, stop
-// the relay, close connections.
+const (
+	// startTimeout bounds New's waiting for JetStream, the streams and Postgres.
+	startTimeout = 30 * time.Second
+	// ShutdownTimeout bounds Run's graceful shutdown (in-flight requests).
+	ShutdownTimeout = 30 * time.Second
+)
+
+// startBackoff spaces New's attempts to reach a Postgres that is restarting.
+var startBackoff = backoff.Backoff{Min: 250 * time.Millisecond, Max: 2 * time.Second}
+
+// App is the selected roles, built and wired, in three steps: New connects
+// and builds everything (nothing listens or runs yet, so a construction
+// error leaves nothing behind), Start listens and runs the roles, Stop shuts
+// them down in order. A role that cannot run any more fails the App: /readyz
+// answers 503 with the reason, Failed is closed, and Stop returns the reason.
+type App struct {
+	o      Options
+	log    *slog.Logger
+	nc     *nats.Conn
+	st     *store.Store // nil unless the processor or API runs
+	srv    *http.Server
+	health health
+
+	proc   *processor.Processor
+	relay  *processor.Relay
+	folder *processor.ReceiptFolder
+	rp     *replayer.Replayer
+
+	ln        net.Listener // set by Start
+	stopWork  context.CancelFunc
+	stopRelay context.CancelFunc
+	serving   sync.WaitGroup // the HTTP server
+	working   sync.WaitGroup // processor, receipt folder, replayer
+	relaying  sync.WaitGroup // the outbox relay, stopped after the processor drained
+
+	failed   chan struct{}
+	failOnce sync.Once
+	mu       sync.Mutex
+	err      error // the first role failure
+	stopOnce sync.Once
+}
+
+// Run is New, Start, wait for ctx to end or a role to fail, then Stop
+// (within ShutdownTimeout). It returns nil after a shutdown asked by ctx,
+// and the reason when the App could not be built or started or a role
+// failed.
 func Run(ctx context.Context, cfg *config.Config, o Options) error {
-	log := o.Log
-	if log == nil {
-		log = telemetry.Discard()
+	a, err := New(ctx, cfg, o)
+	if err != nil {
+		return err
 	}
-	m := o.Metrics
-	if m == nil {
-		m = telemetry.NewMetrics()
+	stop := func() error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
+		defer cancel()
+		return a.Stop(sctx)
+	}
+	if err := a.Start(ctx); err != nil {
+		_ = stop()
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-a.Failed():
+	}
+	return stop()
+}
+
+// New connects to NATS and (for the processor and API) Postgres, waits for
+// JetStream and ensures the streams, checks the schema is migrated, and
+// builds the selected services and the HTTP router. Nothing listens and no
+// role runs until Start. On error everything New opened is closed again.
+func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error) {
+	if o.Log == nil {
+		o.Log = telemetry.Discard()
+	}
+	if o.Metrics == nil {
+		o.Metrics = telemetry.NewMetrics()
+	}
+	if o.RestartGrace <= 0 {
+		o.RestartGrace = processor.DefaultRestartGrace
 	}
 	if cfg.NATS.URL == "" {
-		return errors.New("nats.url (or INTAKE_NATS_URL) is required outside `intake dev`")
+		return nil, errors.New("nats.url (or INTAKE_NATS_URL) is required outside `intake dev`")
 	}
+	a := &App{o: o, log: o.Log, failed: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
 
 	// Ingress connects without a reconnect buffer: during an outage it must
 	// answer 503 at once, never "accepted" for a write it cannot confirm.
-	nc, err := stream.Connect(cfg.NATS.URL, "intake", !o.Roles.Ingress, log)
+	a.nc, err = stream.Connect(cfg.NATS.URL, "intake", !o.Roles.Ingress, a.log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(a.nc)
 	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
+		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if err := stream.WaitReady(startCtx, js); err != nil {
-		return err
+		return nil, err
 	}
 	if err := stream.Ensure(startCtx, js, cfg.NATS.Stream); err != nil {
-		return err
+		return nil, err
 	}
-
-	var st *store.Store
 	if o.Roles.Processor || o.Roles.API {
-		if cfg.Postgres.URL == "" {
-			return errors.New("postgres.url (or DATABASE_URL) is required")
-		}
-		// A role started while Postgres restarts waits for it (within the
-		// start budget) instead of exiting: one restart should not become a
-		// crash loop.
-		for attempt := 0; ; attempt++ {
-			st, err = store.Open(startCtx, cfg.Postgres.URL, cfg.Postgres.MaxConns)
-			if err == nil {
-				break
-			}
-			if startCtx.Err() != nil || !store.Unreachable(err) {
-				return err
-			}
-			if attempt == 0 {
-				log.Warn("waiting for postgres", "err", err)
-			}
-			select {
-			case <-startCtx.Done():
-				return err
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
-		defer st.Close()
-		if err := store.CheckMigrated(startCtx, st); err != nil {
-			return err
+		if a.st, err = openStore(startCtx, cfg.Postgres, a.log); err != nil {
+			return nil, err
 		}
 	}
 
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	r.Get("/readyz", readyz(nc, st))
-	r.Method(http.MethodGet, "/metrics", m.Handler())
+	r.Get("/readyz", a.readyz)
+	r.Method(http.MethodGet, "/metrics", o.Metrics.Handler())
 	if cfg.Debug.Pprof {
 		r.Mount("/debug", middleware.Profiler())
 	}
 	if o.Roles.Ingress {
-		svc, err := ingress.New(cfg, js, m, log)
+		svc, err := ingress.New(cfg, js, o.Metrics, a.log)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		svc.Mount(r)
 	}
-	var rp *replayer.Replayer
 	if o.Roles.API {
-		rp, err = replayer.New(replayer.Options{Store: st, JS: js, Tokens: cfg.API.Tokens, Log: log, Registry: m.Registry})
+		a.rp, err = replayer.New(replayer.Options{Store: a.st, JS: js, Tokens: cfg.API.Tokens, Log: a.log, Registry: o.Metrics.Registry})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		rp.Mount(r)
+		a.rp.Mount(r)
 	}
-
-	ln, err := net.Listen("tcp", o.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", o.HTTPAddr, err)
-	}
-	srv := ingress.Server(o.HTTPAddr, r, cfg.Ingress)
-
-	runCtx, stopRoles := context.WithCancel(ctx)
-	defer stopRoles()
-	var wg sync.WaitGroup
-	errc := make(chan error, 4)
-	wg.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("http: %w", err)
-		}
-	})
 	if o.Roles.Processor {
-		p, err := processor.New(processor.Options{Store: st, JS: js, Config: cfg.Processor, Handler: o.Handler,
-			Metrics: m, Log: log})
+		a.proc, err = processor.New(processor.Options{Store: a.st, JS: js, Config: cfg.Processor, Handler: o.Handler,
+			Metrics: o.Metrics, Log: a.log})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		wg.Go(func() {
-			if err := p.Run(runCtx); err != nil {
-				errc <- fmt.Errorf("processor: %w", err)
-			}
-		})
-		relay := processor.NewRelay(st, js, cfg.Outbox, m, log)
-		wg.Go(func() {
-			if err := relay.Run(runCtx); err != nil {
-				errc <- fmt.Errorf("relay: %w", err)
-			}
-		})
-		folder := processor.NewReceiptFolder(st, js, cfg.Processor, m, log)
-		wg.Go(func() {
-			if err := folder.Run(runCtx); err != nil {
-				errc <- fmt.Errorf("receipts: %w", err)
-			}
-		})
+		if a.relay, err = processor.NewRelay(processor.RelayOptions{Store: a.st, JS: js, Config: cfg.Outbox,
+			DuplicateWindow: cfg.NATS.Stream.DuplicateWindow, Metrics: o.Metrics, Log: a.log}); err != nil {
+			return nil, err
+		}
+		if a.folder, err = processor.NewReceiptFolder(processor.ReceiptFolderOptions{Store: a.st, JS: js,
+			Config: cfg.Processor, Metrics: o.Metrics, Log: a.log}); err != nil {
+			return nil, err
+		}
 	}
-	if rp != nil {
-		// Publishes new replays and resumes those a stopped replayer left running.
-		wg.Go(func() {
-			if err := rp.Run(runCtx); err != nil {
-				errc <- fmt.Errorf("replayer: %w", err)
-			}
-		})
-	}
-	if o.Listening != nil {
-		o.Listening(ln.Addr())
-	}
-
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-errc:
-	}
-	log.Info("shutting down")
-	shutCtx, cancelShut := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancelShut()
-	_ = srv.Shutdown(shutCtx) // in-flight webhooks finish and get their answer
-	stopRoles()               // processor drains fetched messages, relay stops
-	wg.Wait()
-	return runErr
+	a.srv = ingress.Server(o.HTTPAddr, r, cfg.Ingress)
+	return a, nil
 }
 
-func readyz(nc *nats.Conn, st *store.Store) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if nc.Status() != nats.CONNECTED {
-			http.Error(w, "nats: "+nc.Status().String(), http.StatusServiceUnavailable)
-			return
-		}
-		if st != nil {
-			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-			defer cancel()
-			if err := st.Ping(ctx); err != nil {
-				http.Error(w, "postgres unavailable", http.StatusServiceUnavailable)
-				return
-			}
-		}
-		_, _ = w.Write([]byte("ready\n"))
+// openStore opens the pool and checks the schema. A role started while
+// Postgres restarts waits for it (within ctx, the start budget) instead of
+// exiting: one restart should not become a crash loop. A refusal (bad
+// credentials, unknown database) fails at once.
+func openStore(ctx context.Context, c config.Postgres, log *slog.Logger) (*store.Store, error) {
+	if c.URL == "" {
+		return nil, errors.New("postgres.url (or DATABASE_URL) is required")
 	}
+	for attempt := 0; ; attempt++ {
+		st, err := store.Open(ctx, c.URL, c.MaxConns)
+		if err == nil {
+			if err := store.CheckMigrated(ctx, st); err != nil {
+				st.Close()
+				return nil, err
+			}
+			return st, nil
+		}
+		if ctx.Err() != nil || !store.Unreachable(err) {
+			return nil, err
+		}
+		if attempt == 0 {
+			log.Warn("waiting for postgres", "err", err)
+		}
+		if backoff.Sleep(ctx, startBackoff.Next(attempt)) != nil {
+			return nil, err
+		}
+	}
+}
+
+// Start listens on HTTPAddr and runs the roles. ctx bounds the start only
+// and passes its values to the roles; they run until Stop (or until one
+// fails: see Failed). If Start fails nothing was started; Stop still closes
+// what New opened.
+func (a *App) Start(ctx context.Context) error {
+	if a.ln != nil {
+		return errors.New("app: already started")
+	}
+	ln, err := net.Listen("tcp", a.o.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", a.o.HTTPAddr, err)
+	}
+	a.ln = ln
+	// Roles keep ctx's values (fault hooks in the harnesses) but not its
+	// cancellation: Stop ends them, in order.
+	base := context.WithoutCancel(ctx)
+	workCtx, stopWork := context.WithCancel(base)
+	relayCtx, stopRelay := context.WithCancel(base)
+	a.stopWork, a.stopRelay = stopWork, stopRelay
+
+	a.serving.Go(func() {
+		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.fail("http", err)
+		}
+	})
+	if a.proc != nil {
+		a.runRole(&a.working, workCtx, "processor", func(ctx context.Context) error {
+			return a.proc.Run(ctx, processor.WithRestartGrace(a.o.RestartGrace), processor.WithHealth(a.health.reporter("processor")))
+		})
+		a.runRole(&a.working, workCtx, "receipts", func(ctx context.Context) error {
+			return a.folder.Run(ctx, processor.WithRestartGrace(a.o.RestartGrace), processor.WithHealth(a.health.reporter("receipts")))
+		})
+		a.runRole(&a.relaying, relayCtx, "relay", a.relay.Run)
+	}
+	if a.rp != nil {
+		// Publishes new replays and resumes those a stopped replayer left running.
+		a.runRole(&a.working, workCtx, "replayer", a.rp.Run)
+	}
+	if a.o.Listening != nil {
+		a.o.Listening(ln.Addr())
+	}
+	return nil
+}
+
+// runRole runs one role on wg. A role ends by itself only when it cannot
+// run any more: that fails the App.
+func (a *App) runRole(wg *sync.WaitGroup, ctx context.Context, role string, run func(context.Context) error) {
+	wg.Go(func() {
+		err := run(ctx)
+		if err == nil && ctx.Err() == nil {
+			err = errors.New("ended before shutdown")
+		}
+		if err != nil {
+			a.fail(role, err)
+		}
+	})
+}
+
+// fail records that a role cannot run any more: /readyz reports it from now
+// on, and Failed is closed.
+func (a *App) fail(role string, err error) {
+	a.log.Error("role cannot run any more; shutting down", "role", role, "err", err)
+	a.health.set(role, err)
+	err = fmt.Errorf("%s: %w", role, err)
+	a.mu.Lock()
+	if a.err == nil {
+		a.err = err
+	}
+	a.mu.Unlock()
+	a.failOnce.Do(func() { close(a.failed) })
+}
+
+// Failed is closed when a role failed: the App cannot do all its work any
+// more. Call Stop, which returns the reason.
+func (a *App) Failed() <-chan struct{} { return a.failed }
+
+// Addr is the address Start bound; nil before Start.
+func (a *App) Addr() net.Addr {
+	if a.ln == nil {
+		return nil
+	}
+	return a.ln.Addr()
+}
+
+// Stop shuts down in order: stop accepting requests and let those in flight
+// get their answer (within ctx; then they are cut), drain the processor (the
+// batches it fetched are committed and acked) and stop the receipt folder
+// and replayer, then stop the relay, then close the connections. It returns
+// the first role failure, if any. Calls after the first do nothing more.
+func (a *App) Stop(ctx context.Context) error {
+	a.stopOnce.Do(func() {
+		if a.ln != nil {
+			a.log.Info("shutting down")
+			if err := a.srv.Shutdown(ctx); err != nil {
+				_ = a.srv.Close()
+			}
+			a.serving.Wait()
+			a.stopWork()
+			a.working.Wait()
+			a.stopRelay()
+			a.relaying.Wait()
+		}
+		a.close()
+	})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// close closes the connections New opened.
+func (a *App) close() {
+	if a.st != nil {
+		a.st.Close()
+	}
+	if a.nc != nil {
+		a.nc.Close()
+	}
+}
+
+// readyz answers 200 while NATS is connected, Postgres answers (when a role
+// uses it) and no role reports a problem; else 503 with the reasons.
+func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
+	var reasons []string
+	if s := a.nc.Status(); s != nats.CONNECTED {
+		reasons = append(reasons, "nats: "+s.String())
+	}
+	reasons = append(reasons, a.health.problems()...)
+	if a.st != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := a.st.Ping(ctx); err != nil {
+			reasons = append(reasons, "postgres unavailable")
+		}
+	}
+	if len(reasons) > 0 {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		for _, s := range reasons {
+			_, _ = fmt.Fprintln(w, s)
+		}
+		return
+	}
+	_, _ = w.Write([]byte("ready\n"))
 }

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -159,21 +157,4 @@ func latestVersion() (int64, error) {
 		}
 	}
 	return latest, nil
-}
-
-// Unreachable reports whether err means the server could not be reached or
-// is starting or shutting down — worth waiting for — rather than refusing us
-// (bad credentials, unknown database).
-func Unreachable(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "57P03" || pgErr.Code == "57P01" // cannot_connect_now, admin_shutdown
-	}
-	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) {
-		// A ConnectError wraps the server's answer when there was one.
-		return !errors.As(connErr.Unwrap(), &pgErr) || pgErr.Code == "57P03"
-	}
-	var netErr net.Error
-	return errors.As(err, &netErr)
 }

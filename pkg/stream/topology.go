@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 )
@@ -94,10 +95,13 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c config.Stream) error 
 // attemptTimeout bounds one JetStream API request during start-up.
 const attemptTimeout = 3 * time.Second
 
+// retryBackoff spaces the attempts of retry.
+var retryBackoff = backoff.Backoff{Min: 250 * time.Millisecond, Max: 2 * time.Second}
+
 // retry calls f with a per-attempt deadline until it succeeds or ctx ends;
-// it returns the last error.
+// it returns the last error. A refusal (see ErrRefused) ends it at once.
 func retry(ctx context.Context, f func(context.Context) error) error {
-	for {
+	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		err := f(actx)
 		cancel()
@@ -106,12 +110,10 @@ func retry(ctx context.Context, f func(context.Context) error) error {
 		}
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.Code != 503 {
-			return err // an answer, not an outage: retrying cannot change it
+			return fmt.Errorf("%w: %w", ErrRefused, err) // an answer, not an outage: retrying cannot change it
 		}
-		select {
-		case <-ctx.Done():
+		if backoff.Sleep(ctx, retryBackoff.Next(attempt)) != nil {
 			return err
-		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
@@ -142,6 +144,20 @@ func EnsureProcessorConsumer(ctx context.Context, js jetstream.JetStream, p conf
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: consumer %s: %w", envelope.StreamIn, envelope.ConsumerName, err)
+	}
+	return cons, nil
+}
+
+// EnsureReceiptsConsumer creates or updates the durable receipts consumer.
+func EnsureReceiptsConsumer(ctx context.Context, js jetstream.JetStream, p config.Processor) (jetstream.Consumer, error) {
+	var cons jetstream.Consumer
+	err := retry(ctx, func(ctx context.Context) error {
+		var err error
+		cons, err = js.CreateOrUpdateConsumer(ctx, envelope.StreamReceipts, ReceiptsConsumerConfig(p))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: consumer %s: %w", envelope.StreamReceipts, envelope.ConsumerReceipts, err)
 	}
 	return cons, nil
 }
