@@ -148,7 +148,11 @@ func (r *rig) runWith(hooks faults.Hooks, o processor.Options) (stop func()) {
 	if r.relayAfter > 0 {
 		after = r.relayAfter
 	}
-	relay := mustRelay(r.t, processor.RelayOptions{Store: r.store, JS: r.js, Config: config.Outbox{PollInterval: 100 * time.Millisecond, BatchSize: 50, RelayAfter: after}, Metrics: o.Metrics})
+	// A test that keeps the relay out (relay_after of an hour) states a
+	// window that allows it; the streams' own window does not matter then.
+	relay := mustRelay(r.t, processor.RelayOptions{Store: r.store, JS: r.js, Metrics: o.Metrics,
+		Config:          config.Outbox{PollInterval: 100 * time.Millisecond, BatchSize: 50, RelayAfter: after},
+		DuplicateWindow: max(config.DefaultDuplicateWindow, 2*after)})
 	ctx, cancel := context.WithCancel(faults.With(context.Background(), hooks))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = p.Run(ctx) })

@@ -110,6 +110,7 @@ func startPipeline(t *testing.T, mutate func(*config.Config)) *pipeline {
 	select {
 	case addr = <-addrc:
 	case err := <-done:
+		done <- err // for the cleanup, which waits for it
 		t.Fatalf("app.Run ended at start: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("app did not start")
@@ -496,7 +497,10 @@ func TestNATSDownAnswers503ThenRetrySucceeds(t *testing.T) {
 
 func TestDuplicatePastTheStreamWindowIsCaughtByTheInbox(t *testing.T) {
 	t.Parallel()
-	p := startPipeline(t, func(c *config.Config) { c.NATS.Stream.DuplicateWindow = time.Second })
+	p := startPipeline(t, func(c *config.Config) {
+		c.NATS.Stream.DuplicateWindow = time.Second
+		c.Outbox.RelayAfter = 500 * time.Millisecond // at most half the window
+	})
 	d := p.sign("demo", "evt_late", demoBody("evt_late", "x"), time.Now())
 	if code, a, _ := p.post(d); code != 200 || a.Status != "accepted" {
 		t.Fatalf("first = %d %+v", code, a)
