@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/internal/jsonstr"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
@@ -159,19 +160,21 @@ const errCodeDuplicateInProcess jetstream.ErrorCode = 10158
 // sent again until the first copy's fate decides — PubAck.Duplicate once
 // that copy is stored, stored itself if that copy failed — or ctx ends.
 func (s *Service) publish(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
-	for {
+	for attempt := 0; ; attempt++ {
 		ack, err := requestPubAck(ctx, s.js.Conn(), msg)
 		var apiErr *jetstream.APIError
 		if !errors.As(err, &apiErr) || apiErr.ErrorCode != errCodeDuplicateInProcess {
 			return ack, err
 		}
-		select {
-		case <-ctx.Done():
+		if backoff.Sleep(ctx, inProcessBackoff.Next(attempt)) != nil {
 			return nil, err
-		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }
+
+// inProcessBackoff spaces the retries of a duplicate whose first copy is
+// still being replicated: that takes a round of replication, milliseconds.
+var inProcessBackoff = backoff.Backoff{Min: 5 * time.Millisecond, Max: 100 * time.Millisecond}
 
 var errTooLarge = errors.New("body too large")
 
