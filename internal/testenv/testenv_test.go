@@ -3,6 +3,7 @@ package testenv_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -167,9 +168,11 @@ func TestPostgresFromPreparesOnceAndCopies(t *testing.T) {
 		_, err = conn.Exec(ctx, "CREATE TABLE seeded (v int); INSERT INTO seeded VALUES (7)")
 		return err
 	}
+	// A name of this run's own: -count reruns the test in the same binary.
+	name := fmt.Sprintf("seeded-%p", &prepared)
 	var urls []string
 	for range 3 {
-		url := testenv.PostgresFrom(t, "seeded", prepare)
+		url := testenv.PostgresFrom(t, name, prepare)
 		var v int
 		conn := connect(t, url)
 		if err := conn.QueryRow(context.Background(), "SELECT v FROM seeded").Scan(&v); err != nil || v != 7 {
