@@ -16,8 +16,7 @@ all: build
 build: ## build bin/intake
 	$(GO) build -trimpath -o bin/intake ./cmd/intake
 
-test: fmt-check vet ## a few seconds of each fuzz target, then every test
-	$(MAKE) --no-print-directory fuzz-short
+test: fmt-check vet ## gofmt and vet checks, then every test (the fuzz targets: make fuzz-short)
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
 # The chaos and soak harness (internal/chaos): 10,000 events through separate
@@ -41,7 +40,8 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 FUZZTIME ?= 3s
-# Each fuzz target for FUZZTIME (CI); `make fuzz FUZZTIME=5m` for a long run.
+# Each fuzz target for FUZZTIME, apart from `make test` (.ci/run runs both);
+# `make fuzz FUZZTIME=5m` for a long run.
 # A failing run prints its output. A new failing input (written under
 # testdata/fuzz) fails at once; a run that failed without one (the fuzzing
 # engine's worker died or hung) is tried once more.

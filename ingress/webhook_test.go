@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/testenv/testrig"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
@@ -94,12 +94,8 @@ type rig struct {
 func startRig(t *testing.T) *rig {
 	t.Helper()
 	ctx := context.Background()
-	n := testenv.NATS(t)
-	cfg, err := config.Parse([]byte(fmt.Sprintf(testIngressY, whpk)), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	js := streamClient(t, n, cfg)
+	cfg := testrig.ParseConfig(t, fmt.Sprintf(testIngressY, whpk))
+	js := testrig.NATS(t, cfg.NATS.Stream).JS
 	m := telemetry.NewMetrics()
 	svc, err := ingress.New(cfg, js, m, telemetry.Discard())
 	if err != nil {
@@ -128,15 +124,7 @@ func startRig(t *testing.T) *rig {
 // streamClient connects to n and creates the configured streams.
 func streamClient(t testing.TB, n *testenv.NATSServer, cfg *config.Config) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(n.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := testrig.Connect(t, n.URL())
 	if err := stream.Ensure(context.Background(), js, cfg.NATS.Stream); err != nil {
 		t.Fatal(err)
 	}

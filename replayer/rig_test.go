@@ -1,13 +1,10 @@
 package replayer_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -19,11 +16,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/testenv/testrig"
 	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
-	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/processor"
 	"github.com/intakehq/intake/replayer"
 )
@@ -53,9 +50,11 @@ integrations:
 
 // rig is a real nats-server and a fresh Postgres database with the schema
 // and a business table, "effects", that the test handler writes one row to
-// per handler run — the independent evidence of business effect.
+// per handler run — the independent evidence of business effect. It is the
+// shared testrig with this package's helpers.
 type rig struct {
 	t     *testing.T
+	tr    *testrig.Rig
 	cfg   *config.Config
 	nats  *testenv.NATSServer
 	nc    *nats.Conn
@@ -71,39 +70,12 @@ type rig struct {
 
 func setup(t *testing.T) *rig {
 	t.Helper()
-	ctx := context.Background()
-	n := testenv.NATS(t)
-	dbURL := testenv.Postgres(t)
-	if err := store.Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, dbURL, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Pool().Exec(ctx, `CREATE TABLE effects (key text NOT NULL, execution_id text NOT NULL,
+	tr := testrig.New(t, testrig.Options{Config: testConfig})
+	if _, err := tr.DB.Exec(context.Background(), `CREATE TABLE effects (key text NOT NULL, execution_id text NOT NULL,
 		mode text NOT NULL, replay_id text NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse([]byte(testConfig), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.NATS.URL, cfg.Postgres.URL = n.URL(), dbURL
-	nc, err := nats.Connect(n.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.Ensure(ctx, js, cfg.NATS.Stream); err != nil {
-		t.Fatal(err)
-	}
-	return &rig{t: t, cfg: cfg, nats: n, nc: nc, js: js, dbURL: dbURL, store: st, db: st.Pool()}
+	return &rig{t: t, tr: tr, cfg: tr.Config, nats: tr.Server, nc: tr.Conn, js: tr.JS, dbURL: tr.DBURL, store: tr.Store, db: tr.DB}
 }
 
 // handler is the domain handler: one effects row per run, failing for keys
@@ -126,31 +98,8 @@ func (r *rig) handler() processor.Handler {
 // relay and the replayer (API and engine).
 func (r *rig) start() {
 	r.t.Helper()
-	runCtx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(runCtx, r.cfg, app.Options{
-			Roles:     app.Roles{Processor: true, API: true},
-			HTTPAddr:  "127.0.0.1:0",
-			Handler:   r.handler(),
-			Listening: func(a net.Addr) { addrc <- a },
-		})
-	}()
-	r.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			r.t.Errorf("app.Run: %v", err)
-		}
-	})
-	select {
-	case a := <-addrc:
-		r.base = "http://" + a.String()
-	case err := <-done:
-		r.t.Fatalf("app.Run ended at start: %v", err)
-	case <-time.After(60 * time.Second):
-		r.t.Fatal("app did not start")
-	}
+	a := testrig.StartApp(r.t, r.cfg, app.Options{Roles: app.Roles{Processor: true, API: true}, Handler: r.handler()})
+	r.base = a.URL
 }
 
 func key(id string) envelope.Key {
@@ -177,60 +126,29 @@ func (r *rig) publish(ids ...string) []uint64 {
 
 func (r *rig) count(q string, args ...any) int {
 	r.t.Helper()
-	var n int
-	if err := r.db.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
-		r.t.Fatal(err)
-	}
-	return n
+	return r.tr.Count(r.t, q, args...)
 }
 
 // settled waits until the processor has handled every message in INTAKE_IN
 // (nothing pending or unacked) and the outbox is empty.
 func (r *rig) settled() {
 	r.t.Helper()
-	testenv.Eventually(r.t, 60*time.Second, func() bool {
-		ctx := context.Background()
-		c, err := r.js.Consumer(ctx, envelope.StreamIn, envelope.ConsumerName)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(ctx)
-		if err != nil {
-			return false
-		}
-		s, err := r.js.Stream(ctx, envelope.StreamIn)
-		if err != nil {
-			return false
-		}
-		return info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream == s.CachedInfo().State.LastSeq &&
-			r.count(`SELECT count(*) FROM intake.outbox_pending`) == 0
-	}, "processor never caught up with INTAKE_IN")
+	r.tr.CaughtUp(r.t, 60*time.Second)
 }
 
+// do calls the API with token (none when empty) and returns the status and
+// the body.
 func (r *rig) do(method, path, token string, in any) (int, []byte) {
 	r.t.Helper()
-	var rd io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
+	var raw json.RawMessage
+	code, err := testrig.NewClient(r.base, token).Do(context.Background(), method, path, in, &raw)
+	if ae := (*testrig.APIError)(nil); errors.As(err, &ae) {
+		return ae.Status, ae.Body
 	}
-	req, err := http.NewRequest(method, r.base+path, rd)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
+	return code, raw
 }
 
 // api calls the API and decodes the answer into out, failing unless the
@@ -259,11 +177,7 @@ func (r *rig) replay(req map[string]any) store.Replay {
 
 func (r *rig) waitReplay(id, state string) store.Replay {
 	r.t.Helper()
-	var rep store.Replay
-	testenv.Eventually(r.t, 60*time.Second, func() bool {
-		r.api(http.MethodGet, "/api/v1/replays/"+id, nil, http.StatusOK, &rep)
-		return rep.State != store.ReplayRunning
-	}, "replay %s never finished", id)
+	rep := testrig.NewClient(r.base, operatorToken).WaitReplay(r.t, id, 60*time.Second)
 	if rep.State != state {
 		r.t.Fatalf("replay %s ended %s (error %v), want %s", id, rep.State, rep.Error, state)
 	}
@@ -274,24 +188,11 @@ func (r *rig) waitReplay(id, state string) store.Replay {
 // with value v, by Nats-Msg-Id.
 func (r *rig) copies(streamName, h, v string) map[string][]uint64 {
 	r.t.Helper()
-	ctx := context.Background()
-	s, err := r.js.Stream(ctx, streamName)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	st := s.CachedInfo().State
 	out := map[string][]uint64{}
-	for seq := st.FirstSeq; st.Msgs > 0 && seq <= st.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			r.t.Fatal(err)
-		}
+	for _, m := range r.tr.Messages(r.t, streamName) {
 		if m.Header.Get(h) == v {
 			id := m.Header.Get(envelope.HeaderMsgID)
-			out[id] = append(out[id], seq)
+			out[id] = append(out[id], m.Sequence)
 		}
 	}
 	return out
@@ -299,11 +200,7 @@ func (r *rig) copies(streamName, h, v string) map[string][]uint64 {
 
 func (r *rig) streamLastSeq(name string) uint64 {
 	r.t.Helper()
-	s, err := r.js.Stream(context.Background(), name)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return s.CachedInfo().State.LastSeq
+	return r.tr.LastSeq(r.t, name)
 }
 
 // newReplayer builds a replayer on its own NATS connection, as a separate

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/testenv/testrig"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -112,19 +111,10 @@ func TestDevQuickstart(t *testing.T) {
 		t.Fatalf("second send:\n%s", out)
 	}
 
-	var ev struct {
-		Status        string `json:"status"`
-		DeliveryCount int    `json:"delivery_count"`
-	}
+	api := testrig.NewClient(base, "dev-operator-token-change-me")
 	testenv.Eventually(t, 30*time.Second, func() bool {
-		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/events/demo/evt_quickstart", nil)
-		req.Header.Set("Authorization", "Bearer dev-operator-token-change-me")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&ev) == nil && ev.Status == "processed"
+		ev, err := api.Event(context.Background(), "demo", "evt_quickstart")
+		return err == nil && ev.Status == "processed"
 	}, "API never showed the event processed")
 
 	nc, err := nats.Connect(natsURL)

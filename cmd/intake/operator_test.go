@@ -6,18 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/testenv/testrig"
 	"github.com/intakehq/intake/pkg/app"
-	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/replayer"
@@ -32,6 +30,7 @@ const (
 // nats-server and a fresh database, for the operator commands to talk to.
 type operatorRig struct {
 	t    *testing.T
+	tr   *testrig.Rig
 	base string
 	js   jetstream.JetStream
 	db   *pgxpool.Pool
@@ -39,60 +38,16 @@ type operatorRig struct {
 
 func startOperatorRig(t *testing.T) *operatorRig {
 	t.Helper()
-	ctx := context.Background()
-	n := testenv.NATS(t)
-	dbURL := testenv.Postgres(t)
-	if err := store.Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte(`
+	tr := testrig.New(t, testrig.Options{Config: `
 processor: {ack_wait: 2s}
 api:
   tokens:
-    - {name: viewer, token: `+cliViewer+`, role: viewer}
-    - {name: ops, token: `+cliOperator+`, role: operator}
+    - {name: viewer, token: ` + cliViewer + `, role: viewer}
+    - {name: ops, token: ` + cliOperator + `, role: operator}
 integrations:
   - {name: demo, provider: standard, tenant: acme, account: main, secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}
-`), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.NATS.URL, cfg.Postgres.URL = n.URL(), dbURL
-	runCtx, cancel := context.WithCancel(ctx)
-	addrc := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(runCtx, cfg, app.Options{Roles: app.Roles{Processor: true, API: true}, HTTPAddr: "127.0.0.1:0",
-			Listening: func(a net.Addr) { addrc <- a }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app.Run: %v", err)
-		}
-	})
-	r := &operatorRig{t: t}
-	select {
-	case a := <-addrc:
-		r.base = "http://" + a.String()
-	case err := <-done:
-		t.Fatalf("app.Run: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("app did not start")
-	}
-	nc, err := nats.Connect(n.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	if r.js, err = jetstream.New(nc); err != nil {
-		t.Fatal(err)
-	}
-	if r.db, err = pgxpool.New(ctx, dbURL); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.db.Close)
-	return r
+`, App: &app.Options{Roles: app.Roles{Processor: true, API: true}}})
+	return &operatorRig{t: t, tr: tr, base: tr.App.URL, js: tr.JS, db: tr.DB}
 }
 
 // publish puts deliveries on INTAKE_IN as ingress does and waits until the
@@ -113,11 +68,7 @@ func (r *operatorRig) publish(ids ...string) {
 
 func (r *operatorRig) count(q string, args ...any) int {
 	r.t.Helper()
-	var n int
-	if err := r.db.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
-		r.t.Fatal(err)
-	}
-	return n
+	return r.tr.Count(r.t, q, args...)
 }
 
 // cli runs one intake command against the rig with stdin, returning stdout,

@@ -6,14 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/testenv/testrig"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
-	"github.com/intakehq/intake/pkg/store"
-	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/telemetry"
 	"github.com/intakehq/intake/processor"
 )
@@ -25,26 +21,12 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // and schedules one notification; an unreadable ticket fails visibly.
 func TestOpenCaseOnce(t *testing.T) {
 	ctx := context.Background()
-	dbURL := testenv.Postgres(t)
-	if err := store.Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, dbURL, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	r := testrig.New(t, testrig.Options{MaxConns: 4,
+		Mutate: func(c *config.Config) {
+			c.NATS.Stream = config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: time.Minute, MaxBytes: -1}
+		}})
+	st, js := r.Store, r.JS
 	if _, err := st.Pool().Exec(ctx, schema); err != nil {
-		t.Fatal(err)
-	}
-	n := testenv.NATS(t)
-	nc, err := nats.Connect(n.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	if err := stream.Ensure(ctx, js, config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: time.Minute, MaxBytes: -1}); err != nil {
 		t.Fatal(err)
 	}
 	publish := func(id, body, msgID string) {
@@ -68,16 +50,9 @@ func TestOpenCaseOnce(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = p.Run(runCtx) })
-	defer func() { cancel(); wg.Wait() }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
 
-	db := st.Pool()
-	count := func(q string) int {
-		var c int
-		if err := db.QueryRow(ctx, q).Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	count := func(q string) int { return r.Count(t, q) }
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		return count(`SELECT count(*) FROM intake.inbox`) == 2 && count(`SELECT delivery_count FROM intake.inbox WHERE event_id = 't_1'`) == 2
 	}, "tickets never settled")

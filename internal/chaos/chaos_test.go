@@ -3,10 +3,6 @@ package chaos_test
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -94,20 +90,11 @@ func TestChaosNegativeControl(t *testing.T) {
 	}
 }
 
-// buildIntake builds the intake binary once into the test's temp dir.
+// buildIntake returns the intake binary, built once per test binary and
+// shared by every test that runs it.
 func buildIntake(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "intake")
-	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/intakehq/intake/cmd/intake")
-	cmd.Env = os.Environ()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build intake: %v\n%s", err, out)
-	}
-	return bin
+	return testenv.GoBuild(t, "github.com/intakehq/intake/cmd/intake")
 }
 
 // testLog sends the harness's progress lines to the test log.

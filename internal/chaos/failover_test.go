@@ -11,9 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/testenv/testrig"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
-	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/processor"
 )
@@ -32,15 +32,7 @@ func TestProcessorResumesSoonAfterConsumerLeaderDies(t *testing.T) {
 	urls, servers := startCluster(t)
 	urlOf := strings.Split(urls, ",")
 
-	dbURL := testenv.Postgres(t)
-	if err := store.Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, dbURL, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := testrig.Store(t, testrig.Database(t), 4)
 
 	admin := jsClient(t, urls)
 	streamCfg := config.Stream{Replicas: 3, MaxAge: time.Hour, DuplicateWindow: time.Minute, MaxBytes: -1}

@@ -10,7 +10,7 @@ import (
 )
 
 // Main runs the package's tests, then stops the shared Postgres cluster (see
-// Postgres), then checks that no goroutine outlived the tests. It exits the
+// Postgres) and removes the binaries GoBuild built, then checks that no goroutine outlived the tests. It exits the
 // process with the tests' status. Call it from TestMain.
 //
 // No goroutine is ignored: nats-server, nats.go and pgx all stop their
@@ -30,10 +30,12 @@ type runThenStop struct{ m *testing.M }
 func (r runThenStop) Run() int {
 	mainRunning.Store(true)
 	code := r.m.Run()
-	if err := stopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, "testenv:", err)
-		if code == 0 {
-			code = 1
+	for _, err := range []error{stopShared(), removeBuilds()} {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testenv:", err)
+			if code == 0 {
+				code = 1
+			}
 		}
 	}
 	return code

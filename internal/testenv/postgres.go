@@ -39,7 +39,14 @@ var shared struct {
 // binary; Main stops it.
 func Postgres(t testing.TB) string {
 	t.Helper()
-	admin := sharedAdminURL(t)
+	return createDatabase(t, sharedAdminURL(t), "")
+}
+
+// createDatabase creates a database with a random name on the server at
+// admin (CREATE DATABASE name, then with), drops it when the test ends and
+// returns its URL.
+func createDatabase(t testing.TB, admin, with string) string {
+	t.Helper()
 	u, err := url.Parse(admin)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		t.Fatal("testenv: DATABASE_URL must be a postgres:// URL (keyword=value strings are not supported)")
@@ -47,7 +54,11 @@ func Postgres(t testing.TB) string {
 	name := "t_" + randomHex(8)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := execAdmin(ctx, admin, "CREATE DATABASE "+name); err != nil {
+	create := "CREATE DATABASE " + name
+	if with != "" {
+		create += " " + with
+	}
+	if err := execAdmin(ctx, admin, create); err != nil {
 		t.Fatalf("testenv: create test database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -100,7 +111,7 @@ func sharedAdminURL(t testing.TB) string {
 // directory. Main calls it after all tests.
 func stopShared() error {
 	if shared.cluster == nil {
-		return nil
+		return dropTemplates() // on the server at DATABASE_URL, if any
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -214,7 +225,7 @@ func (p *PG) Kill(t testing.TB) {
 }
 
 func execAdmin(ctx context.Context, connURL, sql string) error {
-	conn, err := pgx.Connect(ctx, connURL)
+	conn, err := connectAdmin(ctx, connURL)
 	if err != nil {
 		return err
 	}
@@ -223,6 +234,10 @@ func execAdmin(ctx context.Context, connURL, sql string) error {
 		return fmt.Errorf("%s: %w", sql, err)
 	}
 	return nil
+}
+
+func connectAdmin(ctx context.Context, connURL string) (*pgx.Conn, error) {
+	return pgx.Connect(ctx, connURL)
 }
 
 func randomHex(n int) string {

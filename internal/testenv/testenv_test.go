@@ -3,7 +3,9 @@ package testenv_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,5 +152,45 @@ func TestEventually(t *testing.T) {
 	testenv.Eventually(t, time.Second, func() bool { calls++; return calls == 3 })
 	if calls != 3 {
 		t.Fatalf("cond called %d times, want 3", calls)
+	}
+}
+
+func TestPostgresFromPreparesOnceAndCopies(t *testing.T) {
+	t.Parallel()
+	var prepared atomic.Int32
+	prepare := func(ctx context.Context, url string) error {
+		prepared.Add(1)
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(context.Background())
+		_, err = conn.Exec(ctx, "CREATE TABLE seeded (v int); INSERT INTO seeded VALUES (7)")
+		return err
+	}
+	// A name of this run's own: -count reruns the test in the same binary.
+	name := fmt.Sprintf("seeded-%p", &prepared)
+	var urls []string
+	for range 3 {
+		url := testenv.PostgresFrom(t, name, prepare)
+		var v int
+		conn := connect(t, url)
+		if err := conn.QueryRow(context.Background(), "SELECT v FROM seeded").Scan(&v); err != nil || v != 7 {
+			t.Fatalf("copy of the template: v=%d err=%v", v, err)
+		}
+		// A write to one copy is not in the next.
+		if _, err := conn.Exec(context.Background(), "INSERT INTO seeded VALUES (8)"); err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, url)
+	}
+	if n := prepared.Load(); n != 1 {
+		t.Fatalf("template prepared %d times, want once", n)
+	}
+	for _, url := range urls {
+		var n int
+		if err := connect(t, url).QueryRow(context.Background(), "SELECT count(*) FROM seeded").Scan(&n); err != nil || n != 2 {
+			t.Fatalf("%s: %d rows (err %v), want its own 2", url, n, err)
+		}
 	}
 }

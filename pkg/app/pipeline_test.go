@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/testenv/testrig"
 	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
@@ -62,9 +62,10 @@ integrations:
 
 // pipeline is the whole product in one process — ingress, processor, relay
 // and API as `intake dev` wires them — against an embedded nats-server and a
-// fresh Postgres database.
+// fresh Postgres database: the shared testrig with this package's helpers.
 type pipeline struct {
 	t    *testing.T
+	tr   *testrig.Rig
 	cfg  *config.Config
 	base string
 	nats *testenv.NATSServer
@@ -74,63 +75,9 @@ type pipeline struct {
 
 func startPipeline(t *testing.T, mutate func(*config.Config)) *pipeline {
 	t.Helper()
-	ctx := context.Background()
-	n := testenv.NATS(t)
-	dbURL := testenv.Postgres(t)
-	if err := store.Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte(testConfig), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.NATS.URL = n.URL()
-	cfg.Postgres.URL = dbURL
-	if mutate != nil {
-		mutate(cfg)
-	}
-
-	runCtx, cancel := context.WithCancel(ctx)
-	addrc := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(runCtx, cfg, app.Options{
-			Roles:     app.Roles{Ingress: true, Processor: true, API: true},
-			HTTPAddr:  "127.0.0.1:0",
-			Listening: func(a net.Addr) { addrc <- a },
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app.Run: %v", err)
-		}
-	})
-	var addr net.Addr
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		done <- err // for the cleanup, which waits for it
-		t.Fatalf("app.Run ended at start: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("app did not start")
-	}
-
-	nc, err := nats.Connect(n.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	return &pipeline{t: t, cfg: cfg, base: "http://" + addr.String(), nats: n, js: js, db: db}
+	tr := testrig.New(t, testrig.Options{Config: testConfig, Mutate: mutate,
+		App: &app.Options{Roles: app.Roles{Ingress: true, Processor: true, API: true}}})
+	return &pipeline{t: t, tr: tr, cfg: tr.Config, base: tr.App.URL, nats: tr.Server, js: tr.JS, db: tr.DB}
 }
 
 // delivery is one signed request as a provider would send it.
@@ -180,34 +127,21 @@ func (p *pipeline) post(d delivery) (int, ingress.Answer, http.Header) {
 
 func (p *pipeline) getEvent(token, integration, id string) (int, store.Event) {
 	p.t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, p.base+"/api/v1/events/"+integration+"/"+id, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	d, err := testrig.NewClient(p.base, token).Event(context.Background(), integration, id)
+	if code := testrig.Status(err); code != 0 {
+		return code, store.Event{}
 	}
-	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var ev store.Event
-	if resp.StatusCode == http.StatusOK {
-		if err := json.NewDecoder(resp.Body).Decode(&ev); err != nil {
-			p.t.Fatal(err)
-		}
-	}
-	return resp.StatusCode, ev
+	return http.StatusOK, d.Event
 }
 
 // settled waits until the inbox holds want rows and the outbox has nothing
 // left to publish: from then on the INTAKE_OUT count is final.
 func (p *pipeline) settled(want int) {
 	p.t.Helper()
-	testenv.Eventually(p.t, 30*time.Second, func() bool {
-		var rows, pending int
-		err := p.db.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM intake.inbox),
-			(SELECT count(*) FROM intake.outbox_pending)`).Scan(&rows, &pending)
-		return err == nil && rows == want && pending == 0
-	}, "inbox never reached %d rows with an empty outbox", want)
+	p.tr.Settled(p.t, want, 30*time.Second)
 }
 
 // outMessages reads every message on INTAKE_OUT, grouped by Intake-Key.
@@ -218,22 +152,8 @@ func (p *pipeline) outMessages() map[string][]*jetstream.RawStreamMsg {
 
 func streamMessages(t *testing.T, js jetstream.JetStream, name string) map[string][]*jetstream.RawStreamMsg {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string][]*jetstream.RawStreamMsg{}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		raw, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("get %s seq %d: %v", name, seq, err)
-		}
+	for _, raw := range testrig.Messages(t, js, name) {
 		k := raw.Header.Get(envelope.HeaderKey)
 		out[k] = append(out[k], raw)
 	}
@@ -548,14 +468,9 @@ func TestAPIRequiresToken(t *testing.T) {
 func TestRoleStartedWhilePostgresIsDownWaitsForIt(t *testing.T) {
 	t.Parallel()
 	pg := testenv.PrivatePostgres(t)
-	if err := store.Migrate(context.Background(), pg.URL(), nil); err != nil {
-		t.Fatal(err)
-	}
+	testrig.Migrate(t, pg.URL())
 	n := testenv.NATS(t)
-	cfg, err := config.Parse([]byte(testConfig), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testrig.ParseConfig(t, testConfig)
 	cfg.NATS.URL, cfg.Postgres.URL = n.URL(), pg.URL()
 	pg.Stop(t)
 
