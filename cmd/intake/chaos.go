@@ -125,7 +125,7 @@ func newChaosProcessorCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "http-addr", ":9090", "listen address for /metrics, /healthz, /readyz")
+	f.StringVar(&addr, "http-addr", defaultProcessorHTTPAddr, "listen address for /metrics, /healthz, /readyz")
 	f.StringVar(&handler, "handler", "effects", "effects: one row per applied event in chaos.effects, in the inbox transaction; effects-outside-tx: its negative control")
 	return cmd
 }

@@ -98,7 +98,7 @@ func runJobs(ctx context.Context, db *pgxpool.Pool, log *slog.Logger) {
 			if err != nil {
 				return err
 			}
-			log.Info("notify customer", "idempotency_key", key, "payload", string(payload))
+			log.Info("notify customer", "idempotency_key", key, "payload_bytes", len(payload)) // never the payload itself
 			_, err = tx.Exec(ctx, `UPDATE support.jobs SET done_at = now() WHERE operation_key = $1`, key)
 			return err
 		})
