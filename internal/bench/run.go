@@ -368,9 +368,10 @@ integrations:
 	ratio("ingress / raw JetStream async", satRes.rate()/asyncRate, "", false)
 	ratio("ingress / raw JetStream sync", satRes.rate()/syncRate, "", false)
 	pb := procRate / batched
-	ratio("processor / batched-insert limit", pb, ">= 0.50", pb >= 0.50)
-	ps := procRate / single
-	ratio("processor / one tx per event", ps, ">= 10", ps >= 10)
+	ratio("processor / batched-insert limit", pb, ">= 0.60", pb >= 0.60)
+	// Shown, not a target: on a small host (c) itself is only 12-17x (d),
+	// so a target here measured the machine, not Intake (BENCHMARKS.md).
+	ratio("processor / one tx per event", procRate/single, "", false)
 	ep := e2e.pct(.99).Seconds() / modRes.pct(.99).Seconds()
 	ratio("e2e p99 / ingress p99 at half load", ep, "<= 5", ep <= 5)
 	rss := satRSS
