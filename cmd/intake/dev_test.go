@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,26 +17,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// syncBuffer is a bytes.Buffer safe to write from the dev goroutine and read
-// from the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func runCLI(t *testing.T, ctx context.Context, out *syncBuffer, args ...string) error {
+func runCLI(t *testing.T, ctx context.Context, out *testenv.Buffer, args ...string) error {
 	t.Helper()
 	root := newRoot()
 	root.SetArgs(args)
@@ -66,7 +45,7 @@ func TestDevQuickstart(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	devOut := &syncBuffer{}
+	devOut := &testenv.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- runCLI(t, ctx, devOut, "dev", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--nats-addr", "127.0.0.1:0", "--log-level", "warn")
@@ -98,7 +77,7 @@ func TestDevQuickstart(t *testing.T) {
 	}
 
 	send := func() string {
-		out := &syncBuffer{}
+		out := &testenv.Buffer{}
 		if err := runCLI(t, context.Background(), out, "send", "--integration", "demo", "--url", base, "--id", "evt_quickstart"); err != nil {
 			t.Fatalf("intake send: %v\n%s", err, out.String())
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/provider"
 )
@@ -95,7 +96,7 @@ func TestSendSignsForEveryProvider(t *testing.T) {
 		{integration: "hm-field"},
 	} {
 		t.Run(tt.integration, func(t *testing.T) {
-			out := &syncBuffer{}
+			out := &testenv.Buffer{}
 			args := append([]string{"--config", path, "send", "--integration", tt.integration, "--url", srv.URL,
 				"--id", "evt_send_1", "--type", "order.created"}, tt.args...)
 			if err := runCLI(t, context.Background(), out, args...); err != nil {
@@ -109,7 +110,7 @@ func TestSendSignsForEveryProvider(t *testing.T) {
 	}
 
 	t.Run("public key cannot sign", func(t *testing.T) {
-		out := &syncBuffer{}
+		out := &testenv.Buffer{}
 		err := runCLI(t, context.Background(), out, "--config", path, "send", "--integration", "std-ed", "--url", srv.URL)
 		if err == nil || !strings.Contains(err.Error(), "whsk_") {
 			t.Fatalf("err = %v, want a hint to pass the whsk_ key", err)

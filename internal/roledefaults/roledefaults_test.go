@@ -8,17 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/dev"
 	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/testenv/testrig"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/store"
-	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/subscriber"
 	"github.com/intakehq/intake/processor"
 	"github.com/intakehq/intake/replayer"
@@ -42,34 +41,12 @@ type rig struct {
 	js    jetstream.JetStream
 }
 
-// setup starts a private NATS JetStream (with Intake's streams) and a
-// migrated Postgres database.
+// setup starts a private NATS JetStream (with Intake's streams at their
+// defaults) and a migrated Postgres database.
 func setup(t *testing.T) rig {
 	t.Helper()
-	ctx := context.Background()
-	n := testenv.NATS(t)
-	dbURL := testenv.Postgres(t)
-	if err := store.Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, dbURL, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	nc, err := nats.Connect(n.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.Ensure(ctx, js, config.Stream{}.WithDefaults()); err != nil {
-		t.Fatal(err)
-	}
-	return rig{store: st, js: js}
+	j := testrig.NATS(t, config.Stream{}.WithDefaults())
+	return rig{store: testrig.Store(t, testrig.Database(t), 4), js: j.JS}
 }
 
 func TestRolesFromZeroConfigGetTheDocumentedDefaults(t *testing.T) {

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -123,7 +121,7 @@ func TestRunReturnsWhyItsProcessorCannotRun(t *testing.T) {
 	blockProcessorConsumer(t, cfg, js)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var logs lockedBuffer
+	var logs testenv.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- app.Run(ctx, cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0",
@@ -214,22 +212,4 @@ func TestNewFailsBeforeListening(t *testing.T) {
 		t.Fatal("app.New listened although it failed")
 	}
 	// goleak in TestMain checks that New closed its connections.
-}
-
-// lockedBuffer collects log output written from other goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -477,7 +477,7 @@ func TestRoleStartedWhilePostgresIsDownWaitsForIt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	listening := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	var logs syncLog
+	var logs testenv.Buffer
 	go func() {
 		done <- app.Run(ctx, cfg, app.Options{Roles: app.Roles{Processor: true, API: true}, HTTPAddr: "127.0.0.1:0",
 			Listening: func(a net.Addr) { listening <- a }, Log: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -499,22 +499,4 @@ func TestRoleStartedWhilePostgresIsDownWaitsForIt(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the role never came up after Postgres did")
 	}
-}
-
-// syncLog collects log output from another goroutine.
-type syncLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -127,6 +127,9 @@ func Consume(ctx context.Context, js jetstream.JetStream, o Options, h Handler) 
 		FilterSubjects: subjects,
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // asked to stop while setting up: not a failure
+		}
 		return fmt.Errorf("subscriber: consumer %s: %w", o.Durable, err)
 	}
 	it, err := cons.Messages()
