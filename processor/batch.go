@@ -69,6 +69,13 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 			if d.Run {
 				run = append(run, i)
 			}
+			if d.Settles {
+				// The next copy of this key in the batch (two replays of a
+				// failed event) sees the row as this run leaves it:
+				// processed, so an exact copy deduplicates.
+				row.Status = inbox.StatusProcessed
+				existing[ev.Key] = row
+			}
 			// A duplicate is counted (delivery_count, last_received_at)
 			// through its delivery-history row, below; a conflict is recorded.
 			if d.Outcome == inbox.Conflict {

@@ -26,7 +26,8 @@ type Options struct {
 	// Config is the processor section; unset fields get config's defaults
 	// (config.Processor.WithDefaults) and the result is validated.
 	Config config.Processor
-	// Handler applies new events. Defaults to Forward().
+	// Handler applies events (new ones, retries and re-executions; see
+	// Handler). Defaults to Forward().
 	Handler Handler
 	Metrics *telemetry.Metrics // defaults to a private registry
 	Log     *slog.Logger       // defaults to discarding

@@ -183,6 +183,10 @@ func TestCrashBetweenCommitAndAckChangesNothing(t *testing.T) {
 		return testutil.ToFloat64(m.Processed.WithLabelValues("demo", "redelivered")) >= 1
 	}, "the unacked message was never redelivered")
 	r.settled(1)
+	r.tr.CaughtUp(t, 30*time.Second)
+	if n := testutil.ToFloat64(m.Processed.WithLabelValues("demo", "redelivered")); n != 1 {
+		t.Fatalf("redelivered %v times, want once (the ack after the redelivery was lost too?)", n)
+	}
 	// The relay counts after its commit: wait for the count, then check it.
 	testenv.Eventually(t, 30*time.Second, func() bool { return testutil.ToFloat64(m.OutboxRelayed) >= 1 },
 		"the relay never published the crashed processor's row")

@@ -66,7 +66,8 @@ var restartBackoff = backoff.Backoff{Min: 250 * time.Millisecond, Max: 5 * time.
 
 // consumeFunc sets up a consumer and consumes until it ends or ctx does.
 // Setting up is bounded by setup, the end of the restart grace; once the
-// consumer delivers, it calls consuming.
+// consumer is set up and its pull started (before any message arrives), it
+// calls consuming.
 type consumeFunc func(ctx, setup context.Context, consuming func()) error
 
 // supervise runs consume again each time it ends, with backoff, until ctx

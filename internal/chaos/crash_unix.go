@@ -10,8 +10,8 @@ import (
 	"syscall"
 )
 
-// CrashSignal is what the harness sends a processor started with
-// --crash-on-signal to make it die between a commit and its acks.
+// CrashSignal is what the harness sends its processors (`intake bench
+// chaos-processor`) to make one die between a commit and its acks.
 var CrashSignal os.Signal = syscall.SIGUSR1
 
 // CrashAfterCommitOnSignal returns a faults.Hooks.AfterCommit hook for

@@ -89,10 +89,12 @@ type App struct {
 	mu       sync.Mutex
 	err      error // the first role failure
 	stopOnce sync.Once
+	stopped  bool // set by Stop; a stopped App does not start again
 }
 
 // Run is New, Start, wait for ctx to end or a role to fail, then Stop
-// (within ShutdownTimeout). It returns nil after a shutdown asked by ctx,
+// (in-flight requests get ShutdownTimeout; the processor's drain is bounded
+// by its ack deadline). It returns nil after a shutdown asked by ctx,
 // and the reason when the App could not be built or started or a role
 // failed.
 func Run(ctx context.Context, cfg *config.Config, o Options) error {
@@ -130,6 +132,13 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 	if o.RestartGrace <= 0 {
 		o.RestartGrace = processor.DefaultRestartGrace
 	}
+	// A program embedding Intake may hand-build its Config: the streams, the
+	// pool and every service then see the documented defaults, not zeros.
+	withDefaults := cfg.WithDefaults()
+	if err := withDefaults.Validate(); err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	cfg = &withDefaults
 	if cfg.NATS.URL == "" {
 		return nil, errors.New("nats.url (or INTAKE_NATS_URL) is required outside `intake dev`")
 	}
@@ -239,6 +248,12 @@ func openStore(ctx context.Context, c config.Postgres, log *slog.Logger) (*store
 // fails: see Failed). If Start fails nothing was started; Stop still closes
 // what New opened.
 func (a *App) Start(ctx context.Context) error {
+	a.mu.Lock()
+	stopped := a.stopped
+	a.mu.Unlock()
+	if stopped {
+		return errors.New("app: stopped; build a new one with New")
+	}
 	if a.ln != nil {
 		return errors.New("app: already started")
 	}
@@ -325,6 +340,9 @@ func (a *App) Addr() net.Addr {
 // the first role failure, if any. Calls after the first do nothing more.
 func (a *App) Stop(ctx context.Context) error {
 	a.stopOnce.Do(func() {
+		a.mu.Lock()
+		a.stopped = true
+		a.mu.Unlock()
 		if a.ln != nil {
 			a.log.Info("shutting down")
 			if err := a.srv.Shutdown(ctx); err != nil {

@@ -109,7 +109,7 @@ func retry(ctx context.Context, f func(context.Context) error) error {
 			return nil
 		}
 		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.Code != 503 {
+		if errors.As(err, &apiErr) && !passing(apiErr) {
 			return fmt.Errorf("%w: %w", ErrRefused, err) // an answer, not an outage: retrying cannot change it
 		}
 		if backoff.Sleep(ctx, retryBackoff.Next(attempt)) != nil {
