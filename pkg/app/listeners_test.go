@@ -21,10 +21,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/provider"
+	"github.com/intakehq/intake/pkg/stream"
 )
 
 // startApp builds and starts an App with o (HTTPAddr on a free loopback
@@ -145,6 +149,20 @@ integrations:
 		t.Fatal(err)
 	}
 	cfg.NATS.URL = testenv.NATS(t).URL()
+	nc, err := nats.Connect(cfg.NATS.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := stream.Ensure(ctx, js, cfg.NATS.Stream); err != nil { // as `intake migrate` does
+		t.Fatal(err)
+	}
 	return cfg
 }
 
