@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -343,4 +344,34 @@ func TestNewFailsOnABadCertificate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStartFailsWhenTheInternalAddressIsTaken: Start leaves neither
+// listener open when one cannot be bound.
+func TestStartFailsWhenTheInternalAddressIsTaken(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg := ingressConfig(t)
+	cfg.HTTP.InternalAddr = taken.Addr().String()
+	public := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	a, err := app.New(context.Background(), cfg, app.Options{Roles: app.Roles{Ingress: true}, HTTPAddr: public})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "http.internal_addr") {
+		t.Errorf("Start = %v, want the internal address's error", err)
+	}
+	if err := a.Stop(context.Background()); err != nil {
+		t.Errorf("Stop after a failed Start = %v", err)
+	}
+	ln, err := net.Listen("tcp", public)
+	if err != nil {
+		t.Fatalf("the public address stayed bound after the failed Start: %v", err)
+	}
+	_ = ln.Close()
 }
