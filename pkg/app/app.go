@@ -43,7 +43,8 @@ type Options struct {
 	// trying to get a lost consumer back before the role, and with it the
 	// App, fails. Defaults to processor.DefaultRestartGrace (30s).
 	RestartGrace time.Duration
-	// Listening, when set, is called with the bound address once serving.
+	// Listening, when set, is called with the bound public address once
+	// serving (App.InternalAddr has the internal one).
 	Listening func(net.Addr)
 	Log       *slog.Logger // defaults to discarding
 	Metrics   *telemetry.Metrics
