@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -35,7 +33,9 @@ type Roles struct {
 // Options configure an App.
 type Options struct {
 	Roles Roles
-	// HTTPAddr is the one listener for webhooks, /api/v1, /metrics and health.
+	// HTTPAddr is the public listener: webhooks, /api/v1 and health, over
+	// HTTPS with http.tls, and /metrics and /debug too unless
+	// http.internal_addr gives them a listener of their own.
 	HTTPAddr string
 	// Handler overrides the processor's handler (library users); defaults to Forward.
 	Handler processor.Handler
@@ -43,7 +43,8 @@ type Options struct {
 	// trying to get a lost consumer back before the role, and with it the
 	// App, fails. Defaults to processor.DefaultRestartGrace (30s).
 	RestartGrace time.Duration
-	// Listening, when set, is called with the bound address once serving.
+	// Listening, when set, is called with the bound public address once
+	// serving (App.InternalAddr has the internal one).
 	Listening func(net.Addr)
 	Log       *slog.Logger // defaults to discarding
 	Metrics   *telemetry.Metrics
@@ -69,7 +70,8 @@ type App struct {
 	log    *slog.Logger
 	nc     *nats.Conn
 	st     *store.Store // nil unless the processor or API runs
-	srv    *http.Server
+	srv    *http.Server // the public listener's
+	isrv   *http.Server // the internal listener's; nil unless http.internal_addr is set
 	health health
 
 	proc   *processor.Processor
@@ -78,9 +80,10 @@ type App struct {
 	rp     *replayer.Replayer
 
 	ln        net.Listener // set by Start
+	iln       net.Listener // set by Start with the internal server
 	stopWork  context.CancelFunc
 	stopRelay context.CancelFunc
-	serving   sync.WaitGroup // the HTTP server
+	serving   sync.WaitGroup // the HTTP servers
 	working   sync.WaitGroup // processor, receipt folder, replayer
 	relaying  sync.WaitGroup // the outbox relay, stopped after the processor drained
 
@@ -173,13 +176,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		}
 	}
 
-	r := chi.NewRouter()
-	r.Use(middleware.Recoverer)
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	r.Get("/readyz", a.readyz)
-	r.Method(http.MethodGet, "/metrics", o.Metrics.Handler())
-	if cfg.Debug.Pprof {
-		r.Mount("/debug", middleware.Profiler())
+	r, err := a.routers(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if o.Roles.Ingress {
 		svc, err := ingress.New(cfg, js, o.Metrics, a.log)
@@ -210,7 +209,6 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 			return nil, err
 		}
 	}
-	a.srv = ingress.Server(o.HTTPAddr, r, cfg.Ingress)
 	return a, nil
 }
 
@@ -243,9 +241,9 @@ func openStore(ctx context.Context, c config.Postgres, log *slog.Logger) (*store
 	}
 }
 
-// Start listens on HTTPAddr and runs the roles. ctx bounds the start only
-// and passes its values to the roles; they run until Stop (or until one
-// fails: see Failed). If Start fails nothing was started; Stop still closes
+// Start listens on HTTPAddr (and http.internal_addr) and runs the roles.
+// ctx bounds the start only and passes its values to the roles; they run
+// until Stop (or until one fails: see Failed). If Start fails nothing was started; Stop still closes
 // what New opened.
 func (a *App) Start(ctx context.Context) error {
 	a.mu.Lock()
@@ -257,11 +255,11 @@ func (a *App) Start(ctx context.Context) error {
 	if a.ln != nil {
 		return errors.New("app: already started")
 	}
-	ln, err := net.Listen("tcp", a.o.HTTPAddr)
+	ln, iln, err := a.listen()
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", a.o.HTTPAddr, err)
+		return err
 	}
-	a.ln = ln
+	a.ln, a.iln = ln, iln
 	// Roles keep ctx's values (fault hooks in the harnesses) but not its
 	// cancellation: Stop ends them, in order.
 	base := context.WithoutCancel(ctx)
@@ -269,11 +267,7 @@ func (a *App) Start(ctx context.Context) error {
 	relayCtx, stopRelay := context.WithCancel(base)
 	a.stopWork, a.stopRelay = stopWork, stopRelay
 
-	a.serving.Go(func() {
-		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.fail("http", err)
-		}
-	})
+	a.serve()
 	if a.proc != nil {
 		a.runRole(&a.working, workCtx, "processor", func(ctx context.Context) error {
 			return a.proc.Run(ctx, processor.WithRestartGrace(a.o.RestartGrace), processor.WithHealth(a.health.reporter("processor")))
@@ -325,12 +319,21 @@ func (a *App) fail(role string, err error) {
 // more. Call Stop, which returns the reason.
 func (a *App) Failed() <-chan struct{} { return a.failed }
 
-// Addr is the address Start bound; nil before Start.
+// Addr is the public address Start bound; nil before Start.
 func (a *App) Addr() net.Addr {
 	if a.ln == nil {
 		return nil
 	}
 	return a.ln.Addr()
+}
+
+// InternalAddr is the address Start bound for http.internal_addr; nil
+// before Start and when it is not set.
+func (a *App) InternalAddr() net.Addr {
+	if a.iln == nil {
+		return nil
+	}
+	return a.iln.Addr()
 }
 
 // Stop shuts down in order: stop accepting requests and let those in flight
@@ -345,10 +348,7 @@ func (a *App) Stop(ctx context.Context) error {
 		a.mu.Unlock()
 		if a.ln != nil {
 			a.log.Info("shutting down")
-			if err := a.srv.Shutdown(ctx); err != nil {
-				_ = a.srv.Close()
-			}
-			a.serving.Wait()
+			a.shutdownHTTP(ctx)
 			a.stopWork()
 			a.working.Wait()
 			a.stopRelay()

@@ -10,4 +10,9 @@
 // refused, or lost for longer than Options.RestartGrace) fails the App:
 // /readyz answers 503 with the reason and Run returns it, so the process
 // exits non-zero and its supervisor restarts it.
+//
+// HTTP: one public listener (Options.HTTPAddr) for webhooks and /api/v1,
+// over HTTPS when http.tls is set (the certificate reloaded when its files
+// change: tls.go), and health. /metrics and /debug are on it too unless
+// http.internal_addr gives them a second listener (listeners.go).
 package app

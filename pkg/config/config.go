@@ -23,6 +23,7 @@ type Config struct {
 	Postgres     Postgres      `yaml:"postgres"`
 	API          API           `yaml:"api"`
 	Ingress      Ingress       `yaml:"ingress"`
+	HTTP         HTTP          `yaml:"http"`
 	Processor    Processor     `yaml:"processor"`
 	Outbox       Outbox        `yaml:"outbox"`
 	Debug        Debug         `yaml:"debug"`
@@ -32,8 +33,9 @@ type Config struct {
 // Debug configures diagnostics.
 type Debug struct {
 	// Pprof serves Go's profiler under /debug/pprof/ on every role's HTTP
-	// listener. Defaults to false: profiles reveal internals, so turn it on
-	// where the listener is not public (`intake bench` does, for its profiles).
+	// listener (the internal one when http.internal_addr is set). Defaults to
+	// false: profiles reveal internals, so turn it on where that listener is
+	// not public (`intake bench` does, for its profiles).
 	Pprof bool `yaml:"pprof"`
 }
 
@@ -168,6 +170,7 @@ func (c *Config) Validate() error {
 	p.also(c.Postgres.Validate())
 	p.also(c.API.Validate())
 	p.also(c.Ingress.Validate())
+	p.also(c.HTTP.Validate())
 	p.also(c.Processor.Validate())
 	p.also(c.Outbox.Validate(c.NATS.Stream.DuplicateWindow))
 	p.also(validateIntegrations(c.Integrations))

@@ -17,7 +17,8 @@ const appStartTimeout = time.Minute
 
 // App is app.Run running in a goroutine of the test.
 type App struct {
-	// URL is the HTTP base: webhooks, /api/v1, /metrics, health.
+	// URL is the HTTP base: webhooks, /api/v1, health, and /metrics unless
+	// http.internal_addr is set; https:// with http.tls.
 	URL     string
 	Config  *config.Config
 	Metrics *telemetry.Metrics
@@ -54,7 +55,11 @@ func StartApp(t testing.TB, cfg *config.Config, o app.Options) *App {
 	})
 	select {
 	case a := <-addrc:
-		return &App{URL: "http://" + a.String(), Config: cfg, Metrics: o.Metrics}
+		scheme := "http://"
+		if cfg.HTTP.TLS.Enabled() {
+			scheme = "https://"
+		}
+		return &App{URL: scheme + a.String(), Config: cfg, Metrics: o.Metrics}
 	case err := <-done:
 		done <- err // for the cleanup
 		t.Fatalf("testrig: app.Run ended at start: %v", err)
