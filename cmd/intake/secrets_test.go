@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -56,4 +58,34 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestMigrateErrorHidesThePassword: `intake migrate` that cannot reach the
+// database names it without the password of DATABASE_URL.
+func TestMigrateErrorHidesThePassword(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there
+	path := filepath.Join(t.TempDir(), "intake.yaml")
+	if err := os.WriteFile(path, []byte(`
+integrations:
+  - {name: demo, provider: standard, tenant: acme, secrets: ["whsec_b3duLXNlY3JldC1vZi10aGlzLXRlc3Q="]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DATABASE_URL", "postgres://svc:PASSWORD-s3cret@"+addr+"/intake?sslmode=disable&connect_timeout=5")
+	out := &testenv.Buffer{}
+	err = runCLI(t, context.Background(), out, "migrate", "--config", path, "--log-level", "debug")
+	if err == nil {
+		t.Fatal("migrate against a closed port succeeded")
+	}
+	if strings.Contains(err.Error(), "s3cret") || strings.Contains(out.String(), "s3cret") {
+		t.Fatalf("the password leaked: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(err.Error(), "svc@"+addr) {
+		t.Fatalf("the error does not name the database: %v", err)
+	}
 }
