@@ -24,7 +24,7 @@ const maxRequestBody = 16 << 20
 // redeliver and cancel.
 func (a *Replayer) Mount(r chi.Router) {
 	r.Route("/api/v1", func(r chi.Router) {
-		r.Use(RequireToken(a.o.Tokens))
+		r.Use(RequireToken(a.o.Tokens, a.o.Auth))
 		r.Group(func(r chi.Router) {
 			r.Use(RequireRole(config.RoleViewer))
 			r.Get("/events", a.listEvents)

@@ -37,6 +37,10 @@ type Options struct {
 	Log    *slog.Logger        // defaults to discarding
 	// Registry, when set, gets the replayer's metrics.
 	Registry prometheus.Registerer
+	// Auth bounds failed authentications per client address; its Log and
+	// Failures default to Log and the replayer's
+	// intake_api_auth_failures_total.
+	Auth AuthOptions
 
 	// DefaultRate is the pace, in events per second, of a replay that asks
 	// for none. Defaults to DefaultReplayRate (100); at most MaxRate.
@@ -145,8 +149,9 @@ type Replayer struct {
 }
 
 type replayMetrics struct {
-	published *prometheus.CounterVec // mode
-	running   prometheus.Gauge
+	published    *prometheus.CounterVec // mode
+	running      prometheus.Gauge
+	authFailures *prometheus.CounterVec // reason
 }
 
 // New fills o's defaults, then validates it: a bad value is an error
@@ -161,22 +166,39 @@ func New(o Options) (*Replayer, error) {
 			Name: "published_total", Help: "Messages republished by replays and redeliveries, by mode."}, []string{"mode"}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "replayer",
 			Name: "running", Help: "Replays this replayer is publishing."}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "api",
+			Name: "auth_failures_total", Help: "Operator API requests refused authentication, by reason (missing, invalid, throttled)."}, []string{"reason"}),
 	}
 	if o.Registry != nil {
-		// A second replayer on the same registry shares the collectors.
-		var are prometheus.AlreadyRegisteredError
-		if err := o.Registry.Register(m.published); errors.As(err, &are) {
-			m.published = are.ExistingCollector.(*prometheus.CounterVec)
-		} else if err != nil {
-			return nil, fmt.Errorf("replayer: metrics: %w", err)
+		var err error
+		if m.published, err = register(o.Registry, m.published); err == nil {
+			if m.running, err = register(o.Registry, m.running); err == nil {
+				m.authFailures, err = register(o.Registry, m.authFailures)
+			}
 		}
-		if err := o.Registry.Register(m.running); errors.As(err, &are) {
-			m.running = are.ExistingCollector.(prometheus.Gauge)
-		} else if err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("replayer: metrics: %w", err)
 		}
 	}
+	if o.Auth.Log == nil {
+		o.Auth.Log = o.Log
+	}
+	if o.Auth.Failures == nil {
+		o.Auth.Failures = m.authFailures
+	}
 	return &Replayer{o: o, metrics: m, wake: make(chan struct{}, 1), running: map[string]context.CancelFunc{}}, nil
+}
+
+// register registers c, or returns the collector already registered under
+// its name: a second replayer on the same registry shares the collectors.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	var are prometheus.AlreadyRegisteredError
+	if err := reg.Register(c); errors.As(err, &are) {
+		return are.ExistingCollector.(C), nil
+	} else if err != nil {
+		return c, err
+	}
+	return c, nil
 }
 
 // Options are the options in force, defaults filled.
