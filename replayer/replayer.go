@@ -55,6 +55,18 @@ type Options struct {
 	// holds a database connection for its lock. Others wait their turn.
 	// Defaults to DefaultMaxRunning (2).
 	MaxRunning int
+	// ReconcileMaxSpan bounds one reconcile: it checks at most this many
+	// stream messages (a wider range is refused: split it). Defaults to
+	// DefaultReconcileMaxSpan (100,000).
+	ReconcileMaxSpan int
+	// ReconcileViewerMaxSpan is ReconcileMaxSpan for a viewer's token.
+	// Defaults to DefaultReconcileViewerMaxSpan (10,000); at most
+	// ReconcileMaxSpan.
+	ReconcileViewerMaxSpan int
+	// MaxReconciles bounds the reconciles this replayer runs at once (each
+	// scans the stream and reads the inbox); more get ErrBusy (429 with
+	// Retry-After). Defaults to DefaultMaxReconciles (2).
+	MaxReconciles int
 	// ResumeInterval is how often Run looks for running replays no replayer
 	// publishes (their replayer died). Defaults to DefaultResumeInterval (10s).
 	ResumeInterval time.Duration
@@ -78,6 +90,11 @@ const (
 	DefaultMaxRate        = 10_000
 	DefaultMaxMatched     = 1_000_000
 	DefaultMaxRunning     = 2
+
+	DefaultReconcileMaxSpan       = 100_000
+	DefaultReconcileViewerMaxSpan = 10_000
+	DefaultMaxReconciles          = 2
+
 	DefaultResumeInterval = 10 * time.Second
 	DefaultPublishTimeout = 10 * time.Second
 	DefaultRetryFor       = 2 * time.Minute
@@ -92,6 +109,9 @@ func (o Options) WithDefaults() Options {
 	setDefault(&o.MaxRate, DefaultMaxRate)
 	setDefault(&o.MaxMatched, DefaultMaxMatched)
 	setDefault(&o.MaxRunning, DefaultMaxRunning)
+	setDefault(&o.ReconcileMaxSpan, DefaultReconcileMaxSpan)
+	setDefault(&o.ReconcileViewerMaxSpan, min(DefaultReconcileViewerMaxSpan, o.ReconcileMaxSpan))
+	setDefault(&o.MaxReconciles, DefaultMaxReconciles)
 	setDefault(&o.ResumeInterval, DefaultResumeInterval)
 	setDefault(&o.PublishTimeout, DefaultPublishTimeout)
 	setDefault(&o.RetryFor, DefaultRetryFor)
@@ -119,6 +139,15 @@ func (o Options) Validate() error {
 	if o.MaxRunning < 1 {
 		bad("MaxRunning: must be at least 1, got %d", o.MaxRunning)
 	}
+	if o.ReconcileMaxSpan < 1 {
+		bad("ReconcileMaxSpan: must be at least 1, got %d", o.ReconcileMaxSpan)
+	}
+	if o.ReconcileViewerMaxSpan < 1 || o.ReconcileViewerMaxSpan > o.ReconcileMaxSpan {
+		bad("ReconcileViewerMaxSpan: must be 1..ReconcileMaxSpan (%d), got %d", o.ReconcileMaxSpan, o.ReconcileViewerMaxSpan)
+	}
+	if o.MaxReconciles < 1 {
+		bad("MaxReconciles: must be at least 1, got %d", o.MaxReconciles)
+	}
 	for _, d := range []struct {
 		name string
 		d    time.Duration
@@ -143,6 +172,9 @@ type Replayer struct {
 	o       Options
 	metrics replayMetrics
 	wake    chan struct{}
+
+	// reconciles holds a slot per reconcile running (MaxReconciles).
+	reconciles chan struct{}
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // replays this replayer publishes
@@ -186,7 +218,8 @@ func New(o Options) (*Replayer, error) {
 	if o.Auth.Failures == nil {
 		o.Auth.Failures = m.authFailures
 	}
-	return &Replayer{o: o, metrics: m, wake: make(chan struct{}, 1), running: map[string]context.CancelFunc{}}, nil
+	return &Replayer{o: o, metrics: m, wake: make(chan struct{}, 1), reconciles: make(chan struct{}, o.MaxReconciles),
+		running: map[string]context.CancelFunc{}}, nil
 }
 
 // register registers c, or returns the collector already registered under
