@@ -90,14 +90,16 @@ const (
 	DefaultMaxRate        = 10_000
 	DefaultMaxMatched     = 1_000_000
 	DefaultMaxRunning     = 2
-
-	DefaultReconcileMaxSpan       = 100_000
-	DefaultReconcileViewerMaxSpan = 10_000
-	DefaultMaxReconciles          = 2
-
 	DefaultResumeInterval = 10 * time.Second
 	DefaultPublishTimeout = 10 * time.Second
 	DefaultRetryFor       = 2 * time.Minute
+)
+
+// Defaults of the reconcile bounds of Options.
+const (
+	DefaultReconcileMaxSpan       = 100_000
+	DefaultReconcileViewerMaxSpan = 10_000
+	DefaultMaxReconciles          = 2
 )
 
 // WithDefaults returns o with every unset field at its default.
