@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"net/url"
 )
@@ -36,7 +37,15 @@ func (c *Config) CheckNoPublishedSecrets(published Published) error {
 		}
 	}
 	for i, t := range c.API.Tokens {
-		check(fmt.Sprintf("api.tokens[%d] (%s).token", i, t.Name), t.Token)
+		if t.TokenSHA256 == "" {
+			check(fmt.Sprintf("api.tokens[%d] (%s).token", i, t.Name), t.Token)
+			continue
+		}
+		for v := range published { // the digest of a published token is no better
+			if sha256.Sum256([]byte(v)) == t.Sum() {
+				check(fmt.Sprintf("api.tokens[%d] (%s).token_sha256", i, t.Name), v)
+			}
+		}
 	}
 	for i, in := range c.Integrations {
 		for j, s := range in.Secrets {

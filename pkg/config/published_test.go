@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -59,6 +61,15 @@ func TestOwnSecretsPass(t *testing.T) {
 	if err := cfg.CheckNoPublishedSecrets(examplePublished()); err != nil {
 		t.Fatalf("own secrets refused: %v", err)
 	}
+
+	// The digest of a published token is refused too.
+	sum := sha256.Sum256([]byte("dev-operator-token-change-me"))
+	cfg.API.Tokens[0] = Token{Name: "ops", TokenSHA256: hex.EncodeToString(sum[:]), Role: RoleOperator}
+	err = cfg.CheckNoPublishedSecrets(examplePublished())
+	if err == nil || !strings.Contains(err.Error(), "api.tokens[0] (ops).token_sha256: is a value published") {
+		t.Fatalf("digest of a published token: %v", err)
+	}
+	cfg.API.Tokens = nil
 
 	// A published value as a URL password is refused too.
 	cfg.Postgres.URL = "postgres://intake:dev-operator-token-change-me@db/intake"
