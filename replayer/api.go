@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -24,7 +25,7 @@ const maxRequestBody = 16 << 20
 // redeliver and cancel.
 func (a *Replayer) Mount(r chi.Router) {
 	r.Route("/api/v1", func(r chi.Router) {
-		r.Use(RequireToken(a.o.Tokens))
+		r.Use(RequireToken(a.o.Tokens, a.o.Auth))
 		r.Group(func(r chi.Router) {
 			r.Use(RequireRole(config.RoleViewer))
 			r.Get("/events", a.listEvents)
@@ -277,11 +278,19 @@ func (a *Replayer) reconcile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "give from_seq/to_seq or since/until")
 		return
 	}
+	if c, _ := CallerFrom(r.Context()); c.Role != config.RoleOperator {
+		req.MaxSpan = a.o.ReconcileViewerMaxSpan
+	}
 	res, err := a.Reconcile(r.Context(), req)
 	var re *RequestError
 	switch {
 	case errors.As(err, &re):
 		writeError(w, http.StatusBadRequest, re.Error())
+	case errors.Is(err, ErrBusy):
+		w.Header().Set("Retry-After", strconv.Itoa(int(reconcileRetryAfter.Seconds())))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%d reconciles are running on this replayer, the most it runs at once: retry later", a.o.MaxReconciles))
+	case errors.Is(err, ErrSpanTooLarge):
+		writeError(w, http.StatusUnprocessableEntity, "range: "+strings.TrimPrefix(err.Error(), ErrSpanTooLarge.Error()+": "))
 	case errors.Is(err, ErrTooMany):
 		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("range holds more than %d messages: narrow it", a.o.MaxMatched))
 	case err != nil:
@@ -290,6 +299,10 @@ func (a *Replayer) reconcile(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, res)
 	}
 }
+
+// reconcileRetryAfter is the Retry-After of a reconcile refused because
+// Options.MaxReconciles are running.
+const reconcileRetryAfter = 10 * time.Second
 
 // slowRequestTimeout bounds requests that scan a stream range (dry runs,
 // reconcile): longer than the server's write timeout, which is sized for

@@ -5,10 +5,18 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"log/slog"
+	"math"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/telemetry"
 )
 
 type ctxKey struct{}
@@ -31,19 +39,87 @@ type token struct {
 	role config.Role
 }
 
+// AuthOptions configure RequireToken.
+type AuthOptions struct {
+	// Log gets one line per failed authentication: the client address and
+	// the reason, never the token. Defaults to discarding.
+	Log *slog.Logger
+	// Failures, when set, counts failed authentications by reason
+	// (missing, invalid, throttled).
+	Failures *prometheus.CounterVec
+	// MaxFailures is how many invalid tokens a client address may present
+	// per FailureWindow; then it gets 429 with Retry-After, even with a
+	// valid token, until the window refills. Defaults to
+	// DefaultMaxAuthFailures (10).
+	MaxFailures int
+	// FailureWindow: see MaxFailures. Defaults to DefaultAuthFailureWindow (1m).
+	FailureWindow time.Duration
+	// MaxClients bounds the client addresses whose failures are remembered.
+	// Defaults to DefaultMaxAuthClients (10,000).
+	MaxClients int
+}
+
+// Defaults of AuthOptions.
+const (
+	DefaultMaxAuthFailures   = 10
+	DefaultAuthFailureWindow = time.Minute
+	DefaultMaxAuthClients    = 10_000
+)
+
+// WithDefaults returns o with every unset field at its default.
+func (o AuthOptions) WithDefaults() AuthOptions {
+	if o.Log == nil {
+		o.Log = telemetry.Discard()
+	}
+	setDefault(&o.MaxFailures, DefaultMaxAuthFailures)
+	setDefault(&o.FailureWindow, DefaultAuthFailureWindow)
+	setDefault(&o.MaxClients, DefaultMaxAuthClients)
+	return o
+}
+
+// Reasons an authentication fails, the label of Failures.
+const (
+	authMissing   = "missing"
+	authInvalid   = "invalid"
+	authThrottled = "throttled"
+)
+
 // RequireToken authenticates `Authorization: Bearer <token>` against tokens:
 // 401 without a valid one. Tokens are compared as SHA-256 digests in constant
-// time, and every configured token is compared, so timing reveals neither
-// the token nor which one matched.
-func RequireToken(tokens []config.Token) func(http.Handler) http.Handler {
+// time (a token_sha256 in the config is that digest), and every configured
+// token is compared, so timing reveals neither the token nor which one
+// matched. A client address that presented o.MaxFailures invalid tokens
+// within o.FailureWindow gets 429 with Retry-After until it cools down.
+func RequireToken(tokens []config.Token, o AuthOptions) func(http.Handler) http.Handler {
+	o = o.WithDefaults()
 	known := make([]token, len(tokens))
 	for i, t := range tokens {
-		known[i] = token{sum: sha256.Sum256([]byte(t.Token)), name: t.Name, role: t.Role}
+		known[i] = token{sum: t.Sum(), name: t.Name, role: t.Role}
+	}
+	throttle := newFailureThrottle(o.MaxFailures, o.FailureWindow, o.MaxClients)
+	failed := func(r *http.Request, addr, reason string) {
+		if o.Failures != nil {
+			o.Failures.WithLabelValues(reason).Inc()
+		}
+		level := slog.LevelWarn
+		if reason == authThrottled {
+			level = slog.LevelDebug // the failures that led here were logged
+		}
+		o.Log.Log(r.Context(), level, "api: authentication failed", "client", addr, "reason", reason,
+			"method", r.Method, "path", r.URL.Path)
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			addr := clientAddr(r)
+			if wait, blocked := throttle.blocked(addr, time.Now()); blocked {
+				failed(r, addr, authThrottled)
+				w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+				writeError(w, http.StatusTooManyRequests, "too many failed authentications from this address: retry later")
+				return
+			}
 			raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || raw == "" {
+				failed(r, addr, authMissing)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="intake"`)
 				writeError(w, http.StatusUnauthorized, "missing bearer token")
 				return
@@ -56,6 +132,8 @@ func RequireToken(tokens []config.Token) func(http.Handler) http.Handler {
 				}
 			}
 			if match < 0 {
+				throttle.fail(addr, time.Now())
+				failed(r, addr, authInvalid)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="intake", error="invalid_token"`)
 				writeError(w, http.StatusUnauthorized, "invalid token")
 				return
@@ -64,6 +142,15 @@ func RequireToken(tokens []config.Token) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, c)))
 		})
 	}
+}
+
+// clientAddr is the request's peer address without its port. Forwarding
+// headers are not trusted: anyone can set them.
+func clientAddr(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
 }
 
 // RequireRole answers 403 unless the caller has role (operator implies viewer).

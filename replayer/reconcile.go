@@ -18,7 +18,18 @@ type ReconcileRequest struct {
 	FromSeq, ToSeq uint64
 	Since, Until   time.Time
 	Integration    string
+	// MaxSpan lowers Options.ReconcileMaxSpan for this request (the API
+	// sets Options.ReconcileViewerMaxSpan for a viewer). 0: no lower.
+	MaxSpan int
 }
+
+// ErrBusy: Options.MaxReconciles reconciles are running already; try again
+// later (the API answers 429 with Retry-After).
+var ErrBusy = errors.New("replayer: too many reconciles running")
+
+// ErrSpanTooLarge: the range covers more stream messages than one reconcile
+// may check; the error says the bound. Split the range.
+var ErrSpanTooLarge = errors.New("replayer: reconcile range too large")
 
 // MissingEvent is an accepted message whose event has no inbox row.
 type MissingEvent struct {
@@ -60,6 +71,23 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 	if !req.Since.IsZero() && !req.Until.IsZero() && !req.Until.After(req.Since) {
 		return ReconcileResult{}, badRequest("until: must be after since")
 	}
+	span := uint64(r.o.ReconcileMaxSpan)
+	if req.MaxSpan > 0 {
+		span = min(span, uint64(req.MaxSpan))
+	}
+	tooLarge := func() error {
+		return fmt.Errorf("%w: it covers more than %d stream messages, the most one reconcile checks: narrow or split it", ErrSpanTooLarge, span)
+	}
+	if req.FromSeq != 0 && req.ToSeq != 0 && req.ToSeq-req.FromSeq >= span {
+		return ReconcileResult{}, tooLarge()
+	}
+	select {
+	case r.reconciles <- struct{}{}:
+		defer func() { <-r.reconciles }()
+	default:
+		return ReconcileResult{}, ErrBusy
+	}
+
 	res := ReconcileResult{Missing: []MissingEvent{}}
 	// The ack floor first: a message at or below it was settled before the
 	// scan read the inbox, so no inbox row then means missing.
@@ -68,6 +96,22 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 		return res, err
 	}
 	res.AckFloor = ackFloor
+
+	// A range of sequences only is checked against the stream's bounds
+	// before the scan; a time range is bounded while it is scanned.
+	if req.Since.IsZero() && req.Until.IsZero() {
+		first, last, err := streamBounds(ctx, r.o.JS, envelope.StreamIn)
+		if err != nil {
+			return res, err
+		}
+		from, to := max(req.FromSeq, first), last
+		if req.ToSeq != 0 {
+			to = min(req.ToSeq, last)
+		}
+		if to >= from && to-from >= span {
+			return res, tooLarge()
+		}
+	}
 
 	rg := scanRange{From: req.FromSeq, To: req.ToSeq, Since: req.Since, Until: req.Until}
 	if req.Integration != "" {
@@ -78,7 +122,11 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 		seq uint64
 	}
 	var msgs []msg
+	var scannedMsgs uint64
 	res.LastSeq, err = scanStream(ctx, r.o.JS, envelope.StreamIn, rg, func(m scanned) error {
+		if scannedMsgs++; scannedMsgs > span {
+			return tooLarge()
+		}
 		if m.Header.Get(envelope.HeaderReplayID) != "" {
 			return nil
 		}
@@ -135,6 +183,16 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 		}
 	}
 	return res, nil
+}
+
+// streamBounds is the stream's first and last sequence now.
+func streamBounds(ctx context.Context, js jetstream.JetStream, name string) (first, last uint64, err error) {
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return 0, 0, fmt.Errorf("stream %s: %w", name, err)
+	}
+	st := s.CachedInfo().State
+	return st.FirstSeq, st.LastSeq, nil
 }
 
 // ackFloor is the processor consumer's ack floor; 0 when it does not exist

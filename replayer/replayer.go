@@ -37,6 +37,10 @@ type Options struct {
 	Log    *slog.Logger        // defaults to discarding
 	// Registry, when set, gets the replayer's metrics.
 	Registry prometheus.Registerer
+	// Auth bounds failed authentications per client address; its Log and
+	// Failures default to Log and the replayer's
+	// intake_api_auth_failures_total.
+	Auth AuthOptions
 
 	// DefaultRate is the pace, in events per second, of a replay that asks
 	// for none. Defaults to DefaultReplayRate (100); at most MaxRate.
@@ -51,6 +55,18 @@ type Options struct {
 	// holds a database connection for its lock. Others wait their turn.
 	// Defaults to DefaultMaxRunning (2).
 	MaxRunning int
+	// ReconcileMaxSpan bounds one reconcile: it checks at most this many
+	// stream messages (a wider range is refused: split it). Defaults to
+	// DefaultReconcileMaxSpan (100,000).
+	ReconcileMaxSpan int
+	// ReconcileViewerMaxSpan is ReconcileMaxSpan for a viewer's token.
+	// Defaults to DefaultReconcileViewerMaxSpan (10,000); at most
+	// ReconcileMaxSpan.
+	ReconcileViewerMaxSpan int
+	// MaxReconciles bounds the reconciles this replayer runs at once (each
+	// scans the stream and reads the inbox); more get ErrBusy (429 with
+	// Retry-After). Defaults to DefaultMaxReconciles (2).
+	MaxReconciles int
 	// ResumeInterval is how often Run looks for running replays no replayer
 	// publishes (their replayer died). Defaults to DefaultResumeInterval (10s).
 	ResumeInterval time.Duration
@@ -79,6 +95,13 @@ const (
 	DefaultRetryFor       = 2 * time.Minute
 )
 
+// Defaults of the reconcile bounds of Options.
+const (
+	DefaultReconcileMaxSpan       = 100_000
+	DefaultReconcileViewerMaxSpan = 10_000
+	DefaultMaxReconciles          = 2
+)
+
 // WithDefaults returns o with every unset field at its default.
 func (o Options) WithDefaults() Options {
 	if o.Log == nil {
@@ -88,6 +111,9 @@ func (o Options) WithDefaults() Options {
 	setDefault(&o.MaxRate, DefaultMaxRate)
 	setDefault(&o.MaxMatched, DefaultMaxMatched)
 	setDefault(&o.MaxRunning, DefaultMaxRunning)
+	setDefault(&o.ReconcileMaxSpan, DefaultReconcileMaxSpan)
+	setDefault(&o.ReconcileViewerMaxSpan, min(DefaultReconcileViewerMaxSpan, o.ReconcileMaxSpan))
+	setDefault(&o.MaxReconciles, DefaultMaxReconciles)
 	setDefault(&o.ResumeInterval, DefaultResumeInterval)
 	setDefault(&o.PublishTimeout, DefaultPublishTimeout)
 	setDefault(&o.RetryFor, DefaultRetryFor)
@@ -115,6 +141,15 @@ func (o Options) Validate() error {
 	if o.MaxRunning < 1 {
 		bad("MaxRunning: must be at least 1, got %d", o.MaxRunning)
 	}
+	if o.ReconcileMaxSpan < 1 {
+		bad("ReconcileMaxSpan: must be at least 1, got %d", o.ReconcileMaxSpan)
+	}
+	if o.ReconcileViewerMaxSpan < 1 || o.ReconcileViewerMaxSpan > o.ReconcileMaxSpan {
+		bad("ReconcileViewerMaxSpan: must be 1..ReconcileMaxSpan (%d), got %d", o.ReconcileMaxSpan, o.ReconcileViewerMaxSpan)
+	}
+	if o.MaxReconciles < 1 {
+		bad("MaxReconciles: must be at least 1, got %d", o.MaxReconciles)
+	}
 	for _, d := range []struct {
 		name string
 		d    time.Duration
@@ -140,13 +175,17 @@ type Replayer struct {
 	metrics replayMetrics
 	wake    chan struct{}
 
+	// reconciles holds a slot per reconcile running (MaxReconciles).
+	reconciles chan struct{}
+
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // replays this replayer publishes
 }
 
 type replayMetrics struct {
-	published *prometheus.CounterVec // mode
-	running   prometheus.Gauge
+	published    *prometheus.CounterVec // mode
+	running      prometheus.Gauge
+	authFailures *prometheus.CounterVec // reason
 }
 
 // New fills o's defaults, then validates it: a bad value is an error
@@ -161,22 +200,40 @@ func New(o Options) (*Replayer, error) {
 			Name: "published_total", Help: "Messages republished by replays and redeliveries, by mode."}, []string{"mode"}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "replayer",
 			Name: "running", Help: "Replays this replayer is publishing."}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "api",
+			Name: "auth_failures_total", Help: "Operator API requests refused authentication, by reason (missing, invalid, throttled)."}, []string{"reason"}),
 	}
 	if o.Registry != nil {
-		// A second replayer on the same registry shares the collectors.
-		var are prometheus.AlreadyRegisteredError
-		if err := o.Registry.Register(m.published); errors.As(err, &are) {
-			m.published = are.ExistingCollector.(*prometheus.CounterVec)
-		} else if err != nil {
-			return nil, fmt.Errorf("replayer: metrics: %w", err)
+		var err error
+		if m.published, err = register(o.Registry, m.published); err == nil {
+			if m.running, err = register(o.Registry, m.running); err == nil {
+				m.authFailures, err = register(o.Registry, m.authFailures)
+			}
 		}
-		if err := o.Registry.Register(m.running); errors.As(err, &are) {
-			m.running = are.ExistingCollector.(prometheus.Gauge)
-		} else if err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("replayer: metrics: %w", err)
 		}
 	}
-	return &Replayer{o: o, metrics: m, wake: make(chan struct{}, 1), running: map[string]context.CancelFunc{}}, nil
+	if o.Auth.Log == nil {
+		o.Auth.Log = o.Log
+	}
+	if o.Auth.Failures == nil {
+		o.Auth.Failures = m.authFailures
+	}
+	return &Replayer{o: o, metrics: m, wake: make(chan struct{}, 1), reconciles: make(chan struct{}, o.MaxReconciles),
+		running: map[string]context.CancelFunc{}}, nil
+}
+
+// register registers c, or returns the collector already registered under
+// its name: a second replayer on the same registry shares the collectors.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	var are prometheus.AlreadyRegisteredError
+	if err := reg.Register(c); errors.As(err, &are) {
+		return are.ExistingCollector.(C), nil
+	} else if err != nil {
+		return c, err
+	}
+	return c, nil
 }
 
 // Options are the options in force, defaults filled.

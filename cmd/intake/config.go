@@ -37,6 +37,17 @@ func (g *globals) loadConfig(allowExample bool) (*config.Config, string, error) 
 	return cfg, path, err
 }
 
+// refusePublishedSecrets fails when cfg holds a secret the repository
+// publishes (the defaults of examples/intake.yaml, built into the binary):
+// every production role calls it at start; `intake dev` does not, so the
+// example runs out of the box.
+func refusePublishedSecrets(cfg *config.Config) error {
+	if err := cfg.CheckNoPublishedSecrets(config.PublishedDefaults(examples.Config, "examples/intake.yaml")); err != nil {
+		return fmt.Errorf("refusing to start with secrets anyone can read (fine for `intake dev` only):\n%w", err)
+	}
+	return nil
+}
+
 func (g *globals) logger() *slog.Logger {
 	return telemetry.NewLogger(os.Stderr, g.logFormat, g.logLevel)
 }

@@ -52,7 +52,7 @@ func TestProcessorThatCannotConsumeExitsNonZero(t *testing.T) {
 	}
 	const yaml = `
 integrations:
-  - {name: demo, provider: standard, tenant: acme, account: main, secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}
+  - {name: demo, provider: standard, tenant: acme, account: main, secrets: ["whsec_b3duLXNlY3JldC1vZi10aGlzLXRlc3Q="]}
 `
 	path := filepath.Join(t.TempDir(), "intake.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {

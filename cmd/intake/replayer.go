@@ -24,6 +24,9 @@ Postgres advisory lock), and one whose replayer stopped is resumed by another.`,
 			if err != nil {
 				return err
 			}
+			if err := refusePublishedSecrets(cfg); err != nil {
+				return err
+			}
 			log := g.logger()
 			log.Info("replayer starting", "addr", addr)
 			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{API: true}, HTTPAddr: addr, Log: log})

@@ -23,6 +23,9 @@ func newIngressCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := refusePublishedSecrets(cfg); err != nil {
+				return err
+			}
 			if addr == "" {
 				addr = cfg.Ingress.Addr
 			}
@@ -66,6 +69,9 @@ func newProcessorCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := refusePublishedSecrets(cfg); err != nil {
+				return err
+			}
 			log := g.logger()
 			setGCPercent(processorGCPercent)
 			log.Info("processor starting", "metrics_addr", addr)
@@ -84,6 +90,9 @@ func newMigrateCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, _, err := g.loadConfig(false)
 			if err != nil {
+				return err
+			}
+			if err := refusePublishedSecrets(cfg); err != nil {
 				return err
 			}
 			if cfg.Postgres.URL == "" {

@@ -1,6 +1,10 @@
 package config
 
-import "fmt"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+)
 
 // API configures the operator API.
 type API struct {
@@ -17,11 +21,25 @@ const (
 	RoleOperator Role = "operator"
 )
 
-// Token is one bearer token of the operator API.
+// Token is one bearer token of the operator API, given either as the token
+// itself or as the hex SHA-256 of it (so the config file need not hold the
+// token: `printf %s "$TOKEN" | sha256sum`). Exactly one of the two.
 type Token struct {
-	Name  string `yaml:"name"`
-	Token string `yaml:"token"`
-	Role  Role   `yaml:"role"`
+	Name        string `yaml:"name"`
+	Token       string `yaml:"token"`
+	TokenSHA256 string `yaml:"token_sha256"`
+	Role        Role   `yaml:"role"`
+}
+
+// Sum is the SHA-256 the API compares a presented token's digest with
+// (zero when the token is invalid: Validate reports it).
+func (t Token) Sum() [sha256.Size]byte {
+	if t.TokenSHA256 == "" {
+		return sha256.Sum256([]byte(t.Token))
+	}
+	var sum [sha256.Size]byte
+	_, _ = hex.Decode(sum[:], []byte(t.TokenSHA256))
+	return sum
 }
 
 // MinTokenLength is the shortest bearer token api.tokens accepts.
@@ -31,19 +49,32 @@ const MinTokenLength = 16
 // defaults.
 func (a API) Validate() error {
 	var p problems
-	seen := map[string]bool{}
+	seen := map[[sha256.Size]byte]bool{}
 	for i, t := range a.Tokens {
 		f := fmt.Sprintf("api.tokens[%d]", i)
 		if t.Name == "" {
 			p.add(f+".name", "required")
 		}
-		if len(t.Token) < MinTokenLength {
-			p.add(f+".token", "must be at least %d characters", MinTokenLength)
+		valid := false
+		switch {
+		case t.Token != "" && t.TokenSHA256 != "":
+			p.add(f, "give token or token_sha256, not both")
+		case t.TokenSHA256 != "":
+			if b, err := hex.DecodeString(t.TokenSHA256); err != nil || len(b) != sha256.Size {
+				p.add(f+".token_sha256", "must be %d hex digits (a SHA-256)", 2*sha256.Size)
+			} else {
+				valid = true
+			}
+		case len(t.Token) < MinTokenLength:
+			p.add(f+".token", "must be at least %d characters (or give token_sha256)", MinTokenLength)
+		default:
+			valid = true
 		}
-		if seen[t.Token] && t.Token != "" {
-			p.add(f+".token", "duplicates another token")
+		if sum := t.Sum(); valid && seen[sum] {
+			p.add(f, "duplicates another token")
+		} else if valid {
+			seen[sum] = true
 		}
-		seen[t.Token] = true
 		if t.Role != RoleViewer && t.Role != RoleOperator {
 			p.add(f+".role", "must be viewer or operator, got %q", t.Role)
 		}

@@ -8,6 +8,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	neturl "net/url"
+	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,18 +39,18 @@ type Store struct {
 func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("store: postgres url: %w", err)
+		return nil, hidePasswords(fmt.Errorf("store: postgres url: %w", err), url)
 	}
 	if maxConns > 0 {
 		pc.MaxConns = maxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
-		return nil, fmt.Errorf("store: connect: %w", err)
+		return nil, hidePasswords(fmt.Errorf("store: connect %s: %w", redact(pc.ConnConfig), err), url)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("store: connect %s: %w", redact(pc.ConnConfig), err)
+		return nil, hidePasswords(fmt.Errorf("store: connect %s: %w", redact(pc.ConnConfig), err), url)
 	}
 	return &Store{pool: pool}, nil
 }
@@ -65,12 +69,12 @@ func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 	pc, err := pgx.ParseConfig(url)
 	if err != nil {
-		return fmt.Errorf("store: postgres url: %w", err)
+		return hidePasswords(fmt.Errorf("store: postgres url: %w", err), url)
 	}
 	db := stdlib.OpenDB(*pc)
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+Schema); err != nil {
-		return fmt.Errorf("store: create schema: %w", err)
+		return hidePasswords(fmt.Errorf("store: migrate %s: create schema: %w", redact(pc), err), url)
 	}
 	p, err := newMigrator(db, log)
 	if err != nil {
@@ -78,7 +82,7 @@ func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 	}
 	results, err := p.Up(ctx)
 	if err != nil {
-		return fmt.Errorf("store: migrate: %w", err)
+		return hidePasswords(fmt.Errorf("store: migrate %s: %w", redact(pc), err), url)
 	}
 	if log != nil {
 		for _, r := range results {
@@ -112,8 +116,70 @@ func newMigrator(db *sql.DB, log *slog.Logger) (*goose.Provider, error) {
 	return p, nil
 }
 
+// redact names the database without its password, for errors and logs.
 func redact(c *pgx.ConnConfig) string {
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+}
+
+// passwordError is an error whose text has the database URL's passwords
+// masked. pgx masks the ones it recognises, on a best-effort basis; this
+// masks them in the whole chain's text whatever the driver wrote, also for a
+// URL too malformed to parse. errors.Is/As still see the cause.
+type passwordError struct {
+	err       error
+	passwords []string
+}
+
+func (e *passwordError) Error() string {
+	s := e.err.Error()
+	for _, p := range e.passwords {
+		s = strings.ReplaceAll(s, p, "xxxxx")
+	}
+	return s
+}
+
+func (e *passwordError) Unwrap() error { return e.err }
+
+func hidePasswords(err error, url string) error {
+	if p := passwordsIn(url); len(p) > 0 {
+		return &passwordError{err: err, passwords: p}
+	}
+	return err
+}
+
+var (
+	kvPassword  = regexp.MustCompile(`(?i)\b(?:ssl)?password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)`)
+	urlPassword = regexp.MustCompile(`://[^/@:]*:(.*)@`) // up to the last '@', as a malformed URL may hold more
+)
+
+// passwordsIn is every string of url that may be a password, longest first
+// (so a shorter one inside a longer one does not leave the rest visible).
+func passwordsIn(url string) []string {
+	var ps []string
+	add := func(p string) {
+		if p != "" && !slices.Contains(ps, p) {
+			ps = append(ps, p)
+		}
+	}
+	if u, err := neturl.Parse(url); err == nil {
+		if p, ok := u.User.Password(); ok {
+			add(p)
+			add(neturl.PathEscape(p))
+			add(neturl.QueryEscape(p))
+		}
+		for _, k := range []string{"password", "sslpassword"} {
+			add(u.Query().Get(k))
+		}
+	}
+	for _, m := range kvPassword.FindAllStringSubmatch(url, -1) {
+		add(m[1])
+		add(strings.Trim(m[1], "'"))
+	}
+	if m := urlPassword.FindStringSubmatch(url); m != nil {
+		add(m[1])
+	}
+	slices.SortFunc(ps, func(a, b string) int { return len(b) - len(a) })
+	return ps
 }
 
 // ErrNotMigrated says the schema is missing or behind this binary.
