@@ -32,6 +32,6 @@ Postgres advisory lock), and one whose replayer stopped is resumed by another.`,
 			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{API: true}, HTTPAddr: addr, Log: log})
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http-addr", defaultReplayerHTTPAddr, "listen address for /api/v1, /metrics, /healthz, /readyz")
+	cmd.Flags().StringVar(&addr, "http-addr", defaultReplayerHTTPAddr, "listen address for /api/v1, /healthz, /readyz and /metrics (unless http.internal_addr moves /metrics there)")
 	return cmd
 }

@@ -78,7 +78,7 @@ func newProcessorCmd(g *globals) *cobra.Command {
 			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: addr, Log: log})
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http-addr", defaultProcessorHTTPAddr, "listen address for /metrics, /healthz, /readyz")
+	cmd.Flags().StringVar(&addr, "http-addr", defaultProcessorHTTPAddr, "listen address for /healthz, /readyz and /metrics (unless http.internal_addr moves /metrics there)")
 	return cmd
 }
 
