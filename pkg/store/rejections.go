@@ -247,3 +247,29 @@ func (s *Store) EventRejections(ctx context.Context, k envelope.Key) ([]Rejectio
 	}
 	return list, nil
 }
+
+// RejectedSeqs reports which of the INTAKE_IN sequences the processor
+// recorded as rejected: they have no inbox row on purpose.
+func (s *Store) RejectedSeqs(ctx context.Context, seqs []uint64) (map[uint64]bool, error) {
+	out := map[uint64]bool{}
+	if len(seqs) == 0 {
+		return out, nil
+	}
+	in := make([]int64, len(seqs))
+	for i, q := range seqs {
+		in[i] = int64(q)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT stream_seq FROM intake.rejected_messages WHERE stream_seq = ANY($1)`, in)
+	if err != nil {
+		return nil, fmt.Errorf("store: rejected sequences: %w", err)
+	}
+	var seq int64
+	_, err = pgx.ForEachRow(rows, []any{&seq}, func() error {
+		out[uint64(seq)] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: rejected sequences: %w", err)
+	}
+	return out, nil
+}
