@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 )
@@ -50,17 +51,21 @@ func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
 	return nil
 }
 
-// checkEnvelope checks a message against the configured integrations: the
-// key's integration exists, the tenant is its tenant, the subject is its.
+// checkEnvelope checks a message against the configured integrations.
 func (p *Processor) checkEnvelope(it *item) (reason, detail string) {
-	ev := it.ev
-	in, ok := p.integrations[ev.Key.Integration]
+	return checkEnvelope(p.integrations, it.ev.Key, it.ev.Tenant, it.msg.Subject())
+}
+
+// checkEnvelope: the key's integration is configured, the tenant is its
+// tenant, the subject is its (intake.in.{integration}.>).
+func checkEnvelope(integrations map[string]config.Integration, k envelope.Key, tenant, subject string) (reason, detail string) {
+	in, ok := integrations[k.Integration]
 	switch {
 	case !ok:
-		return store.RejectUnknownIntegration, fmt.Sprintf("integration %q is not configured", ev.Key.Integration)
-	case ev.Tenant != in.Tenant:
-		return store.RejectTenantMismatch, fmt.Sprintf("tenant %q is not the integration's (%q)", ev.Tenant, in.Tenant)
-	case !envelope.IsSubjectIn(it.msg.Subject(), in.Name):
+		return store.RejectUnknownIntegration, fmt.Sprintf("integration %q is not configured", k.Integration)
+	case tenant != in.Tenant:
+		return store.RejectTenantMismatch, fmt.Sprintf("tenant %q is not the integration's (%q)", tenant, in.Tenant)
+	case !envelope.IsSubjectIn(subject, in.Name):
 		return store.RejectSubjectMismatch, fmt.Sprintf("subject is not under %s>", envelope.SubjectInPrefix(in.Name))
 	}
 	return "", ""
