@@ -14,7 +14,8 @@ import (
 	"github.com/intakehq/intake/pkg/store"
 )
 
-// apply is the batch's one transaction: claim every key in one statement,
+// apply is the batch's one transaction: screen the envelopes (screen; what
+// fails is recorded, not decided), claim every other key in one statement,
 // decide each message (inbox.Decide), guard object versions, run the
 // handler for what applies, write executions, outbox, conflicts and
 // counters, commit. It returns the outbox rows it committed (ids set), for
@@ -44,17 +45,35 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 	culprit := -1
 	var outbox []store.OutboxRow
 	err := pgx.BeginFunc(ctx, p.o.Store.Pool(), func(tx pgx.Tx) error {
+		// What fails the envelope checks is recorded and goes no further:
+		// no claim, no decision, no history.
+		if err := p.screen(ctx, tx, b); err != nil {
+			return err
+		}
+		var w store.BatchWrites
+		order := slices.DeleteFunc(slices.Clone(order), func(i int) bool { return b[i].reject != nil })
+		for _, it := range b {
+			if it.reject != nil {
+				w.Rejections = append(w.Rejections, *it.reject)
+			}
+		}
+
 		claims := make([]store.BatchClaim, len(order))
 		for j, i := range order {
 			ev := b[i].ev
 			claims[j] = store.BatchClaim{Claim: claimOf(ev), ObjectID: ev.ObjectID, ObjectVersion: ev.ObjectVersion}
 		}
-		inserted, existing, err := store.ClaimBatch(ctx, tx, claims)
-		if err != nil {
-			return err
+		var (
+			inserted []bool
+			existing map[envelope.Key]store.Row
+		)
+		if len(claims) > 0 {
+			var err error
+			if inserted, existing, err = store.ClaimBatch(ctx, tx, claims); err != nil {
+				return err
+			}
 		}
 
-		var w store.BatchWrites
 		var run []int
 		for j, i := range order {
 			ev := b[i].ev
@@ -87,7 +106,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 		// Redeliveries and replays are not deliveries; a conflicting payload
 		// is recorded in conflicts and leaves the original row untouched.
 		for i, it := range b {
-			if it.ev.ReplayMode != "" {
+			if it.ev.ReplayMode != "" || it.reject != nil {
 				continue
 			}
 			switch outcomes[i] {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/intakehq/intake/internal/inboxcases"
 	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/telemetry"
 	"github.com/intakehq/intake/processor"
@@ -39,10 +40,18 @@ func TestProcessorDecidesAsTheTable(t *testing.T) {
 		if err := c.Seed(ctx, r.db, i, rowSeq); err != nil {
 			t.Fatal(err)
 		}
+		if err := c.SeedReplay(ctx, r.db, i, ack.Sequence); err != nil {
+			t.Fatal(err)
+		}
 	}
 
+	// Each case has an integration of its own.
+	var integrations []config.Integration
+	for i := range cases {
+		integrations = append(integrations, config.Integration{Name: inboxcases.Key(i).Integration, Tenant: "acme"})
+	}
 	m := telemetry.NewMetrics()
-	r.run(processor.Options{Metrics: m})
+	r.run(processor.Options{Metrics: m, Integrations: integrations})
 	decided := func(i int) map[inbox.Outcome]float64 {
 		got := map[inbox.Outcome]float64{}
 		for _, o := range allOutcomes {

@@ -4,7 +4,10 @@
 // A Processor pulls from the durable "processor" consumer that every
 // processor pod shares and collects messages into batches (up to
 // processor.batch_size, or what arrived within processor.batch_wait). Each
-// batch is ONE Postgres transaction (group commit): it claims every event's
+// batch is ONE Postgres transaction (group commit): it first checks every
+// envelope against the configured integrations and the replays recorded in
+// Postgres (trust.go; what fails is recorded in intake.rejected_messages and
+// terminated, never applied), then claims every other event's
 // inbox row in one statement (INSERT … ON CONFLICT on the scoped key), decides
 // each message's fate from the claim (new, duplicate, redelivery, conflict,
 // replay), and runs the domain Handler for the events that apply, whose

@@ -26,6 +26,12 @@ type Options struct {
 	// Config is the processor section; unset fields get config's defaults
 	// (config.Processor.WithDefaults) and the result is validated.
 	Config config.Processor
+	// Integrations are the configured integrations (config.Config's): a
+	// message is applied only when its key names one of them, its
+	// Intake-Tenant is that integration's tenant and its subject is under
+	// intake.in.{integration}. With none, every message is refused
+	// (recorded in intake.rejected_messages, terminated).
+	Integrations []config.Integration
 	// Handler applies events (new ones, retries and re-executions; see
 	// Handler). Defaults to Forward().
 	Handler Handler
@@ -39,6 +45,8 @@ type Options struct {
 // it could not).
 type Processor struct {
 	o Options
+	// integrations are Options.Integrations by name.
+	integrations map[string]config.Integration
 	// faults are the harnesses' hooks (internal/faults), read from Run's
 	// context; none in production.
 	faults faults.Hooks
@@ -66,7 +74,11 @@ func New(o Options) (*Processor, error) {
 	// Every handler, built-in or a library user's, runs behind recovery,
 	// tracing and metrics.
 	o.Handler = Chain(o.Handler, Recover(), Tracing(), HandlerMetrics(o.Metrics.HandlerLatency))
-	return &Processor{o: o}, nil
+	byName := make(map[string]config.Integration, len(o.Integrations))
+	for _, in := range o.Integrations {
+		byName[in.Name] = in
+	}
+	return &Processor{o: o, integrations: byName}, nil
 }
 
 // Config is the processor configuration in force, defaults filled.
@@ -160,6 +172,9 @@ func collect(it jetstream.MessagesContext, size int, wait time.Duration, out cha
 type item struct {
 	msg jetstream.Msg
 	ev  *Event
+	// reject is set, by the batch's transaction, when the envelope
+	// checks refused the message.
+	reject *store.Rejection
 }
 
 // handleBatch runs a batch to its end: every message acked, nak'd for a
@@ -246,6 +261,9 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pu
 func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []store.OutboxRow, pub *acker) {
 	p.o.Metrics.LastCommit.SetToCurrentTime()
 	for i, it := range b {
+		if it.reject != nil {
+			continue
+		}
 		o := outcomes[i]
 		p.o.Metrics.Processed.WithLabelValues(it.ev.Key.Integration, o.String()).Inc()
 		if o == inbox.Conflict {
@@ -259,6 +277,10 @@ func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []stor
 		}
 	}
 	for _, it := range b {
+		if it.reject != nil {
+			p.rejected(it)
+			continue
+		}
 		if err := it.msg.Ack(); err != nil {
 			// The commit stands; the redelivery will find the row.
 			p.o.Log.Warn("ack failed after commit", "key", it.ev.Key.String(), "err", err)

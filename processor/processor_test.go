@@ -81,6 +81,9 @@ func queuedEffects() processor.Handler {
 	})
 }
 
+// demo is the integration the rig's deliveries belong to.
+var demo = config.Integration{Name: "demo", Tenant: "acme", Account: "main"}
+
 func key(id string) envelope.Key {
 	return envelope.Key{Integration: "demo", Account: "main", EventID: id}
 }
@@ -119,6 +122,9 @@ func (r *rig) runWith(hooks faults.Hooks, o processor.Options) (stop func()) {
 	}
 	if o.Handler == nil {
 		o.Handler = effects()
+	}
+	if o.Integrations == nil {
+		o.Integrations = []config.Integration{demo}
 	}
 	if o.Config.AckWait == 0 {
 		o.Config = config.Processor{AckWait: 2 * time.Second, MaxDeliver: 10, Concurrency: 2}
@@ -353,8 +359,11 @@ func TestPermanentErrorFailsAtOnce(t *testing.T) {
 	}
 }
 
-// replay republishes the stored message at seq the way the replayer does.
-func (r *rig) replay(seq uint64, replayID string, mode inbox.ReplayMode) {
+// replay records a replay of the stored message at seq, as the replayer
+// records one (the processor applies only copies a recorded replay covers),
+// republishes the message the way the replayer does and returns the
+// replay's id.
+func (r *rig) replay(seq uint64, mode inbox.ReplayMode) string {
 	r.t.Helper()
 	ctx := context.Background()
 	s, err := r.js.Stream(ctx, envelope.StreamIn)
@@ -365,13 +374,23 @@ func (r *rig) replay(seq uint64, replayID string, mode inbox.ReplayMode) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	k, _ := envelope.ParseKey(raw.Header.Get(envelope.HeaderKey))
+	replayID := store.NewID()
+	msgID := "replay:" + replayID + ":" + k.String()
+	if err := r.store.CreateReplay(ctx, &store.Replay{ID: replayID, RequestedBy: "test", Selector: []byte(`{}`),
+		Mode: string(mode), Reason: "test", Rate: 10, State: store.ReplayRunning, Matched: 1},
+		[]store.ReplayItem{{Key: k, Tenant: raw.Header.Get(envelope.HeaderTenant), EventType: raw.Header.Get(envelope.HeaderEventType),
+			StreamSeq: seq, MsgID: msgID, Outcome: "test"}}); err != nil {
+		r.t.Fatal(err)
+	}
 	msg := &nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data}
-	msg.Header.Set(envelope.HeaderMsgID, "replay:"+replayID+":"+raw.Header.Get(envelope.HeaderKey))
+	msg.Header.Set(envelope.HeaderMsgID, msgID)
 	msg.Header.Set(envelope.HeaderReplayID, replayID)
 	msg.Header.Set(envelope.HeaderReplayMode, string(mode))
 	if _, err := r.js.PublishMsg(ctx, msg); err != nil {
 		r.t.Fatal(err)
 	}
+	return replayID
 }
 
 func TestReplayModes(t *testing.T) {
@@ -395,7 +414,7 @@ func TestReplayModes(t *testing.T) {
 	}, "first pass never settled")
 
 	// Exact replay of a processed event: the inbox decides, nothing applies.
-	r.replay(1, "r1", envelope.ReplayExact)
+	r.replay(1, envelope.ReplayExact)
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		return testutil.ToFloat64(m.Processed.WithLabelValues("demo", "replayed")) >= 1
 	}, "exact replay never processed")
@@ -405,7 +424,7 @@ func TestReplayModes(t *testing.T) {
 
 	// Exact replay of a failed event after the cause is fixed: applied once.
 	broken.Store(false)
-	r.replay(2, "r2", envelope.ReplayExact)
+	r2 := r.replay(2, envelope.ReplayExact)
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		return r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'processed'`) == 2
 	}, "failed event never retried")
@@ -417,14 +436,14 @@ func TestReplayModes(t *testing.T) {
 	}
 
 	// Re-execution: a second execution, linked to the replay.
-	r.replay(1, "r3", envelope.ReplayReexecute)
+	r3 := r.replay(1, envelope.ReplayReexecute)
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		return r.count(`SELECT count(*) FROM intake.executions WHERE event_id = 'evt_ok'`) == 2
 	}, "re-execution never recorded")
-	if n := r.count(`SELECT count(*) FROM intake.executions WHERE event_id = 'evt_ok' AND mode = 'reexecute' AND replay_id = 'r3'`); n != 1 {
+	if n := r.count(`SELECT count(*) FROM intake.executions WHERE event_id = 'evt_ok' AND mode = 'reexecute' AND replay_id = $1`, r3); n != 1 {
 		t.Fatal("re-execution not linked to its replay")
 	}
-	if n := r.count(`SELECT count(*) FROM intake.executions WHERE event_id = 'evt_fails' AND mode = 'retry' AND replay_id = 'r2'`); n != 1 {
+	if n := r.count(`SELECT count(*) FROM intake.executions WHERE event_id = 'evt_fails' AND mode = 'retry' AND replay_id = $1`, r2); n != 1 {
 		t.Fatal("retry execution not recorded")
 	}
 	if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, key("evt_ok").String()); n != 2 {

@@ -31,6 +31,7 @@ func (a *Replayer) Mount(r chi.Router) {
 			r.Get("/events", a.listEvents)
 			r.Get("/events/{integration}/*", a.getEvent) // event ids may contain '/'
 			r.Get("/conflicts", a.listConflicts)
+			r.Get("/rejections", a.listRejections)
 			r.Get("/replays", a.listReplays)
 			r.Get("/replays/{id}", a.getReplay)
 			r.Get("/redeliveries/{id}", a.getReplay)
@@ -55,6 +56,9 @@ type EventDetail struct {
 	Deliveries      []store.Delivery        `json:"deliveries"`
 	Executions      []store.ExecutionRecord `json:"executions"`
 	Replays         []store.ReplayRef       `json:"replays"`
+	// Rejections are messages claiming this event's key that the processor
+	// refused (see GET /api/v1/rejections).
+	Rejections []store.Rejection `json:"rejections"`
 }
 
 // getEvent returns one event. The account is optional (?account=):
@@ -90,7 +94,9 @@ func (a *Replayer) getEvent(w http.ResponseWriter, r *http.Request) {
 	if d.ConflictRecords, err = a.o.Store.EventConflicts(ctx, k); err == nil {
 		if d.Deliveries, err = a.o.Store.EventDeliveryHistory(ctx, k); err == nil {
 			if d.Executions, err = a.o.Store.EventExecutions(ctx, k); err == nil {
-				d.Replays, err = a.o.Store.ReplaysOfEvent(ctx, k)
+				if d.Replays, err = a.o.Store.ReplaysOfEvent(ctx, k); err == nil {
+					d.Rejections, err = a.o.Store.EventRejections(ctx, k)
+				}
 			}
 		}
 	}
@@ -162,6 +168,38 @@ func (a *Replayer) listConflicts(w http.ResponseWriter, r *http.Request) {
 		list = []store.Conflict{}
 	}
 	writeJSON(w, http.StatusOK, ConflictPage{Conflicts: list, NextCursor: next})
+}
+
+// RejectionPage is GET /api/v1/rejections: messages the processor refused
+// before the inbox decision, newest first.
+type RejectionPage struct {
+	Rejections []store.Rejection `json:"rejections"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+}
+
+func (a *Replayer) listRejections(w http.ResponseWriter, r *http.Request) {
+	q := query{v: r.URL.Query()}
+	f := store.RejectionFilter{
+		Integration: q.str("integration"), Tenant: q.str("tenant"), Reason: q.str("reason"), ReplayID: q.str("replay_id"),
+		Since: q.time("since"), Until: q.time("until"), KeyPrefix: q.str("key_prefix"), Limit: q.int("limit"), Cursor: q.str("cursor"),
+	}
+	if q.err != nil {
+		writeError(w, http.StatusBadRequest, q.err.Error())
+		return
+	}
+	list, next, err := a.o.Store.ListRejections(r.Context(), f)
+	if errors.Is(err, store.ErrBadCursor) {
+		writeError(w, http.StatusBadRequest, "cursor: invalid")
+		return
+	}
+	if err != nil {
+		a.internal(w, "list rejections", err)
+		return
+	}
+	if list == nil {
+		list = []store.Rejection{}
+	}
+	writeJSON(w, http.StatusOK, RejectionPage{Rejections: list, NextCursor: next})
 }
 
 // ReplayPage is GET /api/v1/replays: the audit log, newest first.

@@ -50,6 +50,9 @@ type ReconcileResult struct {
 	// Pending counts messages without an inbox row that the processor has
 	// not acknowledged yet: in flight, not missing.
 	Pending int `json:"pending"`
+	// Rejected counts messages without an inbox row that the processor
+	// refused on purpose (GET /api/v1/rejections): not missing.
+	Rejected int `json:"rejected"`
 	// AckFloor is the processor consumer's ack floor (stream sequence):
 	// every message up to it has been acked or terminated.
 	AckFloor uint64 `json:"ack_floor"`
@@ -152,11 +155,25 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 	if err != nil {
 		return res, err
 	}
+	var noRow []uint64
+	for _, m := range msgs {
+		if _, ok := rows[m.key]; !ok {
+			noRow = append(noRow, m.seq)
+		}
+	}
+	rejected, err := r.o.Store.RejectedSeqs(ctx, noRow)
+	if err != nil {
+		return res, err
+	}
 	listed := map[envelope.Key]bool{}
 	var from, to uint64
 	var fixKeys []string
 	for _, m := range msgs {
 		if _, ok := rows[m.key]; ok || listed[m.key] {
+			continue
+		}
+		if rejected[m.seq] {
+			res.Rejected++
 			continue
 		}
 		listed[m.key] = true

@@ -63,6 +63,7 @@ type rig struct {
 	store *store.Store
 	db    *pgxpool.Pool
 	base  string // the app's HTTP base, once started
+	app   *testrig.App
 
 	// failing holds keys whose handler fails permanently (the "bug").
 	failing sync.Map
@@ -99,7 +100,7 @@ func (r *rig) handler() processor.Handler {
 func (r *rig) start() {
 	r.t.Helper()
 	a := testrig.StartApp(r.t, r.cfg, app.Options{Roles: app.Roles{Processor: true, API: true}, Handler: r.handler()})
-	r.base = a.URL
+	r.base, r.app = a.URL, a
 }
 
 func key(id string) envelope.Key {

@@ -42,7 +42,7 @@ func TestOpenCaseOnce(t *testing.T) {
 	publish("t_1", `{"customer":"cus_9","subject":"Printer on fire"}`, "retry-past-window")
 	publish("t_2", `not json`, "")
 
-	p, err := processor.New(processor.Options{Store: st, JS: js, Handler: processor.NewRouter().On("ticket.opened", processor.HandlerFunc(OpenCase)),
+	p, err := processor.New(processor.Options{Store: st, JS: js, Integrations: []config.Integration{{Name: "partner", Tenant: "acme"}}, Handler: processor.NewRouter().On("ticket.opened", processor.HandlerFunc(OpenCase)),
 		Config: config.Processor{AckWait: 5 * time.Second, MaxDeliver: 3, Concurrency: 1}, Metrics: telemetry.NewMetrics()})
 	if err != nil {
 		t.Fatal(err)

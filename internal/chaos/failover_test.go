@@ -63,7 +63,8 @@ func TestProcessorResumesSoonAfterConsumerLeaderDies(t *testing.T) {
 	// the publisher to a survivor.
 	other := urlOf[(dead+2)%3]
 	procURLs := urlOf[dead] + "," + urlOf[(dead+1)%3]
-	p, err := processor.New(processor.Options{Store: st, JS: jsClient(t, procURLs, nats.DontRandomize()), Config: pcfg})
+	p, err := processor.New(processor.Options{Store: st, JS: jsClient(t, procURLs, nats.DontRandomize()), Config: pcfg,
+		Integrations: []config.Integration{{Name: "fo", Tenant: "acme", Account: "main"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

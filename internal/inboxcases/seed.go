@@ -36,12 +36,39 @@ func (c Case) Msg(i int, asCopy bool) *nats.Msg {
 	_, body := c.Bodies(i)
 	m := envelope.NewDelivery(Key(i), "acme", "case.tested", body, time.Now()).Msg()
 	if asCopy && c.Replay != inbox.ReplayNone {
-		id := fmt.Sprintf("replay-case%02d", i)
-		m.Header.Set(envelope.HeaderMsgID, "replay:"+id+":"+Key(i).String())
+		id := ReplayID(i)
+		m.Header.Set(envelope.HeaderMsgID, copyMsgID(i))
 		m.Header.Set(envelope.HeaderReplayID, id)
 		m.Header.Set(envelope.HeaderReplayMode, string(c.Replay))
 	}
 	return m
+}
+
+// ReplayID is the id of the replay that published case i's copy.
+func ReplayID(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+
+// copyMsgID is the Nats-Msg-Id of case i's copy, as the replayer names it.
+func copyMsgID(i int) string { return "replay:" + ReplayID(i) + ":" + Key(i).String() }
+
+// SeedReplay records the replay that published case i's copy, at copySeq
+// in INTAKE_IN, as the replayer records one: the processor applies a copy
+// only when a recorded replay covers it. Nothing for a case without a copy.
+func (c Case) SeedReplay(ctx context.Context, db Execer, i int, copySeq uint64) error {
+	if c.Replay == inbox.ReplayNone {
+		return nil
+	}
+	k := Key(i)
+	_, err := db.Exec(ctx, `WITH r AS (
+			INSERT INTO intake.replays (id, requested_by, selector, mode, reason, dry_run, rate, state, matched, published)
+			VALUES ($1, 'inboxcases', '{}', $2, 'decision table', false, 1, 'done', 1, 1) RETURNING id)
+		INSERT INTO intake.replay_items (replay_id, pos, integration, account, event_id, tenant, event_type,
+			stream_seq, msg_id, outcome, state, published_seq, published_at)
+		SELECT r.id, 0, $3, $4, $5, 'acme', 'case.tested', NULL, $6, 'seeded', 'published', $7, now() FROM r`,
+		ReplayID(i), string(c.Replay), k.Integration, k.Account, k.EventID, copyMsgID(i), int64(copySeq))
+	if err != nil {
+		return fmt.Errorf("seed replay of %s: %w", c.Name, err)
+	}
+	return nil
 }
 
 // Execer runs a statement (a pgx pool, conn or tx).

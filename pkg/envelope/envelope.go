@@ -106,6 +106,20 @@ func SubjectIn(integration, eventType string) string {
 	return "intake.in." + Token(integration) + "." + Token(eventType)
 }
 
+// SubjectInPrefix is the start of every INTAKE_IN subject of integration:
+// its messages match SubjectInPrefix(integration) + ">".
+func SubjectInPrefix(integration string) string {
+	return "intake.in." + Token(integration) + "."
+}
+
+// IsSubjectIn reports whether subject is an INTAKE_IN subject of
+// integration (intake.in.{Token(integration)}.>): a message whose key names
+// one integration but whose subject is another's did not come from ingress.
+func IsSubjectIn(subject, integration string) bool {
+	rest, ok := strings.CutPrefix(subject, SubjectInPrefix(integration))
+	return ok && rest != ""
+}
+
 // SubjectOut is the INTAKE_OUT subject internal services subscribe to.
 func SubjectOut(tenant, integration, eventType string) string {
 	return "intake.out." + Token(tenant) + "." + Token(integration) + "." + Token(eventType)

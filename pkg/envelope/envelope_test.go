@@ -93,3 +93,23 @@ func TestValidID(t *testing.T) {
 		t.Errorf("CleanType = %q", got)
 	}
 }
+
+func TestIsSubjectIn(t *testing.T) {
+	for _, c := range []struct {
+		subject, integration string
+		want                 bool
+	}{
+		{"intake.in.demo.invoice_paid", "demo", true},
+		{"intake.in.demo.a.b", "demo", true},
+		{SubjectIn("demo", "invoice.paid"), "demo", true},
+		{"intake.in.other.invoice_paid", "demo", false},
+		{"intake.in.demo2.invoice_paid", "demo", false},
+		{"intake.in.demo.", "demo", false},
+		{"intake.in.demo", "demo", false},
+		{"intake.out.acme.demo.x", "demo", false},
+	} {
+		if got := IsSubjectIn(c.subject, c.integration); got != c.want {
+			t.Errorf("IsSubjectIn(%q, %q) = %v, want %v", c.subject, c.integration, got, c.want)
+		}
+	}
+}

@@ -177,6 +177,9 @@ type BatchWrites struct {
 	Conflicts  []ConflictRow
 	Settled    []envelope.Key // failed/quarantined rows a replay applied: now processed
 	Stale      []envelope.Key // rows claimed in this batch whose version lost
+	// Rejections are the batch's messages refused before the inbox
+	// decision (see CheckReplayCopies and the processor's envelope checks).
+	Rejections []Rejection
 	// FirstDeliveries are the history rows of the messages that claimed
 	// their inbox row in this batch: the claim counted them, so their keys
 	// need no recount.
@@ -218,6 +221,9 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 			ON CONFLICT (integration, account, event_id, conflicting_stream_seq) DO NOTHING`,
 			c.Key.Integration, c.Key.Account, c.Key.EventID, c.Tenant, c.Original.PayloadSHA256, c.PayloadSHA256,
 			int64(c.Original.StreamSeq), int64(c.StreamSeq), c.ReceivedAt)
+	}
+	if len(w.Rejections) > 0 {
+		queueRejections(b, w.Rejections)
 	}
 	for _, k := range w.Settled {
 		b.Queue(`UPDATE intake.inbox SET status = 'processed', attempts = attempts + 1, error = NULL, processed_at = now()

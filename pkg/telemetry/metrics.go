@@ -27,7 +27,11 @@ type Metrics struct {
 	Processed *prometheus.CounterVec // integration, outcome (new, duplicate, redelivered, conflict)
 	Conflicts *prometheus.CounterVec // integration
 	Failures  *prometheus.CounterVec // integration, kind
-	TxLatency prometheus.Histogram   // one inbox transaction
+	// ProcessorRejected counts messages refused before the inbox decision
+	// (intake.rejected_messages): integration ("" when not configured, so a
+	// publisher cannot mint label values), reason.
+	ProcessorRejected *prometheus.CounterVec
+	TxLatency         prometheus.Histogram // one inbox transaction
 	// LastCommit is when the processor last committed a batch (Unix
 	// seconds): a stall shows as time() minus it while INTAKE_IN has a
 	// backlog, and a benchmark reads a drain's length from it without
@@ -78,6 +82,8 @@ func NewMetrics() *Metrics {
 			Name: "conflicts_total", Help: "Same-id-different-payload deliveries recorded."}, []string{"integration"}),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "failures_total", Help: "Processing failures, by kind (retry, db, malformed)."}, []string{"integration", "kind"}),
+		ProcessorRejected: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "rejected_total", Help: "Messages refused before the inbox decision (recorded in intake.rejected_messages, terminated), by reason; integration \"\" when not configured."}, []string{"integration", "reason"}),
 		TxLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "tx_seconds", Help: "Inbox transaction duration.", Buckets: lat}),
 		LastCommit: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "processor",
@@ -96,7 +102,7 @@ func NewMetrics() *Metrics {
 			Name: "lag_seconds", Help: "Age of the oldest unpublished outbox row at the last relay pass."}),
 	}
 	for _, c := range []prometheus.Collector{m.Received, m.Verified, m.Handshakes, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
-		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.TxLatency, m.LastCommit, m.HandlerLatency, m.ReceiptsFolded,
+		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.TxLatency, m.LastCommit, m.HandlerLatency, m.ReceiptsFolded,
 		m.OutboxPublished, m.OutboxRelayed, m.OutboxPending, m.OutboxLag} {
 		f(c)
 	}

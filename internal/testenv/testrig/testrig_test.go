@@ -26,6 +26,8 @@ api:
   tokens:
     - {name: viewer, token: ` + viewer + `, role: viewer}
     - {name: ops, token: ` + operator + `, role: operator}
+integrations:
+  - {name: demo, provider: standard, tenant: acme, account: main, secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}
 `
 )
 

@@ -1,0 +1,107 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
+)
+
+// Whoever may publish to intake.in.> can write any envelope: the headers are
+// the publisher's word. Before the inbox decision the processor checks what
+// it can against its own configuration and the replays recorded in
+// Postgres; a message that fails is recorded (intake.rejected_messages),
+// counted, logged and terminated after the commit — never applied.
+
+// screen runs the envelope checks on b inside the batch's transaction and
+// sets each refused item's reject; one query for the batch's replay copies.
+func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
+	var (
+		copies []store.ReplayCopy
+		of     []*item
+	)
+	for _, it := range b {
+		it.reject = nil
+		if reason, detail := p.checkEnvelope(it); reason != "" {
+			it.reject = rejectionOf(it, reason, detail)
+			continue
+		}
+		if ev := it.ev; ev.ReplayID != "" {
+			copies = append(copies, store.ReplayCopy{ReplayID: ev.ReplayID, Mode: string(ev.ReplayMode), Key: ev.Key,
+				MsgID: ev.Header.Get(envelope.HeaderMsgID), StreamSeq: ev.StreamSeq})
+			of = append(of, it)
+		}
+	}
+	if len(copies) == 0 {
+		return nil
+	}
+	reasons, details, err := store.CheckReplayCopies(ctx, tx, copies)
+	if err != nil {
+		return err
+	}
+	for j, it := range of {
+		if reasons[j] != "" {
+			it.reject = rejectionOf(it, reasons[j], details[j])
+		}
+	}
+	return nil
+}
+
+// checkEnvelope checks a message against the configured integrations.
+func (p *Processor) checkEnvelope(it *item) (reason, detail string) {
+	return checkEnvelope(p.integrations, it.ev.Key, it.ev.Tenant, it.msg.Subject())
+}
+
+// checkEnvelope: the key's integration is configured, the tenant is its
+// tenant, the subject is its (intake.in.{integration}.>).
+func checkEnvelope(integrations map[string]config.Integration, k envelope.Key, tenant, subject string) (reason, detail string) {
+	in, ok := integrations[k.Integration]
+	switch {
+	case !ok:
+		return store.RejectUnknownIntegration, fmt.Sprintf("integration %q is not configured", k.Integration)
+	case tenant != in.Tenant:
+		return store.RejectTenantMismatch, fmt.Sprintf("tenant %q is not the integration's (%q)", tenant, in.Tenant)
+	case !envelope.IsSubjectIn(subject, in.Name):
+		return store.RejectSubjectMismatch, fmt.Sprintf("subject is not under %s>", envelope.SubjectInPrefix(in.Name))
+	}
+	return "", ""
+}
+
+func rejectionOf(it *item, reason, detail string) *store.Rejection {
+	ev := it.ev
+	r := &store.Rejection{
+		Integration: ev.Key.Integration, Account: ev.Key.Account, EventID: ev.Key.EventID, Tenant: ev.Tenant,
+		EventType: ev.EventType, PayloadSHA256: ev.PayloadSHA256, StreamSeq: int64(ev.StreamSeq), Subject: it.msg.Subject(),
+		MsgID: ev.Header.Get(envelope.HeaderMsgID), Reason: reason, Detail: detail,
+	}
+	if ev.ReplayID != "" {
+		id, mode := ev.ReplayID, string(ev.ReplayMode)
+		r.ReplayID, r.ReplayMode = &id, &mode
+	}
+	if !ev.ReceivedAt.IsZero() {
+		at := ev.ReceivedAt
+		r.ReceivedAt = &at
+	}
+	return r
+}
+
+// rejected counts, logs (never the body) and terminates a refused message,
+// once its record is committed.
+func (p *Processor) rejected(it *item) {
+	r, ev := it.reject, it.ev
+	label := ""
+	if _, ok := p.integrations[ev.Key.Integration]; ok {
+		label = ev.Key.Integration
+	}
+	p.o.Metrics.ProcessorRejected.WithLabelValues(label, r.Reason).Inc()
+	p.o.Log.Warn("rejected message: not applied", "reason", r.Reason, "detail", r.Detail, "key", ev.Key.String(),
+		"tenant", ev.Tenant, "subject", r.Subject, "stream_seq", ev.StreamSeq, "replay_id", ev.ReplayID, "replay_mode", string(ev.ReplayMode))
+	if err := it.msg.TermWithReason("rejected: " + r.Reason); err != nil {
+		// The record stands; a redelivery is screened and recorded once.
+		p.o.Log.Warn("term failed after commit", "key", ev.Key.String(), "err", err)
+	}
+}
