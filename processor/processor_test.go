@@ -688,3 +688,42 @@ func mustRelay(t testing.TB, o processor.RelayOptions) *processor.Relay {
 	}
 	return r
 }
+
+// TestTwoReplaysOfAFailedEventInOneBatchApplyItOnce: the first copy settles
+// the row, so the second, decided in the same transaction, deduplicates.
+func TestTwoReplaysOfAFailedEventInOneBatchApplyItOnce(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	m := telemetry.NewMetrics()
+	var broken atomic.Bool
+	broken.Store(true)
+	h := effects()
+	handler := processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
+		if broken.Load() {
+			return nil, processor.Permanent(errors.New("downstream schema mismatch"))
+		}
+		return h.Handle(ctx, tx, ev)
+	})
+	stop := r.run(processor.Options{Metrics: m, Handler: handler})
+	r.publish("evt_twice", `{"n":1}`, "") // seq 1
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'failed'`) == 1
+	}, "the event never failed")
+	stop()
+
+	// Two operators replay it while no processor runs: both copies are in
+	// the stream when the next processor starts, and arrive as one batch.
+	broken.Store(false)
+	r.replay(1, envelope.ReplayExact)
+	r.replay(1, envelope.ReplayExact)
+	r.run(processor.Options{Metrics: m, Handler: handler})
+	r.tr.CaughtUp(t, 30*time.Second)
+	if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, key("evt_twice").String()); n != 1 {
+		t.Fatalf("%d business effects, want 1", n)
+	}
+	retried := testutil.ToFloat64(m.Processed.WithLabelValues("demo", "retried"))
+	replayed := testutil.ToFloat64(m.Processed.WithLabelValues("demo", "replayed"))
+	if retried != 1 || replayed != 1 {
+		t.Fatalf("retried %v, replayed %v; want one of each", retried, replayed)
+	}
+}
