@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/internal/pgcluster"
+	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/stream"
@@ -270,7 +271,7 @@ func (h *harness) startNATS(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	nc, err := stream.Connect(h.natsURL(), "chaos-harness", false, nil)
+	nc, err := stream.Connect(config.NATS{URL: h.natsURL()}, "harness", false, nil)
 	if err != nil {
 		return err
 	}

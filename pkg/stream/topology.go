@@ -73,9 +73,9 @@ func ReceiptsConsumerConfig(p config.Processor) jetstream.ConsumerConfig {
 	}
 }
 
-// Ensure creates or updates the streams. It is idempotent: every role calls
-// it at start, so the first pod up creates the topology and later ones
-// converge it to the configured values. Each request gets its own short
+// Ensure creates or updates the streams. It is idempotent and needs
+// JetStream admin rights: `intake migrate` (as the admin user) and `intake
+// dev` run it; the roles only Check. Each request gets its own short
 // deadline and is retried until ctx ends: a request sent during a cluster
 // election can go unanswered, and must not hold the start for ctx's whole
 // budget.
