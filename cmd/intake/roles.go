@@ -95,6 +95,9 @@ check that the streams exist as configured, and refuse to start until this has r
 			if err != nil {
 				return err
 			}
+			if !noStreams && cfg.NATS.URL == "" {
+				return fmt.Errorf("nats.url (or INTAKE_NATS_URL) is required to create the streams (or --no-streams)")
+			}
 			if !streamsOnly {
 				if cfg.Postgres.URL == "" {
 					return fmt.Errorf("postgres.url (or DATABASE_URL) is required (or --streams-only)")
@@ -106,9 +109,6 @@ check that the streams exist as configured, and refuse to start until this has r
 			}
 			if noStreams {
 				return nil
-			}
-			if cfg.NATS.URL == "" {
-				return fmt.Errorf("nats.url (or INTAKE_NATS_URL) is required to create the streams (or --no-streams)")
 			}
 			if err := stream.Setup(cmd.Context(), cfg.NATS, g.logger()); err != nil {
 				return fmt.Errorf("streams: %w", err)
