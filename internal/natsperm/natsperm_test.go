@@ -177,8 +177,8 @@ func TestRoleBeforeMigrateRefusesToStart(t *testing.T) {
 }
 
 // TestEveryRoleWithItsOwnUser: ingress, processor and replayer, each a
-// separate App with its own user, take a webhook through to INTAKE_OUT and
-// replay it; none of them is refused anything on the way.
+// separate App with its own user, take a webhook through to INTAKE_OUT,
+// replay, redeliver and reconcile it; none of them is refused anything on the way.
 func TestEveryRoleWithItsOwnUser(t *testing.T) {
 	srv := startServer(t)
 	url := srv.ClientURL()
@@ -233,6 +233,15 @@ func TestEveryRoleWithItsOwnUser(t *testing.T) {
 	}
 	if done := api.WaitReplay(t, rep.ID, 30*time.Second); done.State != "done" || done.Published != 1 {
 		t.Fatalf("replay ended %s with %d published, want done with 1\n%s", done.State, done.Published, logs.String())
+	}
+	// A redelivery scans INTAKE_OUT and publishes the processed event again.
+	red, err := api.StartRedelivery(ctx, replayer.RedeliveryRequest{Selector: replayer.RedeliverySelector{
+		StreamSeq: &replayer.SeqRange{From: 1, To: 10}}, DryRun: &dry, Reason: "natsperm"})
+	if err != nil {
+		t.Fatalf("redelivery: %v\n%s", err, logs.String())
+	}
+	if done := api.WaitReplay(t, red.ID, 30*time.Second); done.State != "done" || done.Published < 1 {
+		t.Fatalf("redelivery ended %s with %d published, want done\n%s", done.State, done.Published, logs.String())
 	}
 	if rec, err := api.Reconcile(ctx, replayer.ReconcileRequest{FromSeq: 1, ToSeq: 10}); err != nil || rec.Checked != 1 {
 		t.Fatalf("reconcile: %+v, %v\n%s", rec, err, logs.String())
@@ -329,4 +338,63 @@ func TestIngressUserIsConfined(t *testing.T) {
 		return strings.Contains(l, permDenied) && strings.Contains(l, "intake.out.acme.demo.test") &&
 			strings.Contains(l, "_INBOX_intake_processor.>")
 	}, "the permission violations were not logged:\n%s", &logs)
+}
+
+// TestReplayerKeepsOffTheProcessorsConsumer: the replayer's user may make
+// and delete its own scan consumers, not the shared durable "processor".
+func TestReplayerKeepsOffTheProcessorsConsumer(t *testing.T) {
+	srv := startServer(t)
+	url := srv.ClientURL()
+	migrateStreams(t, url)
+	connect := func(user string) jetstream.JetStream {
+		nc, err := stream.Connect(roleConfig(t, url, user, "").NATS, user, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		js, _ := jetstream.New(nc)
+		return js
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pcfg := roleConfig(t, url, "processor", "").Processor
+	if _, err := stream.EnsureProcessorConsumer(ctx, connect("processor"), pcfg); err != nil {
+		t.Fatalf("the processor's user cannot create its consumer: %v", err)
+	}
+
+	js := connect("replayer")
+	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, time.Second) }
+	c1, cancel1 := short()
+	defer cancel1()
+	if err := js.DeleteConsumer(c1, envelope.StreamIn, envelope.ConsumerName); err == nil {
+		t.Error("the replayer's user deleted the processor's consumer")
+	}
+	c2, cancel2 := short()
+	defer cancel2()
+	if _, err := js.CreateOrUpdateConsumer(c2, envelope.StreamIn, jetstream.ConsumerConfig{Durable: envelope.ConsumerName,
+		AckPolicy: jetstream.AckExplicitPolicy}); err == nil {
+		t.Error("the replayer's user updated the processor's consumer")
+	}
+	// Its own scans still work.
+	cons, err := js.CreateConsumer(ctx, envelope.StreamIn, jetstream.ConsumerConfig{FilterSubjects: []string{"intake.in.demo.>", "intake.in.other.>"},
+		AckPolicy: jetstream.AckNonePolicy})
+	if err != nil {
+		t.Fatalf("the replayer's user cannot create a scan consumer: %v", err)
+	}
+	if err := js.DeleteConsumer(ctx, envelope.StreamIn, cons.CachedInfo().Name); err != nil {
+		t.Fatalf("the replayer's user cannot delete its scan consumer: %v", err)
+	}
+
+	d, err := srv.JszAccount(&server.JSzOptions{Account: "INTAKE", Streams: true, Consumer: true, Config: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range d.Streams {
+		if s.Name != envelope.StreamIn {
+			continue
+		}
+		if len(s.Consumer) != 1 || s.Consumer[0].Name != envelope.ConsumerName || s.Consumer[0].Config.AckWait != pcfg.AckWait {
+			t.Fatalf("INTAKE_IN's consumers after the replayer's attempts: %+v", s.Consumer)
+		}
+	}
 }
