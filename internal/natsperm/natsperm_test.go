@@ -398,3 +398,33 @@ func TestReplayerKeepsOffTheProcessorsConsumer(t *testing.T) {
 		}
 	}
 }
+
+// TestAMissingPermissionIsNamed: a request the user may not send only
+// times out on the client; the start-up check's error and the log say
+// which permission was missing.
+func TestAMissingPermissionIsNamed(t *testing.T) {
+	srv := startServer(t)
+	url := srv.ClientURL()
+	migrateStreams(t, url)
+	var logs testenv.Buffer
+	// The example subscriber's user may not read stream info. Its inbox is
+	// "_INBOX_subscriber": only the request is refused, not its reply.
+	ncfg := roleConfig(t, url, "subscriber", "").NATS
+	ncfg.InboxPrefix = "_INBOX"
+	nc, err := stream.Connect(ncfg, "subscriber", true, logger(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err = stream.Check(ctx, js, ncfg.Stream, nil, envelope.StreamIn)
+	subject := "$JS.API.STREAM.INFO." + envelope.StreamIn
+	if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), subject) {
+		t.Fatalf("Check = %v, want the permissions violation on %s", err, subject)
+	}
+	if !strings.Contains(logs.String(), permDenied) || !strings.Contains(logs.String(), subject) {
+		t.Fatalf("the refusal was not logged:\n%s", logs.String())
+	}
+}
