@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -105,6 +106,9 @@ func (n NATS) Validate() error {
 			p.add("nats.user", "nats.user and nats.password go together (set both, from the environment)")
 		}
 	}
+	if urlHasUserInfo(n.URL) {
+		methods = append(methods, "credentials in nats.url")
+	}
 	if len(methods) > 1 {
 		p.add("nats", "at most one authentication method, got %s", strings.Join(methods, ", "))
 	}
@@ -137,6 +141,17 @@ func (t NATSTLS) validate() error {
 		}
 	}
 	return p.err()
+}
+
+// urlHasUserInfo reports whether any of the comma-separated server URLs
+// carries a user (nats://user:pass@host), itself an authentication method.
+func urlHasUserInfo(urls string) bool {
+	for _, raw := range strings.Split(urls, ",") {
+		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && u.User != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // checkCredentials reads a credentials file: a user JWT and a user seed.

@@ -90,6 +90,8 @@ func TestNATSAuthAndTLS(t *testing.T) {
 		{"password without user", NATS{Password: "x"}, "nats.user"},
 		{"two methods", NATS{Credentials: f.creds, User: "ingress", Password: "x"}, "at most one authentication method"},
 		{"three methods", NATS{Credentials: f.creds, NkeySeed: f.seed, User: "u", Password: "p"}, "nats.credentials, nats.nkey_seed, nats.user/password"},
+		{"credentials in the url", NATS{URL: "nats://ingress:pw@127.0.0.1:4222"}, ""},
+		{"url credentials and a user", NATS{URL: "nats://a:4222,nats://ingress:pw@b:4222", User: "ingress", Password: "x"}, "credentials in nats.url"},
 		{"ca missing", NATS{TLS: NATSTLS{CA: missing}}, "nats.tls.ca"},
 		{"ca junk", NATS{TLS: NATSTLS{CA: f.junk}}, "nats.tls.ca"},
 		{"cert without key", NATS{TLS: NATSTLS{Cert: f.cert}}, "nats.tls.cert"},
