@@ -80,6 +80,7 @@ PostgreSQL server binaries (initdb, postgres) on PATH or in /usr/lib/postgresql/
 	f.StringVar(&o.Dir, "dir", "", "run directory (default: a temp dir, removed after a passing run)")
 	f.BoolVar(&o.Keep, "keep", false, "keep the run directory after a passing run")
 	f.StringVar(&o.Binary, "binary", "", "intake binary for the child processes (default: this one)")
+	f.StringVar(&o.NATSConfig, "nats-config", "", "nats-server configuration of the run's nodes: users, permissions (default: deploy/nats/intake.conf above the working directory)")
 	f.DurationVar(&o.Timeout, "timeout", d.Timeout, "bound on the whole run")
 	f.BoolVar(&o.Control, "control", false, "negative control: processors write the business row outside the inbox transaction; the run must FAIL (exit 1)")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")

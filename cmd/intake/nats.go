@@ -50,6 +50,7 @@ func newNATSCmd() *cobra.Command {
 	f.StringVar(&c.StoreDir, "store-dir", "", "JetStream file store (required)")
 	f.StringVar(&c.ServerName, "name", "intake-nats", "server name (unique in a cluster)")
 	f.BoolVar(&c.SyncAlways, "sync-always", false, "fsync every write before its PubAck")
+	f.StringVar(&c.ConfigFile, "config", "", "nats-server configuration file (users, permissions: deploy/nats/intake.conf); the flags override its listeners, store and cluster")
 	f.DurationVar(&c.ReadyTimeout, "ready-timeout", time.Minute, "how long to wait for the listeners (a large store takes time to recover)")
 	f.StringVar(&cl.Name, "cluster-name", "", "join a cluster of this name")
 	f.StringVar(&cl.Addr, "cluster-addr", "", "this node's cluster listen address")

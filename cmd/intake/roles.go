@@ -10,6 +10,7 @@ import (
 	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/stream"
 )
 
 func newIngressCmd(g *globals) *cobra.Command {
@@ -83,11 +84,19 @@ func newProcessorCmd(g *globals) *cobra.Command {
 }
 
 func newMigrateCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var streamsOnly, noStreams bool
+	cmd := &cobra.Command{
 		Use:   "migrate",
-		Short: "Apply the database migrations embedded in this binary (safe to run concurrently)",
-		Args:  cobra.NoArgs,
+		Short: "Apply the database migrations embedded in this binary, then create or update the streams (safe to run concurrently)",
+		Long: `Apply the database migrations embedded in this binary (safe to run concurrently), then
+connect to NATS with the config's identity — the admin user, the one allowed to create
+streams — and create or update INTAKE_IN, INTAKE_OUT and INTAKE_RECEIPTS. The roles only
+check that the streams exist as configured, and refuse to start until this has run.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if streamsOnly && noStreams {
+				return fmt.Errorf("--streams-only and --no-streams exclude each other")
+			}
 			cfg, _, err := g.loadConfig(false)
 			if err != nil {
 				return err
@@ -95,14 +104,29 @@ func newMigrateCmd(g *globals) *cobra.Command {
 			if err := refusePublishedSecrets(cfg); err != nil {
 				return err
 			}
-			if cfg.Postgres.URL == "" {
-				return fmt.Errorf("postgres.url (or DATABASE_URL) is required")
+			if !noStreams && cfg.NATS.URL == "" {
+				return fmt.Errorf("nats.url (or INTAKE_NATS_URL) is required to create the streams (or --no-streams)")
 			}
-			if err := store.Migrate(cmd.Context(), cfg.Postgres.URL, g.logger()); err != nil {
-				return err
+			if !streamsOnly {
+				if cfg.Postgres.URL == "" {
+					return fmt.Errorf("postgres.url (or DATABASE_URL) is required (or --streams-only)")
+				}
+				if err := store.Migrate(cmd.Context(), cfg.Postgres.URL, g.logger()); err != nil {
+					return err
+				}
+				fmt.Println("migrations applied")
 			}
-			fmt.Println("migrations applied")
+			if noStreams {
+				return nil
+			}
+			if err := stream.Setup(cmd.Context(), cfg.NATS, g.logger()); err != nil {
+				return fmt.Errorf("streams: %w", err)
+			}
+			fmt.Println("streams ready")
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&streamsOnly, "streams-only", false, "only create or update the NATS streams")
+	cmd.Flags().BoolVar(&noStreams, "no-streams", false, "only apply the database migrations")
+	return cmd
 }

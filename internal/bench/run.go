@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/internal/pgcluster"
+	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/store"
@@ -207,6 +208,10 @@ debug: {pprof: true}
 integrations:
   - {name: bench, provider: standard, tenant: bench, account: a, secrets: [%q], max_body_bytes: 1048576}
 `, emb.ClientURL(), dbURL, benchSecret)), 0o600); err != nil {
+		return err
+	}
+	// The roles only check the streams: create them as `intake migrate` does.
+	if err := stream.Ensure(ctx, js, config.Stream{}.WithDefaults()); err != nil {
 		return err
 	}
 	signing := provider.Config{Provider: "standard", Secrets: []string{benchSecret}}

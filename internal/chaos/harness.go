@@ -51,9 +51,13 @@ type harness struct {
 
 	ports   portPool
 	cfgPath string
-	secret  string
-	nc      *nats.Conn
-	js      jetstream.JetStream
+	// natsConfPath is the nodes' server configuration (the shipped one plus
+	// the harness's user); natsPasswords are the run's, by user.
+	natsConfPath  string
+	natsPasswords map[string]string
+	secret        string
+	nc            *nats.Conn
+	js            jetstream.JetStream
 
 	superviseStop func()
 	crashMu       sync.Mutex
@@ -112,6 +116,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		h.o.Events, h.o.Ingress, h.o.Processors, topo, h.o.Seed, h.dir)
 	if h.o.Control {
 		h.logf("NEGATIVE CONTROL: the processors write the business row outside the inbox transaction; this run must FAIL")
+	}
+	if err := h.writeNATSConfig(); err != nil {
+		return nil, err
 	}
 	if err := h.startNATS(ctx); err != nil {
 		return nil, err
@@ -243,7 +250,7 @@ func (h *harness) startNATS(ctx context.Context) error {
 	}
 	for i, node := range h.nats {
 		store := h.path(fmt.Sprintf("nats-%d", i+1))
-		args := []string{"nats", "--addr", loopback(node.port), "--store-dir", store, "--name", node.name}
+		args := []string{"nats", "--config", h.natsConfPath, "--addr", loopback(node.port), "--store-dir", store, "--name", node.name}
 		if h.o.Cluster {
 			var routes []string
 			for j, other := range h.nats {
@@ -256,7 +263,8 @@ func (h *harness) startNATS(ctx context.Context) error {
 		}
 		node.child = &child{
 			name: "nats-" + strconv.Itoa(i+1), bin: h.o.Binary, args: func() []string { return args },
-			logPath: h.path(fmt.Sprintf("nats-%d.log", i+1)), ready: natsReady(loopback(node.port), node.name),
+			logPath: h.path(fmt.Sprintf("nats-%d.log", i+1)), env: h.natsServerEnv(),
+			ready: natsReady(loopback(node.port), node.name, harnessUser, h.natsPasswords[harnessUser]),
 		}
 		h.children = append(h.children, node.child)
 	}
@@ -270,7 +278,12 @@ func (h *harness) startNATS(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	nc, err := stream.Connect(h.natsURL(), "chaos-harness", false, nil)
+	// The run is on credentials: a client without them is turned away.
+	if anon, err := nats.Connect(h.natsURL(), nats.NoReconnect(), nats.Timeout(2*time.Second)); err == nil {
+		anon.Close()
+		return fmt.Errorf("chaos: NATS accepted a client without credentials: %s not applied", h.natsConfPath)
+	}
+	nc, err := stream.Connect(h.harnessNATS(), harnessUser, false, nil)
 	if err != nil {
 		return err
 	}
@@ -342,6 +355,9 @@ func (h *harness) writeConfig() error {
 	cfg := fmt.Sprintf(`# Written by the chaos harness (internal/chaos) for one run.
 nats:
   url: %q
+  # each process's own user (deploy/nats/intake.conf), from its environment
+  user: "${INTAKE_NATS_USER}"
+  password: "${INTAKE_NATS_PASSWORD}"
   stream: {replicas: %d, max_age: 24h, duplicate_window: %s}
   publish_timeout: 5s
 postgres:
@@ -366,9 +382,11 @@ integrations:
 	return os.WriteFile(h.cfgPath, []byte(cfg), 0o600)
 }
 
-// migrate runs `intake migrate` and creates the business table.
+// migrate runs `intake migrate` — the SQL migrations, then the streams, as
+// the NATS admin — and creates the business table.
 func (h *harness) migrate(ctx context.Context) error {
 	cmd := exec.CommandContext(ctx, h.o.Binary, "migrate", "--config", h.cfgPath)
+	cmd.Env = append(os.Environ(), h.roleEnv("admin")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("chaos: intake migrate: %w\n%s", err, out)
 	}
@@ -390,7 +408,8 @@ func (h *harness) startRoles(ctx context.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		c := &child{name: fmt.Sprintf("%s-%d", role, i+1), bin: h.o.Binary, logPath: h.path(fmt.Sprintf("%s-%d.log", role, i+1))}
+		c := &child{name: fmt.Sprintf("%s-%d", role, i+1), bin: h.o.Binary, logPath: h.path(fmt.Sprintf("%s-%d.log", role, i+1)),
+			env: h.roleEnv(role)}
 		c.port = port
 		c.args = func() []string {
 			args := append(append([]string{}, cmd...), "--config", h.cfgPath, "--http-addr", c.addr(), "--log-format", "json")

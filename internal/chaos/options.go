@@ -86,6 +86,11 @@ type Options struct {
 	// pipeline to drain. Defaults to 3 minutes.
 	SettleTimeout time.Duration
 
+	// NATSConfig is the nats-server configuration the nodes run (users and
+	// permissions; the harness adds a user of its own). Defaults to
+	// deploy/nats/intake.conf, found upward from the working directory.
+	NATSConfig string
+
 	// Log receives progress lines. Defaults to discarding them.
 	Log io.Writer
 }

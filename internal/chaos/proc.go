@@ -27,6 +27,7 @@ type child struct {
 	bin     string
 	args    func() []string // evaluated at every start: ports may change
 	logPath string
+	env     []string                        // added to the harness's environment
 	ready   func(ctx context.Context) error // nil: started is ready
 
 	mu       sync.Mutex
@@ -69,6 +70,9 @@ func (c *child) Start(ctx context.Context) error {
 	}
 	fmt.Fprintf(logFile, "\n=== chaos: start %s %v at %s\n", c.bin, args, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(c.bin, args...)
+	if c.env != nil {
+		cmd.Env = append(os.Environ(), c.env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = childAttr()
 	r := &childRun{cmd: cmd, done: make(chan struct{})}
@@ -319,11 +323,11 @@ func (p *portPool) take() (int, error) {
 }
 
 // natsReady polls until a client connects at addr and finds the server
-// named name there (not some other listener on a reused port).
-func natsReady(addr, name string) func(context.Context) error {
+// named name there (not some other listener on a reused port), as user.
+func natsReady(addr, name, user, password string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		return poll(ctx, 100*time.Millisecond, func() error {
-			nc, err := nats.Connect("nats://"+addr, nats.Timeout(time.Second), nats.NoReconnect())
+			nc, err := nats.Connect("nats://"+addr, nats.UserInfo(user, password), nats.Timeout(time.Second), nats.NoReconnect())
 			if err != nil {
 				return err
 			}

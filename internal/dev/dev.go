@@ -144,6 +144,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err := store.Migrate(ctx, cfg.Postgres.URL, o.Log); err != nil {
 		return err
 	}
+	// As `intake migrate` does: the roles only check the streams.
+	if err := stream.Setup(ctx, cfg.NATS, o.Log); err != nil {
+		return err
+	}
 
 	o.Roles = app.Roles{Ingress: true, Processor: true, API: true}
 	listening := o.Listening

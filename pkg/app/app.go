@@ -122,7 +122,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 }
 
 // New connects to NATS and (for the processor and API) Postgres, waits for
-// JetStream and ensures the streams, checks the schema is migrated, and
+// JetStream and checks the streams, checks the schema is migrated, and
 // builds the selected services and the HTTP router. Nothing listens and no
 // role runs until Start. On error everything New opened is closed again.
 func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error) {
@@ -154,7 +154,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 
 	// Ingress connects without a reconnect buffer: during an outage it must
 	// answer 503 at once, never "accepted" for a write it cannot confirm.
-	a.nc, err = stream.Connect(cfg.NATS.URL, "intake", !o.Roles.Ingress, a.log)
+	a.nc, err = stream.Connect(cfg.NATS, o.Roles.natsRole(), !o.Roles.Ingress, a.log)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 	if err := stream.WaitReady(startCtx, js); err != nil {
 		return nil, err
 	}
-	if err := stream.Ensure(startCtx, js, cfg.NATS.Stream); err != nil {
+	// The roles check the streams; `intake migrate` creates them (as admin).
+	if err := stream.Check(startCtx, js, cfg.NATS.Stream, a.log, o.Roles.streams()...); err != nil {
 		return nil, err
 	}
 	if o.Roles.Processor || o.Roles.API {

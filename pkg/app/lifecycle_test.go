@@ -50,6 +50,11 @@ integrations:
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := stream.Ensure(ctx, js, cfg.NATS.Stream); err != nil { // as `intake migrate` does
+		t.Fatal(err)
+	}
 	return cfg, js
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/stream"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -472,6 +473,9 @@ func TestRoleStartedWhilePostgresIsDownWaitsForIt(t *testing.T) {
 	n := testenv.NATS(t)
 	cfg := testrig.ParseConfig(t, testConfig)
 	cfg.NATS.URL, cfg.Postgres.URL = n.URL(), pg.URL()
+	if err := stream.Setup(context.Background(), cfg.NATS, nil); err != nil { // as `intake migrate` does
+		t.Fatal(err)
+	}
 	pg.Stop(t)
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,6 +1,17 @@
 package config
 
-import "time"
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
+)
 
 // NATS configures the connection and the streams.
 type NATS struct {
@@ -16,26 +27,164 @@ type NATS struct {
 	// PublishTimeout bounds ingress's wait for a PubAck before it answers 503.
 	// Defaults to DefaultPublishTimeout (5s).
 	PublishTimeout time.Duration `yaml:"publish_timeout"`
+
+	// Credentials is a NATS credentials file (the user JWT and its nkey
+	// seed, as `nsc` writes it) for servers run in operator mode. At most
+	// one of credentials, nkey_seed and user/password. Defaults to none.
+	Credentials string `yaml:"credentials"`
+	// NkeySeed is a file holding an nkey seed ("SU…") for users configured
+	// by nkey in the server's accounts. Defaults to none.
+	NkeySeed string `yaml:"nkey_seed"`
+	// User and Password authenticate by name; set them from the
+	// environment ("${INTAKE_NATS_USER}", "${INTAKE_NATS_PASSWORD}"), never
+	// inline. Both or neither. Default to none.
+	User     string `yaml:"user"`
+	Password string `yaml:"password"`
+	// TLS verifies the server (and presents a client certificate when the
+	// server asks for one).
+	TLS NATSTLS `yaml:"tls"`
+	// InboxPrefix is the start of the subjects a role receives its replies
+	// (and pull deliveries) on; the role's name is appended
+	// ("_INBOX_intake_ingress"), so a server can allow each role to
+	// subscribe to its own replies only. Defaults to DefaultInboxPrefix.
+	InboxPrefix string `yaml:"inbox_prefix"`
 }
 
-// DefaultPublishTimeout is nats.publish_timeout when unset.
-const DefaultPublishTimeout = 5 * time.Second
+// NATSTLS is nats.tls: files, never inline PEM.
+type NATSTLS struct {
+	// CA is a PEM file of the authorities the server's certificate must
+	// chain to. Defaults to the system roots (with a tls:// URL).
+	CA string `yaml:"ca"`
+	// Cert and Key are a PEM client certificate and its key, for servers
+	// that verify clients. Both or neither. Default to none.
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+}
+
+// Defaults of nats.
+const (
+	// DefaultPublishTimeout is nats.publish_timeout when unset.
+	DefaultPublishTimeout = 5 * time.Second
+	// DefaultInboxPrefix is nats.inbox_prefix when unset; deploy/nats/intake.conf
+	// allows each role "_INBOX_intake_<role>.>".
+	DefaultInboxPrefix = "_INBOX_intake"
+)
 
 // WithDefaults returns n with every unset field at its default.
 func (n NATS) WithDefaults() NATS {
 	n.Stream = n.Stream.WithDefaults()
 	setDefault(&n.PublishTimeout, DefaultPublishTimeout)
+	setDefault(&n.InboxPrefix, DefaultInboxPrefix)
 	return n
 }
 
-// Validate checks the section; errors name the YAML field.
+// Validate checks the section; errors name the YAML field. It reads the
+// credential and TLS files, so a missing or unreadable one stops a role at
+// start rather than at its first reconnect.
 func (n NATS) Validate() error {
 	var p problems
 	p.also(n.Stream.Validate())
 	if n.PublishTimeout <= 0 {
 		p.add("nats.publish_timeout", "must be positive, got %s", n.PublishTimeout)
 	}
+	var methods []string
+	if n.Credentials != "" {
+		methods = append(methods, "nats.credentials")
+		if err := checkCredentials(n.Credentials); err != nil {
+			p.add("nats.credentials", "%v", err)
+		}
+	}
+	if n.NkeySeed != "" {
+		methods = append(methods, "nats.nkey_seed")
+		if err := checkSeed(n.NkeySeed); err != nil {
+			p.add("nats.nkey_seed", "%v", err)
+		}
+	}
+	if n.User != "" || n.Password != "" {
+		methods = append(methods, "nats.user/password")
+		if n.User == "" || n.Password == "" {
+			p.add("nats.user", "nats.user and nats.password go together (set both, from the environment)")
+		}
+	}
+	if urlHasUserInfo(n.URL) {
+		methods = append(methods, "credentials in nats.url")
+	}
+	if len(methods) > 1 {
+		p.add("nats", "at most one authentication method, got %s", strings.Join(methods, ", "))
+	}
+	p.also(n.TLS.validate())
+	switch {
+	case n.InboxPrefix == "":
+		p.add("nats.inbox_prefix", "must not be empty")
+	case strings.ContainsAny(n.InboxPrefix, "*> \t\r\n") || strings.HasPrefix(n.InboxPrefix, ".") || strings.HasSuffix(n.InboxPrefix, "."):
+		p.add("nats.inbox_prefix", "%q is not a subject prefix (no wildcards, spaces or leading/trailing dot)", n.InboxPrefix)
+	}
 	return p.err()
+}
+
+func (t NATSTLS) validate() error {
+	var p problems
+	if t.CA != "" {
+		pem, err := os.ReadFile(t.CA)
+		if err != nil {
+			p.add("nats.tls.ca", "%v", err)
+		} else if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			p.add("nats.tls.ca", "%s holds no PEM certificate", t.CA)
+		}
+	}
+	switch {
+	case (t.Cert == "") != (t.Key == ""):
+		p.add("nats.tls.cert", "nats.tls.cert and nats.tls.key go together")
+	case t.Cert != "":
+		if _, err := tls.LoadX509KeyPair(t.Cert, t.Key); err != nil {
+			p.add("nats.tls.cert", "%v", err)
+		}
+	}
+	return p.err()
+}
+
+// urlHasUserInfo reports whether any of the comma-separated server URLs
+// carries a user (nats://user:pass@host), itself an authentication method.
+func urlHasUserInfo(urls string) bool {
+	for _, raw := range strings.Split(urls, ",") {
+		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && u.User != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// checkCredentials reads a credentials file: a user JWT and a user seed.
+func checkCredentials(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	token, err := nkeys.ParseDecoratedJWT(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := jwt.DecodeUserClaims(token); err != nil {
+		return fmt.Errorf("%s: no user JWT: %w", path, err)
+	}
+	if _, err := nkeys.ParseDecoratedUserNKey(raw); err != nil {
+		return fmt.Errorf("%s: no user seed: %w", path, err)
+	}
+	return nil
+}
+
+// checkSeed reads an nkey seed file.
+func checkSeed(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	kp, err := nkeys.ParseDecoratedNKey(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	kp.Wipe()
+	return nil
 }
 
 // Stream configures the JetStream streams.

@@ -6,6 +6,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/intakehq/intake/pkg/config"
 )
 
 func TestFailedConnectDoesNotPrintThePassword(t *testing.T) {
@@ -18,7 +20,7 @@ func TestFailedConnectDoesNotPrintThePassword(t *testing.T) {
 	ln.Close()
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	_, err = Connect("nats://svc:PASSWORD-s3cret@"+addr, "test", true, log)
+	_, err = Connect(config.NATS{URL: "nats://svc:PASSWORD-s3cret@" + addr}, "test", true, log)
 	if err == nil {
 		t.Fatal("connect to a closed port succeeded")
 	}

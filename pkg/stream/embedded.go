@@ -31,6 +31,11 @@ type EmbeddedConfig struct {
 	Cluster *ClusterConfig
 	// ReadyTimeout bounds the wait for the server to accept connections. Defaults to 10s.
 	ReadyTimeout time.Duration
+	// ConfigFile, when set, is a nats-server configuration file (accounts,
+	// users, permissions: deploy/nats/intake.conf) the server starts from;
+	// the fields above override its listen address, store, name and cluster.
+	// Defaults to none: no authentication.
+	ConfigFile string
 }
 
 // ClusterConfig joins an embedded server to a cluster (tests and the chaos harness).
@@ -71,18 +76,19 @@ func RunEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	opts := &server.Options{
-		ServerName:         cfg.ServerName,
-		Host:               host,
-		Port:               port,
-		JetStream:          true,
-		StoreDir:           cfg.StoreDir,
-		SyncAlways:         cfg.SyncAlways,
-		NoSigs:             true,
-		NoLog:              true,
-		MaxPayload:         8 << 20,
-		JetStreamMaxMemory: 256 << 20,
+	opts := &server.Options{MaxPayload: 8 << 20, JetStreamMaxMemory: 256 << 20}
+	if cfg.ConfigFile != "" {
+		if opts, err = server.ProcessConfigFile(cfg.ConfigFile); err != nil {
+			return nil, fmt.Errorf("stream: nats-server config: %w", err)
+		}
+		if opts.JetStreamMaxMemory <= 0 {
+			opts.JetStreamMaxMemory = 256 << 20
+		}
 	}
+	opts.ServerName, opts.Host, opts.Port = cfg.ServerName, host, port
+	opts.JetStream, opts.StoreDir = true, cfg.StoreDir
+	opts.SyncAlways = opts.SyncAlways || cfg.SyncAlways
+	opts.NoSigs, opts.NoLog = true, true
 	if c := cfg.Cluster; c != nil {
 		chost, cportStr, err := net.SplitHostPort(c.Addr)
 		if err != nil {

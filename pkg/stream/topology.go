@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/internal/backoff"
@@ -73,9 +74,9 @@ func ReceiptsConsumerConfig(p config.Processor) jetstream.ConsumerConfig {
 	}
 }
 
-// Ensure creates or updates the streams. It is idempotent: every role calls
-// it at start, so the first pod up creates the topology and later ones
-// converge it to the configured values. Each request gets its own short
+// Ensure creates or updates the streams. It is idempotent and needs
+// JetStream admin rights: `intake migrate` (as the admin user) and `intake
+// dev` run it; the roles only Check. Each request gets its own short
 // deadline and is retried until ctx ends: a request sent during a cluster
 // election can go unanswered, and must not hold the start for ctx's whole
 // budget.
@@ -171,7 +172,18 @@ func WaitReady(ctx context.Context, js jetstream.JetStream) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("jetstream not ready: %w", err)
+		return fmt.Errorf("jetstream not ready: %w", refusal(js, err))
 	}
 	return nil
+}
+
+// refusal adds the connection's last permissions violation to err: the
+// server drops a request the user may not send and says so only on the
+// side, so without it a missing permission reads as a timeout.
+func refusal(js jetstream.JetStream, err error) error {
+	last := js.Conn().LastError()
+	if errors.Is(last, nats.ErrPermissionViolation) {
+		return fmt.Errorf("%w (the server refused this user: %w)", err, last)
+	}
+	return err
 }
