@@ -47,7 +47,7 @@ func TestMigrateCreatesTheStreams(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "intake.yaml")
 	if err := os.WriteFile(path, []byte(`
 integrations:
-  - {name: demo, provider: standard, tenant: acme, account: main, secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}
+  - {name: demo, provider: standard, tenant: acme, account: main, secrets: ["whsec_b3duLXNlY3JldC1vZi10aGlzLXRlc3Q="]}
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}

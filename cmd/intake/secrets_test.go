@@ -78,7 +78,7 @@ integrations:
 	}
 	t.Setenv("DATABASE_URL", "postgres://svc:PASSWORD-s3cret@"+addr+"/intake?sslmode=disable&connect_timeout=5")
 	out := &testenv.Buffer{}
-	err = runCLI(t, context.Background(), out, "migrate", "--config", path, "--log-level", "debug")
+	err = runCLI(t, context.Background(), out, "migrate", "--config", path, "--no-streams", "--log-level", "debug")
 	if err == nil {
 		t.Fatal("migrate against a closed port succeeded")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/stream"
 )
 
 // TestWaitingForPostgresHidesThePassword: a role whose database does not
@@ -34,6 +35,9 @@ integrations:
 	}
 	cfg.NATS.URL = n.URL()
 	cfg.Postgres.URL = "postgres://svc:PASSWORD-s3cret@" + addr + "/intake?sslmode=disable"
+	if err := stream.Setup(context.Background(), cfg.NATS, nil); err != nil { // as intake migrate does
+		t.Fatal(err)
+	}
 	logs := &testenv.Buffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
