@@ -5,6 +5,10 @@
 //	go run ./cmd/intake dev                      # terminal 1
 //	go run ./examples/subscriber                 # terminal 2
 //	go run ./cmd/intake send --integration demo  # terminal 3
+//
+// Against a NATS server running deploy/nats/intake.conf, dial as its
+// "subscriber" user: INTAKE_NATS_USER=subscriber INTAKE_NATS_PASSWORD=…
+// (the user may only receive replies on its own inbox, _INBOX_subscriber).
 package main
 
 import (
@@ -29,7 +33,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	nc, err := nats.Connect(*url)
+	opts := []nats.Option{nats.Name("example-subscriber"), nats.CustomInboxPrefix("_INBOX_subscriber")}
+	if user := os.Getenv("INTAKE_NATS_USER"); user != "" {
+		opts = append(opts, nats.UserInfo(user, os.Getenv("INTAKE_NATS_PASSWORD")))
+	}
+	nc, err := nats.Connect(*url, opts...)
 	if err != nil {
 		log.Fatal(err)
 	}
