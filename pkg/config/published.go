@@ -54,6 +54,7 @@ func (c *Config) CheckNoPublishedSecrets(published Published) error {
 	}
 	check("postgres.url (or DATABASE_URL) password", urlPassword(c.Postgres.URL))
 	check("nats.url (or INTAKE_NATS_URL) password", urlPassword(c.NATS.URL))
+	check("nats.password", c.NATS.Password)
 	return p.err()
 }
 
