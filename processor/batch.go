@@ -73,6 +73,23 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 				return err
 			}
 		}
+		// Replay copies of events that have a row: did this very message run
+		// already (committed, then its ack was lost)? Replays are rare, so
+		// the query runs only for a batch that has some.
+		var copyKeys []envelope.Key
+		var copySeqs []uint64
+		for j, i := range order {
+			if ev := b[i].ev; ev.ReplayMode != inbox.ReplayNone && !inserted[j] {
+				copyKeys, copySeqs = append(copyKeys, ev.Key), append(copySeqs, ev.StreamSeq)
+			}
+		}
+		var executed map[uint64]bool
+		if len(copyKeys) > 0 {
+			var err error
+			if executed, err = store.ExecutedCopies(ctx, tx, copyKeys, copySeqs); err != nil {
+				return err
+			}
+		}
 
 		var run []int
 		for j, i := range order {
@@ -82,7 +99,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 				return fmt.Errorf("processor: inbox row of %s neither inserted nor found", ev.Key)
 			}
 			d := inbox.Decide(row, !inserted[j], inbox.Message{PayloadSHA256: ev.PayloadSHA256,
-				StreamSeq: ev.StreamSeq, ReplayMode: ev.ReplayMode})
+				StreamSeq: ev.StreamSeq, ReplayMode: ev.ReplayMode, Executed: executed[ev.StreamSeq]})
 			outcomes[i], ev.Mode = d.Outcome, d.Mode
 			settles[i] = d.Settles
 			if d.Run {

@@ -727,3 +727,38 @@ func TestTwoReplaysOfAFailedEventInOneBatchApplyItOnce(t *testing.T) {
 		t.Fatalf("retried %v, replayed %v; want one of each", retried, replayed)
 	}
 }
+
+// TestReexecutionRedeliveredAfterItsCommitRunsOnce: a re-execution copy
+// whose processor dies between commit and ack comes back; the execution it
+// committed says it ran, so it does not run again.
+func TestReexecutionRedeliveredAfterItsCommitRunsOnce(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	m := telemetry.NewMetrics()
+	stop := r.run(processor.Options{Metrics: m})
+	r.publish("evt_rerun", `{"n":1}`, "") // seq 1
+	r.settled(1)
+	stop()
+
+	crashed := make(chan struct{})
+	var once sync.Once
+	stopA := r.runWith(faults.Hooks{AfterCommit: func() error {
+		once.Do(func() { close(crashed) })
+		return errors.New("simulated crash: the ack is never sent")
+	}}, processor.Options{Metrics: m})
+	r.replay(1, envelope.ReplayReexecute)
+	<-crashed
+	stopA()
+
+	r.run(processor.Options{Metrics: m})
+	r.tr.CaughtUp(t, 30*time.Second) // the copy came back after the ack deadline and was acked
+	if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, key("evt_rerun").String()); n != 2 {
+		t.Fatalf("%d business effects, want 2 (the original and one re-execution)", n)
+	}
+	if n := testutil.ToFloat64(m.Processed.WithLabelValues("demo", "redelivered")); n != 1 {
+		t.Fatalf("redelivered %v, want 1", n)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.executions WHERE event_id = 'evt_rerun' AND mode = 'reexecute'`); n != 1 {
+		t.Fatalf("%d re-executions recorded, want 1", n)
+	}
+}

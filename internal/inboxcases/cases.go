@@ -25,6 +25,10 @@ type Case struct {
 	// RowsMessage: the message is the stream message that claimed the row,
 	// delivered again (its ack was lost). A replay copy never is.
 	RowsMessage bool
+	// Executed: the message is a replay copy that already ran the handler,
+	// delivered again after its commit (its ack was lost): an execution
+	// records its stream sequence.
+	Executed bool
 
 	// Want is what the inbox decides.
 	Want inbox.Decision
@@ -77,6 +81,9 @@ var Cases = []Case{
 	{Name: "processed, exact replay", Row: processed, Replay: exact, Want: refuse(inbox.Replayed), DryRun: "would_deduplicate"},
 	{Name: "processed, exact replay of other payload", Row: processed, Replay: exact, OtherPayload: true, Want: refuse(inbox.Conflict), DryRun: "would_conflict"},
 	{Name: "processed, reexecute", Row: processed, Replay: reexecute, Want: run(inbox.Reexecuted, inbox.ModeReexecute), DryRun: "would_apply"},
+	// A dry run predicts for a fresh copy; the table's processor test
+	// delivers this one again after it ran.
+	{Name: "processed, reexecute copy delivered again after its commit", Row: processed, Replay: reexecute, Executed: true, Want: refuse(inbox.Redelivered), DryRun: "would_apply"},
 	{Name: "processed, reexecute of other payload", Row: processed, Replay: reexecute, OtherPayload: true, Want: refuse(inbox.Conflict), DryRun: "would_conflict"},
 
 	{Name: "stale, provider retry", Row: stale, Replay: none, Want: refuse(inbox.Duplicate)},
@@ -99,7 +106,7 @@ var Cases = []Case{
 // Inputs are Decide's arguments for c: a row with RowSHA at RowSeq, a
 // message at MsgSeq (RowSeq when it is the row's own message).
 func (c Case) Inputs() (row inbox.Row, found bool, msg inbox.Message) {
-	msg = inbox.Message{PayloadSHA256: RowSHA, StreamSeq: MsgSeq, ReplayMode: c.Replay}
+	msg = inbox.Message{PayloadSHA256: RowSHA, StreamSeq: MsgSeq, ReplayMode: c.Replay, Executed: c.Executed}
 	if c.OtherPayload {
 		msg.PayloadSHA256 = OtherSHA
 	}

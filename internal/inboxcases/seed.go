@@ -68,6 +68,13 @@ func (c Case) SeedReplay(ctx context.Context, db Execer, i int, copySeq uint64) 
 	if err != nil {
 		return fmt.Errorf("seed replay of %s: %w", c.Name, err)
 	}
+	if c.Executed { // the copy ran once already: its execution records its sequence
+		if _, err := db.Exec(ctx, `INSERT INTO intake.executions (integration, account, event_id, mode, replay_id, stream_seq)
+			VALUES ($1, $2, $3, $4, $5, $6)`, k.Integration, k.Account, k.EventID, string(inbox.ModeReexecute), ReplayID(i),
+			int64(copySeq)); err != nil {
+			return fmt.Errorf("seed execution of %s: %w", c.Name, err)
+		}
+	}
 	return nil
 }
 

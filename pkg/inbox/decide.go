@@ -14,6 +14,11 @@ type Message struct {
 	// not yet published (a dry run's prediction).
 	StreamSeq  uint64
 	ReplayMode ReplayMode
+	// Executed: this stream message already ran the handler — a replay
+	// copy delivered again after its commit (its ack was lost). The row
+	// cannot tell, as it keeps the sequence of the event's first message;
+	// the executions do.
+	Executed bool
 }
 
 // Decision is what the inbox does with one message.
@@ -45,6 +50,8 @@ func Decide(row Row, found bool, msg Message) Decision {
 		return run(New, ModeOriginal)
 	case row.PayloadSHA256 != msg.PayloadSHA256:
 		return Decision{Outcome: Conflict}
+	case msg.Executed:
+		return Decision{Outcome: Redelivered}
 	case msg.ReplayMode == ReplayReexecute:
 		d := run(Reexecuted, ModeReexecute)
 		d.Settles = row.Status.Retryable()

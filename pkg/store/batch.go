@@ -333,3 +333,35 @@ func newUUID() uuid.UUID {
 	}
 	return id
 }
+
+// ExecutedCopies returns which of the given stream messages (by sequence,
+// each with its event's key) already ran the handler: an execution row
+// records the message's sequence. A replay copy redelivered after its
+// commit is one; the inbox row alone cannot tell (it keeps the sequence of
+// the event's first message).
+func ExecutedCopies(ctx context.Context, tx pgx.Tx, keys []envelope.Key, seqs []uint64) (map[uint64]bool, error) {
+	integ, acct, evID, seq := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
+	for i, k := range keys {
+		integ[i], acct[i], evID[i], seq[i] = k.Integration, k.Account, k.EventID, int64(seqs[i])
+	}
+	rows, err := tx.Query(ctx, `SELECT e.stream_seq FROM intake.executions e
+		JOIN unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS m(integration, account, event_id, stream_seq)
+		  ON e.integration = m.integration AND e.account = m.account AND e.event_id = m.event_id
+		 AND e.stream_seq = m.stream_seq`, integ, acct, evID, seq)
+	if err != nil {
+		return nil, fmt.Errorf("store: executed copies: %w", err)
+	}
+	done := map[uint64]bool{}
+	for rows.Next() {
+		var s int64
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: executed copies: %w", err)
+		}
+		done[uint64(s)] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: executed copies: %w", err)
+	}
+	return done, nil
+}
