@@ -76,18 +76,22 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 		// Replay copies of events that have a row: did this very message run
 		// already (committed, then its ack was lost)? Replays are rare, so
 		// the query runs only for a batch that has some.
-		var copyKeys []envelope.Key
-		var copySeqs []uint64
+		var copies []store.ExecutedCopy
+		var copyOf []int
 		for j, i := range order {
 			if ev := b[i].ev; ev.ReplayMode != inbox.ReplayNone && !inserted[j] {
-				copyKeys, copySeqs = append(copyKeys, ev.Key), append(copySeqs, ev.StreamSeq)
+				copies = append(copies, store.ExecutedCopy{Key: ev.Key, StreamSeq: ev.StreamSeq, ReplayID: ev.ReplayID})
+				copyOf = append(copyOf, i)
 			}
 		}
-		var executed map[uint64]bool
-		if len(copyKeys) > 0 {
-			var err error
-			if executed, err = store.ExecutedCopies(ctx, tx, copyKeys, copySeqs); err != nil {
+		executed := make([]bool, len(b))
+		if len(copies) > 0 {
+			done, err := store.ExecutedCopies(ctx, tx, copies)
+			if err != nil {
 				return err
+			}
+			for c, i := range copyOf {
+				executed[i] = done[c]
 			}
 		}
 
@@ -99,7 +103,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 				return fmt.Errorf("processor: inbox row of %s neither inserted nor found", ev.Key)
 			}
 			d := inbox.Decide(row, !inserted[j], inbox.Message{PayloadSHA256: ev.PayloadSHA256,
-				StreamSeq: ev.StreamSeq, ReplayMode: ev.ReplayMode, Executed: executed[ev.StreamSeq]})
+				StreamSeq: ev.StreamSeq, ReplayMode: ev.ReplayMode, Executed: executed[i]})
 			outcomes[i], ev.Mode = d.Outcome, d.Mode
 			settles[i] = d.Settles
 			if d.Run {

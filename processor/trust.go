@@ -31,6 +31,12 @@ func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
 			continue
 		}
 		if ev := it.ev; ev.ReplayID != "" {
+			// Replay copies are rare: hashing their bodies again is cheap
+			// and keeps a forged body out under a genuine copy's headers.
+			if envelope.PayloadSHA256(ev.Body) != ev.PayloadSHA256 {
+				it.reject = rejectionOf(it, store.RejectPayloadMismatch, "the body does not hash to "+envelope.HeaderPayloadSHA256)
+				continue
+			}
 			copies = append(copies, store.ReplayCopy{ReplayID: ev.ReplayID, Mode: string(ev.ReplayMode), Key: ev.Key,
 				MsgID: ev.Header.Get(envelope.HeaderMsgID), StreamSeq: ev.StreamSeq})
 			of = append(of, it)

@@ -11,6 +11,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/testenv/testrig"
+	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/telemetry"
@@ -248,5 +251,152 @@ func TestEnvelopeContradictingTheConfigAppliesNothing(t *testing.T) {
 	if err := r.db.QueryRow(context.Background(), `SELECT tenant, payload_sha256 FROM intake.rejected_messages
 		WHERE reason = $1`, store.RejectTenantMismatch).Scan(&tenantSeen, &sha); err != nil || tenantSeen != "globex" || sha != "0000" {
 		t.Errorf("recorded tenant %q hash %q (%v), want the message's globex and 0000", tenantSeen, sha, err)
+	}
+}
+
+// TestMalformedEnvelopesAreTerminatedAndNothingStalls: identity values no
+// configuration can hold — invalid UTF-8, control characters, key parts
+// past their bounds — are terminated before any query: they cannot fail
+// the screen's statements, overflow an index, mint or break a metric
+// label, or hold the consumer's ack floor back.
+func TestMalformedEnvelopesAreTerminatedAndNothingStalls(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	m := telemetry.NewMetrics()
+	r.run(processor.Options{Metrics: m})
+	r.publish("evt_1", `{"n":1}`, "")
+	r.settled(1)
+
+	long := strings.Repeat("長", 400) // 1,200 bytes
+	forged := []*nats.Msg{}
+	badUTF8 := r.processedCopy("evt_1") // a replay copy whose key breaks the screen's query
+	badUTF8.Header.Set(envelope.HeaderKey, "demo/main/\xff\xfe")
+	badUTF8.Header.Set(envelope.HeaderReplayMode, "reexecute")
+	badUTF8.Header.Set(envelope.HeaderReplayID, "00000000-0000-4000-8000-000000000001")
+	badUTF8.Header.Set(envelope.HeaderMsgID, "bad-utf8")
+	forged = append(forged, badUTF8)
+	for _, k := range []envelope.Key{
+		{Integration: "ghost" + long, Account: long, EventID: long}, // overflows an index row
+		{Integration: "\xff" + long, Account: "main", EventID: "x"}, // not a label value
+		{Integration: "demo", Account: "main", EventID: "evt\u202eexe.txt"},
+		{Integration: "demo", Account: "main", EventID: "evt\x00nul"},
+	} {
+		forged = append(forged, envelope.NewDelivery(k, "acme", "thing.happened", []byte(`{}`), time.Now()).Msg())
+	}
+	for _, f := range forged {
+		r.publishMsg(f)
+	}
+	r.publish("evt_2", `{"n":2}`, "")
+	r.tr.CaughtUp(t, 30*time.Second) // the ack floor passed every forged message
+	r.settled(2)
+	if n := testutil.ToFloat64(m.Failures.WithLabelValues("", "malformed")); n != float64(len(forged)) {
+		t.Fatalf("%v malformed messages terminated, want %d", n, len(forged))
+	}
+	if n := r.count(`SELECT count(*) FROM effects`); n != 2 {
+		t.Fatalf("%d business effects, want the 2 genuine events'", n)
+	}
+}
+
+// TestAReplayRunsAKeyOnceAndEndedReplaysCoverNothing: the coverage check
+// cannot be reused. Another copy of the same replay (published again once
+// the stream's duplicate window has passed) is a redelivery, not a second
+// run; and the unpublished item of a replay that ended covers nothing.
+func TestAReplayRunsAKeyOnceAndEndedReplaysCoverNothing(t *testing.T) {
+	t.Parallel()
+	tr := testrig.New(t, testrig.Options{Mutate: func(c *config.Config) {
+		s := testrig.TestStream()
+		s.DuplicateWindow = time.Second // so a copy can be published again
+		c.NATS.Stream = s
+	}})
+	if _, err := tr.DB.Exec(context.Background(), `CREATE TABLE effects (key text NOT NULL, at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, tr: tr, nats: tr.Server, nc: tr.Conn, js: tr.JS, dbURL: tr.DBURL, store: tr.Store, db: tr.DB}
+	m := telemetry.NewMetrics()
+	r.run(processor.Options{Metrics: m})
+	r.publish("evt_1", `{"n":1}`, "")
+	r.settled(1)
+
+	ctx := context.Background()
+	replayID := store.NewID()
+	msgID := "replay:" + replayID + ":" + key("evt_1").String()
+	if err := r.store.CreateReplay(ctx, &store.Replay{ID: replayID, RequestedBy: "ops", Selector: []byte(`{}`),
+		Mode: string(envelope.ReplayReexecute), Reason: "test", Rate: 10, State: store.ReplayRunning, Matched: 1},
+		[]store.ReplayItem{{Key: key("evt_1"), Tenant: "acme", EventType: "thing.happened", StreamSeq: 1,
+			MsgID: msgID, Outcome: "would_apply"}}); err != nil {
+		t.Fatal(err)
+	}
+	copyOf := func() *nats.Msg {
+		c := r.processedCopy("evt_1")
+		c.Header.Set(envelope.HeaderReplayMode, string(envelope.ReplayReexecute))
+		c.Header.Set(envelope.HeaderReplayID, replayID)
+		c.Header.Set(envelope.HeaderMsgID, msgID)
+		return c
+	}
+	// publishAgain publishes a copy once the stream no longer drops its id.
+	publishAgain := func() uint64 {
+		var seq uint64
+		testenv.Eventually(t, 10*time.Second, func() bool {
+			ack, err := r.js.PublishMsg(ctx, copyOf())
+			if err != nil {
+				t.Fatal(err)
+			}
+			seq = ack.Sequence
+			return !ack.Duplicate
+		}, "the stream kept dropping the copy's id")
+		return seq
+	}
+
+	r.publishMsg(copyOf()) // the replay's genuine copy (its seq not recorded yet): runs
+	r.tr.CaughtUp(t, 30*time.Second)
+	second := publishAgain() // the same replay's copy again: a redelivery
+	r.tr.CaughtUp(t, 30*time.Second)
+	if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, key("evt_1").String()); n != 2 {
+		t.Fatalf("%d business effects after the replay's copy %d came again, want 2 (original + one re-execution)", n, second)
+	}
+
+	if _, err := r.db.Exec(ctx, `UPDATE intake.replays SET state = 'cancelled' WHERE id = $1`, replayID); err != nil {
+		t.Fatal(err)
+	}
+	third := publishAgain() // the cancelled replay's unpublished item: covers nothing
+	r.tr.CaughtUp(t, 30*time.Second)
+	if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, key("evt_1").String()); n != 2 {
+		t.Fatalf("%d business effects, want 2", n)
+	}
+	if got := r.rejections()[third]; got != store.RejectReplayNotCovering {
+		t.Fatalf("the cancelled replay's copy at %d: rejection %q, want %s", third, got, store.RejectReplayNotCovering)
+	}
+}
+
+// TestAReplayCopyWithAnotherBodyAppliesNothing: a copy that a recorded,
+// running replay covers, but whose body is not the one its hash header
+// names, is refused: the replayer copies source messages as they are.
+func TestAReplayCopyWithAnotherBodyAppliesNothing(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	r.run(processor.Options{Metrics: telemetry.NewMetrics()})
+	r.publish("evt_1", `{"n":1}`, "")
+	r.settled(1)
+	ctx := context.Background()
+	replayID := store.NewID()
+	msgID := "replay:" + replayID + ":" + key("evt_1").String()
+	if err := r.store.CreateReplay(ctx, &store.Replay{ID: replayID, RequestedBy: "ops", Selector: []byte(`{}`),
+		Mode: string(envelope.ReplayReexecute), Reason: "test", Rate: 10, State: store.ReplayRunning, Matched: 1},
+		[]store.ReplayItem{{Key: key("evt_1"), Tenant: "acme", EventType: "thing.happened", StreamSeq: 1,
+			MsgID: msgID, Outcome: "would_apply"}}); err != nil {
+		t.Fatal(err)
+	}
+	c := r.processedCopy("evt_1")
+	c.Header.Set(envelope.HeaderReplayMode, string(envelope.ReplayReexecute))
+	c.Header.Set(envelope.HeaderReplayID, replayID)
+	c.Header.Set(envelope.HeaderMsgID, msgID)
+	c.Data = []byte(`{"attacker":"body"}`) // the original hash header kept
+	seq := r.publishMsg(c)
+	r.tr.CaughtUp(t, 30*time.Second)
+	if n := r.count(`SELECT count(*) FROM effects`); n != 1 {
+		t.Fatalf("%d business effects, want the original's 1", n)
+	}
+	if got := r.rejections()[seq]; got != store.RejectPayloadMismatch {
+		t.Fatalf("rejection %q, want %s", got, store.RejectPayloadMismatch)
 	}
 }

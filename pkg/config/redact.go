@@ -24,6 +24,8 @@ func Redact(s string) string {
 	return strings.Join(parts, ",")
 }
 
+var natsSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true}
+
 func redactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
@@ -37,13 +39,22 @@ func redactURL(s string) string {
 		return s
 	}
 	if u.User != nil {
-		if _, has := u.User.Password(); has {
+		switch _, has := u.User.Password(); {
+		case has:
 			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		case natsSchemes[strings.ToLower(u.Scheme)]:
+			u.User = url.User("xxxxx") // NATS takes a lone user part as a token
 		}
 	}
 	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
+	changed := false
+	for _, k := range []string{"password", "sslpassword"} {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+			changed = true
+		}
+	}
+	if changed {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()

@@ -9,7 +9,9 @@ func TestRedact(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"nats://127.0.0.1:4222", "nats://127.0.0.1:4222"},
 		{"nats://svc:s3cret@nats:4222", "nats://svc:xxxxx@nats:4222"},
-		{"nats://tokenonly@nats:4222", "nats://tokenonly@nats:4222"},
+		{"nats://s3cret-token@nats:4222", "nats://xxxxx@nats:4222"},
+		{"postgres://intake@db/intake", "postgres://intake@db/intake"},
+		{"postgres://u@db/intake?sslpassword=s3cret", "postgres://u@db/intake?sslpassword=xxxxx"},
 		{"nats://a:s3cret@h1:4222,nats://b:s3cret@h2:4222", "nats://a:xxxxx@h1:4222,nats://b:xxxxx@h2:4222"},
 		{"postgres://intake:s3cret@db:5432/intake?sslmode=disable", "postgres://intake:xxxxx@db:5432/intake?sslmode=disable"},
 		{"postgres://db/intake?user=intake&password=s3cret", "postgres://db/intake?password=xxxxx&user=intake"},

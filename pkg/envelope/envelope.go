@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/intakehq/intake/pkg/inbox"
@@ -167,15 +168,7 @@ const MaxIDBytes = 256
 // MaxIDBytes bytes of valid UTF-8 without control characters (which NATS
 // headers and operators' terminals cannot carry safely).
 func ValidID(s string) bool {
-	if s == "" || len(s) > MaxIDBytes || !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < ' ' || r == 0x7f {
-			return false
-		}
-	}
-	return true
+	return CheckText("id", s, MaxIDBytes, true) == nil
 }
 
 // CleanType returns an event type fit for a header value: control
@@ -188,7 +181,7 @@ func CleanType(s string) string {
 		s = strings.ToValidUTF8(s, "_")
 	}
 	return strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
 			return '_'
 		}
 		return r

@@ -101,6 +101,21 @@ func ParseDelivery(h nats.Header, body []byte) (Delivery, error) {
 	if d.Tenant == "" || d.PayloadSHA256 == "" {
 		return Delivery{}, fmt.Errorf("%w: %s or %s missing", ErrBadEnvelope, HeaderTenant, HeaderPayloadSHA256)
 	}
+	if err := key.Validate(); err != nil {
+		return Delivery{}, fmt.Errorf("%w: %s: %w", ErrBadEnvelope, HeaderKey, err)
+	}
+	if err := CheckText(HeaderTenant, d.Tenant, MaxTenantBytes, true); err != nil {
+		return Delivery{}, fmt.Errorf("%w: %w", ErrBadEnvelope, err)
+	}
+	if err := CheckText(HeaderEventType, d.EventType, MaxEventTypeBytes, false); err != nil {
+		return Delivery{}, fmt.Errorf("%w: %w", ErrBadEnvelope, err)
+	}
+	if err := CheckText(HeaderPayloadSHA256, d.PayloadSHA256, 64, true); err != nil {
+		return Delivery{}, fmt.Errorf("%w: %w", ErrBadEnvelope, err)
+	}
+	if err := CheckText(HeaderMsgID, h.Get(HeaderMsgID), MaxMsgIDBytes, false); err != nil {
+		return Delivery{}, fmt.Errorf("%w: %w", ErrBadEnvelope, err)
+	}
 	if t, err := time.Parse(time.RFC3339Nano, h.Get(HeaderReceivedAt)); err == nil {
 		d.ReceivedAt = t
 	}

@@ -14,10 +14,11 @@ type Message struct {
 	// not yet published (a dry run's prediction).
 	StreamSeq  uint64
 	ReplayMode ReplayMode
-	// Executed: this stream message already ran the handler — a replay
-	// copy delivered again after its commit (its ack was lost). The row
-	// cannot tell, as it keeps the sequence of the event's first message;
-	// the executions do.
+	// Executed: the replay this copy belongs to already ran the handler
+	// for the event — this copy delivered again after its commit (its ack
+	// was lost), or another copy of the same replay: a replay runs a key at
+	// most once. The row cannot tell, as it keeps the sequence of the
+	// event's first message; the executions do.
 	Executed bool
 }
 

@@ -334,33 +334,38 @@ func newUUID() uuid.UUID {
 	return id
 }
 
-// ExecutedCopies returns which of the given stream messages (by sequence,
-// each with its event's key) already ran the handler: an execution row
-// records the message's sequence. A replay copy redelivered after its
-// commit is one; the inbox row alone cannot tell (it keeps the sequence of
-// the event's first message).
-func ExecutedCopies(ctx context.Context, tx pgx.Tx, keys []envelope.Key, seqs []uint64) (map[uint64]bool, error) {
-	integ, acct, evID, seq := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
-	for i, k := range keys {
-		integ[i], acct[i], evID[i], seq[i] = k.Integration, k.Account, k.EventID, int64(seqs[i])
+// ExecutedCopy is a replay copy of an event that has an inbox row.
+type ExecutedCopy struct {
+	Key       envelope.Key
+	StreamSeq uint64
+	ReplayID  string
+}
+
+// ExecutedCopies reports, by index, which replay copies their replay
+// already ran the handler for: an execution of the key records the copy's
+// stream sequence (the copy delivered again after its commit) or its
+// replay (another copy of the same replay: a replay runs a key at most
+// once). The inbox row alone cannot tell: it keeps the sequence of the
+// event's first message.
+func ExecutedCopies(ctx context.Context, tx pgx.Tx, copies []ExecutedCopy) ([]bool, error) {
+	n := len(copies)
+	idx, seq := make([]int32, n), make([]int64, n)
+	integ, acct, evID, replay := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, c := range copies {
+		idx[i], seq[i] = int32(i), int64(c.StreamSeq)
+		integ[i], acct[i], evID[i], replay[i] = c.Key.Integration, c.Key.Account, c.Key.EventID, c.ReplayID
 	}
-	rows, err := tx.Query(ctx, `SELECT e.stream_seq FROM intake.executions e
-		JOIN unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS m(integration, account, event_id, stream_seq)
-		  ON e.integration = m.integration AND e.account = m.account AND e.event_id = m.event_id
-		 AND e.stream_seq = m.stream_seq`, integ, acct, evID, seq)
+	rows, err := tx.Query(ctx, `SELECT m.i FROM unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
+			AS m(i, integration, account, event_id, stream_seq, replay_id)
+		WHERE EXISTS (SELECT 1 FROM intake.executions e
+			WHERE e.integration = m.integration AND e.account = m.account AND e.event_id = m.event_id
+			  AND (e.stream_seq = m.stream_seq OR e.replay_id = m.replay_id))`, idx, integ, acct, evID, seq, replay)
 	if err != nil {
 		return nil, fmt.Errorf("store: executed copies: %w", err)
 	}
-	done := map[uint64]bool{}
-	for rows.Next() {
-		var s int64
-		if err := rows.Scan(&s); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("store: executed copies: %w", err)
-		}
-		done[uint64(s)] = true
-	}
-	if err := rows.Err(); err != nil {
+	done := make([]bool, n)
+	var i int32
+	if _, err := pgx.ForEachRow(rows, []any{&i}, func() error { done[i] = true; return nil }); err != nil {
 		return nil, fmt.Errorf("store: executed copies: %w", err)
 	}
 	return done, nil

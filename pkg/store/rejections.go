@@ -26,6 +26,9 @@ const (
 	// RejectReplayNotCovering: the replay is recorded but did not select
 	// this key (or not this copy of it).
 	RejectReplayNotCovering = "replay_not_covering"
+	// RejectPayloadMismatch: a replay copy whose body does not hash to its
+	// Intake-Payload-Sha256 (the replayer copies the source message as is).
+	RejectPayloadMismatch = "payload_mismatch"
 )
 
 // Rejection is one message the processor refused before the inbox decision.
@@ -63,7 +66,8 @@ type ReplayCopy struct {
 // replay published: the replay exists, is not a dry run, has the copy's
 // mode, and has an item for the key with the copy's Nats-Msg-Id that was
 // not found missing and, once its publish is recorded, landed at this very
-// sequence (a republished copy of a genuine copy is not covered). It
+// sequence (a republished copy of a genuine copy is not covered); before
+// that is recorded, only while the replay is running. It
 // returns, by index, "" for a covered copy or a reason and a detail.
 func CheckReplayCopies(ctx context.Context, tx pgx.Tx, copies []ReplayCopy) (reasons, details []string, err error) {
 	n := len(copies)
@@ -85,7 +89,7 @@ func CheckReplayCopies(ctx context.Context, tx pgx.Tx, copies []ReplayCopy) (rea
 		return reasons, details, nil
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT t.i, r.id IS NOT NULL, coalesce(r.mode, ''), coalesce(r.dry_run, false),
+		SELECT t.i, r.id IS NOT NULL, coalesce(r.mode, ''), coalesce(r.dry_run, false), coalesce(r.state, ''),
 			ri.replay_id IS NOT NULL, coalesce(ri.state, ''), ri.published_seq
 		FROM unnest($1::int[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[])
 			AS t(i, replay_id, integration, account, event_id, msg_id)
@@ -98,11 +102,11 @@ func CheckReplayCopies(ctx context.Context, tx pgx.Tx, copies []ReplayCopy) (rea
 	}
 	var (
 		i                   int32
-		found, dry, covered bool
-		mode, state         string
-		published           *int64
+		found, dry, covered      bool
+		mode, replayState, state string
+		published                *int64
 	)
-	_, err = pgx.ForEachRow(rows, []any{&i, &found, &mode, &dry, &covered, &state, &published}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&i, &found, &mode, &dry, &replayState, &covered, &state, &published}, func() error {
 		c := copies[i]
 		switch {
 		case !found:
@@ -117,6 +121,11 @@ func CheckReplayCopies(ctx context.Context, tx pgx.Tx, copies []ReplayCopy) (rea
 			reasons[i], details[i] = RejectReplayNotCovering, "the replay found this event's source message missing and published no copy"
 		case published != nil && uint64(*published) != c.StreamSeq:
 			reasons[i], details[i] = RejectReplayNotCovering, fmt.Sprintf("the replay's copy of this key is at stream sequence %d", *published)
+		case published == nil && replayState != ReplayRunning:
+			// Only a running replay may still have a copy in flight whose
+			// sequence it has not recorded yet; the unpublished items of a
+			// cancelled, failed or finished replay cover nothing.
+			reasons[i], details[i] = RejectReplayNotCovering, fmt.Sprintf("the replay is %s and published no copy of this key", replayState)
 		}
 		return nil
 	})

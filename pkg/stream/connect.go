@@ -36,7 +36,7 @@ func Connect(c config.NATS, role string, bufferOnReconnect bool, log *slog.Logge
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())
+			log.Info("nats reconnected", "url", config.Redact(nc.ConnectedUrl()))
 		}),
 		nats.ErrorHandler(asyncErrors(role, log)),
 	)
