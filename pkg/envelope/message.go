@@ -130,6 +130,7 @@ func ParseDelivery(h nats.Header, body []byte) (Delivery, error) {
 	d.Instance = h.Get(HeaderInstance)
 	if raw := h.Get(HeaderRetryHints); raw != "" {
 		_ = json.Unmarshal([]byte(raw), &d.RetryHints) // hints are informational
+		d.RetryHints = CleanRetryHints(d.RetryHints)
 	}
 	if !d.ReplayMode.Valid() {
 		return Delivery{}, fmt.Errorf("%w: unknown %s %q", ErrBadEnvelope, HeaderReplayMode, d.ReplayMode)

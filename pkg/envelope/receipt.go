@@ -50,6 +50,37 @@ func RetryHints(h map[string][]string) map[string]string {
 			out[name] = v[0]
 		}
 	}
+	return CleanRetryHints(out)
+}
+
+// Bounds of retry hints: informational, so what exceeds them is cut or
+// dropped rather than refused.
+const (
+	maxRetryHints     = 8
+	maxRetryHintBytes = 256
+)
+
+// CleanRetryHints keeps at most maxRetryHints hints whose names are
+// printable text, each value cut to maxRetryHintBytes with control
+// characters replaced: the publisher of a delivery or receipt writes them,
+// and a NUL or an invalid byte would make Postgres refuse the whole fold.
+func CleanRetryHints(h map[string]string) map[string]string {
+	if len(h) == 0 {
+		return h
+	}
+	out := make(map[string]string, min(len(h), maxRetryHints))
+	for k, v := range h {
+		if len(out) == maxRetryHints {
+			break
+		}
+		if CheckText("retry hint name", k, 64, true) != nil {
+			continue
+		}
+		if len(v) > maxRetryHintBytes {
+			v = v[:maxRetryHintBytes]
+		}
+		out[k] = CleanType(v)
+	}
 	return out
 }
 
@@ -73,6 +104,20 @@ func ParseReceipt(b []byte) (Receipt, error) {
 	if !ok || r.ID == "" {
 		return Receipt{}, fmt.Errorf("receipt: missing id or key")
 	}
+	// Whoever may publish receipts writes these values; a value Postgres
+	// would refuse (invalid UTF-8, NUL) must not reach the fold's batch.
+	if err := k.Validate(); err != nil {
+		return Receipt{}, fmt.Errorf("receipt: key: %w", err)
+	}
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{{"id", r.ID, 128}, {"instance", r.Instance, 256}, {"answer", r.Answer, 64}} {
+		if err := CheckText(f.name, f.v, f.max, false); err != nil {
+			return Receipt{}, fmt.Errorf("receipt: %w", err)
+		}
+	}
+	r.RetryHints = CleanRetryHints(r.RetryHints)
 	r.Key = k
 	if r.RetryHints == nil {
 		r.RetryHints = map[string]string{}
