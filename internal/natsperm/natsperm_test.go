@@ -428,3 +428,84 @@ func TestAMissingPermissionIsNamed(t *testing.T) {
 		t.Fatalf("the refusal was not logged:\n%s", logs.String())
 	}
 }
+
+// confined connects as user (role's inbox) and returns a JetStream and a
+// helper that fails the test when f succeeds.
+func confined(t *testing.T, url, user string) (jetstream.JetStream, func(what string, f func(ctx context.Context) error)) {
+	t.Helper()
+	var logs testenv.Buffer
+	nc, err := stream.Connect(roleConfig(t, url, user, "").NATS, user, false, logger(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, func(what string, f func(ctx context.Context) error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := f(ctx); err == nil {
+			t.Errorf("%s's user may %s", user, what)
+		}
+	}
+}
+
+// TestProcessorAndAdminUsersAreConfined: the processor's user cannot publish
+// deliveries, delete its consumer or touch streams; the
+// admin's cannot delete or purge streams or publish messages.
+func TestProcessorAndAdminUsersAreConfined(t *testing.T) {
+	srv := startServer(t)
+	url := srv.ClientURL()
+	migrateStreams(t, url)
+
+	js, refused := confined(t, url, "processor")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// Allowed, as a control: its consumer with the pinned filter.
+	if _, err := js.CreateOrUpdateConsumer(ctx, envelope.StreamIn, jetstream.ConsumerConfig{
+		Durable: envelope.ConsumerName, AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: envelope.SubjectInAll}); err != nil {
+		t.Fatalf("the processor cannot create its consumer: %v", err)
+	}
+	refused("publish a delivery", func(ctx context.Context) error {
+		_, err := js.Publish(ctx, "intake.in.demo.test", []byte("{}"))
+		return err
+	})
+	// Not refused, and said so in docs/security.md: the permission's
+	// trailing ">" also matches a narrower filter (intake.in.demo.>), so
+	// the processor's user could narrow its own consumer. It can ack or
+	// terminate whatever it pulls anyway: its credential is a high-value one.
+	refused("delete its consumer", func(ctx context.Context) error {
+		return js.DeleteConsumer(ctx, envelope.StreamIn, envelope.ConsumerName)
+	})
+	refused("create a stream", func(ctx context.Context) error {
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVIL", Subjects: []string{"evil.>"}})
+		return err
+	})
+	refused("delete a stream", func(ctx context.Context) error { return js.DeleteStream(ctx, envelope.StreamOut) })
+
+	adm, refusedAdmin := confined(t, url, "admin")
+	refusedAdmin("delete a stream", func(ctx context.Context) error { return adm.DeleteStream(ctx, envelope.StreamIn) })
+	refusedAdmin("purge a stream", func(ctx context.Context) error {
+		s, err := adm.Stream(ctx, envelope.StreamIn)
+		if err != nil {
+			return err
+		}
+		return s.Purge(ctx)
+	})
+	refusedAdmin("publish a delivery", func(ctx context.Context) error {
+		_, err := adm.Publish(ctx, "intake.in.demo.test", []byte("{}"))
+		return err
+	})
+	if got := streamMsgs(t, srv, envelope.StreamIn); got != 0 {
+		t.Errorf("INTAKE_IN holds %d messages published by users that may not", got)
+	}
+	if _, ok := streams(t, srv)["EVIL"]; ok {
+		t.Error("the processor's user created a stream")
+	}
+	if _, ok := streams(t, srv)[envelope.StreamIn]; !ok {
+		t.Error("INTAKE_IN was deleted")
+	}
+}
