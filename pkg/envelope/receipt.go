@@ -3,6 +3,7 @@ package envelope
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 )
@@ -39,23 +40,57 @@ type Receipt struct {
 // INTAKE_IN message seq: idempotent across redeliveries of that message.
 func StreamReceiptID(seq uint64) string { return "in:" + strconv.FormatUint(seq, 10) }
 
-// RetryHints picks the provider's retry headers out of a request's headers.
-func RetryHints(h map[string][]string) map[string]string {
-	var out map[string]string
-	for _, name := range RetryHintHeaders {
-		if v := h[name]; len(v) > 0 && v[0] != "" {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[name] = v[0]
+// Retry hints are a provider's headers that say a delivery is a retry
+// (Slack's X-Slack-Retry-Num and X-Slack-Retry-Reason); the delivery history
+// keeps them so operators see retries before pressing "Resend". They are not
+// signed and they are stored, so only the verifier of their provider reads
+// them (provider.Event.RetryHints), and they are bounded here, also when
+// read back from a message or receipt anyone allowed to publish could write.
+const (
+	// MaxRetryHints bounds the number of hints kept per delivery.
+	MaxRetryHints = 4
+	// MaxRetryHintBytes bounds a hint's name and its value.
+	MaxRetryHintBytes = 64
+)
+
+// BoundRetryHints returns the hints of m that fit: at most MaxRetryHints
+// (the first by name), names and values of 1 to MaxRetryHintBytes printable
+// ASCII characters. nil when none does.
+func BoundRetryHints(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(m))
+	for name, v := range m {
+		if printableASCII(name) && printableASCII(v) {
+			names = append(names, name)
 		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	if len(names) > MaxRetryHints {
+		names = names[:MaxRetryHints]
+	}
+	out := make(map[string]string, len(names))
+	for _, name := range names {
+		out[name] = m[name]
 	}
 	return out
 }
 
-// RetryHintHeaders are provider headers that say a delivery is a retry;
-// receipts keep them so operators see retries before pressing "Resend".
-var RetryHintHeaders = []string{"X-Slack-Retry-Num", "X-Slack-Retry-Reason"}
+func printableASCII(s string) bool {
+	if s == "" || len(s) > MaxRetryHintBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
 
 // MarshalReceipt encodes r.
 func MarshalReceipt(r Receipt) ([]byte, error) {
@@ -74,7 +109,7 @@ func ParseReceipt(b []byte) (Receipt, error) {
 		return Receipt{}, fmt.Errorf("receipt: missing id or key")
 	}
 	r.Key = k
-	if r.RetryHints == nil {
+	if r.RetryHints = BoundRetryHints(r.RetryHints); r.RetryHints == nil {
 		r.RetryHints = map[string]string{}
 	}
 	return r, nil

@@ -13,8 +13,12 @@ package provider
 // The scheme names no event id, so event_id (a header or a body field) is
 // required; event_type, object_id and object_version are optional. An id
 // taken from a header the template does not sign can be changed by anyone
-// replaying a captured delivery, which defeats deduplication: prefer a body
-// field, or sign the header with "{id}".
+// replaying a captured delivery, which defeats deduplication: such a config
+// needs hmac.allow_unsigned_id. Prefer a body field, or sign the header with
+// "{id}". When both a header and a field are configured the signed field
+// wins. Two placeholders side by side ("{id}{body}") are refused: without
+// text between them one MAC would verify every split of the same bytes,
+// several ids for one signature.
 
 import (
 	"crypto/sha256"
@@ -107,6 +111,9 @@ func newHMAC(cfg Config) (Verifier, error) {
 			return nil, fmt.Errorf("hmac.template: {id} needs event_id.header")
 		}
 		v.idHeader = textproto.CanonicalMIMEHeaderKey(cfg.EventID.Header)
+	} else if cfg.EventID.Header != "" && !c.AllowUnsignedID {
+		return nil, fmt.Errorf("event_id.header: %s is not signed (the template has no {id}): a captured delivery replayed under a new id would be a new event; "+
+			"sign it with {id}, use event_id.field, or accept the risk with hmac.allow_unsigned_id: true", cfg.EventID.Header)
 	}
 	if v.identity, err = newIdentity(cfg, identityFields{}); err != nil {
 		return nil, err
@@ -130,6 +137,9 @@ func parseTemplate(t string) ([]templatePart, error) {
 				name := t[i+1 : i+end]
 				switch name {
 				case "body", "timestamp", "id":
+					if len(parts) > 0 && parts[len(parts)-1].placeholder != "" && lit.Len() == 0 {
+						return nil, fmt.Errorf("{%s} follows {%s} with nothing between them: one signature would verify several splits", name, parts[len(parts)-1].placeholder)
+					}
 					if lit.Len() > 0 {
 						parts = append(parts, templatePart{literal: lit.String()})
 						lit.Reset()
