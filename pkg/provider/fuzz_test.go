@@ -317,10 +317,19 @@ b"}`,
 	f.Add("", "", []byte(nil))
 
 	f.Fuzz(func(t *testing.T, ts, sig string, body []byte) {
-		ev, err := v.Verify(&Delivery{Header: slackHeader(ts, sig), Body: body, Now: now})
+		h := slackHeader(ts, sig)
+		// The retry headers are unsigned: fuzz them with the body's bytes.
+		h.Set("X-Slack-Retry-Num", string(body[:min(len(body), 4)]))
+		h.Set("X-Slack-Retry-Reason", string(body))
+		ev, err := v.Verify(&Delivery{Header: h, Body: body, Now: now})
 		if err != nil {
 			checkSentinel(t, err)
 			return
+		}
+		for _, hint := range ev.RetryHints {
+			if len(hint.Value) > 32 || strings.Trim(hint.Value, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+				t.Fatalf("kept retry hint %q=%q", hint.Name, hint.Value)
+			}
 		}
 		sec, perr := strconv.ParseInt(ts, 10, 64)
 		if perr != nil || strings.Trim(ts, "0123456789") != "" || now.Sub(time.Unix(sec, 0)).Abs() > DefaultTolerance {
