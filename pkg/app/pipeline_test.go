@@ -389,7 +389,7 @@ func TestHMACProvider(t *testing.T) {
 	}
 	p.settled(1)
 	out := p.outMessages()
-	if msgs := out["partner//ord_1"]; len(msgs) != 1 || msgs[0].Subject != "intake.out.globex.partner.order_created" {
+	if msgs := out["partner//ord_1"]; len(msgs) != 1 || msgs[0].Subject != "intake.out.globex.partner.order%2Ecreated" {
 		t.Fatalf("INTAKE_OUT = %v", out)
 	}
 }
