@@ -1,12 +1,14 @@
 package app_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/provider"
 )
@@ -50,6 +52,9 @@ func TestGenuineShopifyUpdateAfterForgedFutureVersionIsApplied(t *testing.T) {
 	// Triggered-At. Whatever becomes of it (a new id is the replay
 	// guard's case), it carries the captured, signed version.
 	send("ev-forged", captured, "9999-12-31T23:59:59Z")
+	// Decided before the genuine update arrives: in one batch the processor
+	// orders an object's events by version itself.
+	p.drained()
 	// A signed far-future version is refused outright.
 	if code := send("ev-future", `{"id":7,"admin_graphql_api_id":"gid://shopify/Order/7","updated_at":"9999-12-31T23:59:59Z"}`, ""); code != http.StatusBadRequest {
 		t.Fatalf("far-future updated_at answered %d, want 400", code)
@@ -66,4 +71,17 @@ func TestGenuineShopifyUpdateAfterForgedFutureVersionIsApplied(t *testing.T) {
 	if ev2 != inbox.StatusProcessed {
 		t.Fatalf("genuine update after the forged far-future attempt: %s, want %s", ev2, inbox.StatusProcessed)
 	}
+}
+
+// drained waits until the processor has acked every INTAKE_IN message.
+func (p *pipeline) drained() {
+	p.t.Helper()
+	testenv.Eventually(p.t, 30*time.Second, func() bool {
+		c, err := p.js.Consumer(context.Background(), envelope.StreamIn, envelope.ConsumerName)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	}, "the processor never drained INTAKE_IN")
 }
