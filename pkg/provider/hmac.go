@@ -41,6 +41,10 @@ type hmacVerifier struct {
 
 	timestampHeader string // canonical; "" when none
 	idHeader        string // canonical event_id header when the template signs {id}
+	// idBounds are the template's bytes on either side of {id}: a signed id
+	// must not contain them, or the same signed bytes would split into
+	// another id and body ("{id}.{body}": id "a.{x" and the rest).
+	idBounds string
 	template        []templatePart
 	tolerance       time.Duration
 
@@ -111,6 +115,7 @@ func newHMAC(cfg Config) (Verifier, error) {
 			return nil, fmt.Errorf("hmac.template: {id} needs event_id.header")
 		}
 		v.idHeader = textproto.CanonicalMIMEHeaderKey(cfg.EventID.Header)
+		v.idBounds = idBounds(v.template)
 	} else if cfg.EventID.Header != "" && !c.AllowUnsignedID {
 		return nil, fmt.Errorf("event_id.header: %s is not signed (the template has no {id}): a captured delivery replayed under a new id would be a new event; "+
 			"sign it with {id}, use event_id.field, or accept the risk with hmac.allow_unsigned_id: true", cfg.EventID.Header)
@@ -169,6 +174,24 @@ func parseTemplate(t string) ([]templatePart, error) {
 	return parts, nil
 }
 
+// idBounds returns the literal bytes next to each {id} in parts.
+func idBounds(parts []templatePart) string {
+	var b []byte
+	for i, p := range parts {
+		if p.placeholder != "id" {
+			continue
+		}
+		if i > 0 && parts[i-1].literal != "" {
+			l := parts[i-1].literal
+			b = append(b, l[len(l)-1])
+		}
+		if i+1 < len(parts) && parts[i+1].literal != "" {
+			b = append(b, parts[i+1].literal[0])
+		}
+	}
+	return string(b)
+}
+
 func isPlaceholderName(s string) bool {
 	if s == "" {
 		return false
@@ -225,6 +248,10 @@ func (v *hmacVerifier) Verify(d *Delivery) (Event, error) {
 	idx := firstMatch(v.newHash, v.keys, want, content...)
 	if idx < 0 {
 		return Event{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, v.header)
+	}
+
+	if v.idBounds != "" && strings.ContainsAny(id, v.idBounds) {
+		return Event{}, fmt.Errorf("%w: %s contains a character that separates it from the rest of hmac.template", ErrMalformed, v.idHeader)
 	}
 
 	// Verified: only now is the body parsed.

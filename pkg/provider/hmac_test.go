@@ -269,3 +269,35 @@ func TestHMACTemplateConfig(t *testing.T) {
 		}
 	}
 }
+
+// A signed {id} must not contain the template's bytes beside it: with
+// "{id}.{body}", the signed bytes "a.{...}" also split as id "a.{" plus a
+// shorter body, one signature for several ids.
+func TestHMACSignedIDCannotShiftIntoTheBody(t *testing.T) {
+	cfg := Config{Provider: "hmac", Secrets: []string{hmacSecret}, EventID: Field{Header: "X-Id"},
+		HMAC: HMACConfig{Header: "X-Sig", Template: "{id}.{body}"}}
+	v := newTestVerifier(t, cfg)
+	const body = `{"n":1}.tail`
+	mac := hex.EncodeToString(macOf(sha256.New, hmacSecret, `evt.`+body))
+	// The genuine split verifies.
+	if ev, err := v.Verify(&Delivery{Header: http.Header{"X-Sig": {mac}, "X-Id": {"evt"}}, Body: []byte(body)}); err != nil || ev.ID != "evt" {
+		t.Fatalf("genuine: %+v, %v", ev, err)
+	}
+	// The same MAC under id `evt.{"n":1}` and body "tail" is refused.
+	_, err := v.Verify(&Delivery{Header: http.Header{"X-Sig": {mac}, "X-Id": {`evt.{"n":1}`}}, Body: []byte("tail")})
+	if !errors.Is(err, ErrMalformed) {
+		t.Fatalf("shifted split: err = %v, want ErrMalformed", err)
+	}
+	if got := idBounds(mustTemplate(t, "{timestamp}:{id}-{body}")); got != ":-" {
+		t.Fatalf("idBounds = %q", got)
+	}
+}
+
+func mustTemplate(t *testing.T, s string) []templatePart {
+	t.Helper()
+	p, err := parseTemplate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
