@@ -44,9 +44,9 @@ type hmacVerifier struct {
 	// idBounds are the template's bytes on either side of {id}: a signed id
 	// must not contain them, or the same signed bytes would split into
 	// another id and body ("{id}.{body}": id "a.{x" and the rest).
-	idBounds string
-	template        []templatePart
-	tolerance       time.Duration
+	idBounds  string
+	template  []templatePart
+	tolerance time.Duration
 
 	keys     [][]byte
 	identity identity
