@@ -189,6 +189,11 @@ func lookup(raw []byte, path string) (string, error) {
 
 // nextKey splits the first key off a validated path, unescaping it.
 func nextKey(path string) (key, rest string) {
+	if i := strings.IndexAny(path, `.\`); i < 0 {
+		return path, ""
+	} else if path[i] == '.' {
+		return path[:i], path[i+1:] // no escape: no copy
+	}
 	var b strings.Builder
 	for i := 0; i < len(path); i++ {
 		switch c := path[i]; c {
