@@ -1,7 +1,6 @@
 package ingress
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,8 +14,7 @@ import (
 // INTAKE_RECEIPTS, not a JetStream publish: the answer to the provider must
 // not wait for it. A receipt lost to a NATS failure undercounts
 // delivery_count; it never loses an event.
-func (s *Service) sendReceipt(r *http.Request, key envelope.Key, receivedAt time.Time, code int, answer string) {
-	hints := envelope.RetryHints(r.Header)
+func (s *Service) sendReceipt(hints map[string]string, key envelope.Key, receivedAt time.Time, code int, answer string) {
 	b, err := envelope.MarshalReceipt(envelope.Receipt{
 		ID: uuid.NewString(), Key: key, ReceivedAt: receivedAt, Instance: s.instance,
 		StatusCode: code, Answer: answer, RetryHints: hints,

@@ -106,7 +106,7 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 	ev.Type = envelope.CleanType(ev.Type)
 	key := envelope.Key{Integration: in.Name, Account: account, EventID: ev.ID}
 	d := envelope.NewDelivery(key, in.Tenant, ev.Type, body, now)
-	d.Instance, d.RetryHints = s.instance, envelope.RetryHints(r.Header)
+	d.Instance, d.RetryHints = s.instance, ev.HintMap()
 	if ev.ObjectID != "" {
 		// Ordering needs both halves: an object id whose version is missing
 		// or unreadable is refused (400, the provider retries after a config
@@ -134,13 +134,13 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 		s.log.Warn("publish failed", "integration", in.Name, "key", key.String(), "err", err)
 		w.Header().Set("Retry-After", retryAfter)
 		writeAnswer(w, http.StatusServiceUnavailable, Answer{Status: "unavailable", Reason: "stream_unavailable"})
-		s.sendReceipt(r, key, now, http.StatusServiceUnavailable, "unavailable")
+		s.sendReceipt(ev.HintMap(), key, now, http.StatusServiceUnavailable, "unavailable")
 		return http.StatusServiceUnavailable
 	}
 	if ack.Duplicate {
 		s.metrics.Duplicates.WithLabelValues(in.Name).Inc()
 		writeAnswer(w, http.StatusOK, Answer{Status: "duplicate", Key: key.String()})
-		s.sendReceipt(r, key, now, http.StatusOK, "duplicate")
+		s.sendReceipt(ev.HintMap(), key, now, http.StatusOK, "duplicate")
 		return http.StatusOK
 	}
 	in.m.accepted.Inc()

@@ -449,13 +449,16 @@ func TestEveryProviderThroughHTTP(t *testing.T) {
 	})
 
 	t.Run("shopify", func(t *testing.T) {
-		body := []byte(`{"id":450789469,"admin_graphql_api_id":"gid://shopify/Order/450789469","email":"bob@example.com"}`)
 		at := time.Now()
+		updated := at.Add(-time.Minute).UTC().Format(time.RFC3339)
+		body := []byte(`{"id":450789469,"admin_graphql_api_id":"gid://shopify/Order/450789469","email":"bob@example.com","updated_at":"` + updated + `"}`)
 		good := r.sign("shop", 1, provider.Message{ID: "shop-ev-1", Type: "orders/updated", Body: body, Time: at})
-		version, err := envelope.ParseVersion(good.header.Get("X-Shopify-Triggered-At"))
+		version, err := envelope.ParseVersion(updated)
 		if err != nil {
 			t.Fatal(err)
 		}
+		future := []byte(`{"admin_graphql_api_id":"gid://shopify/Order/450789469","updated_at":"9999-12-31T23:59:59Z"}`)
+		token := []byte(`eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJkZXN0IjoiaHR0cHM6Ly9hY21lLm15c2hvcGlmeS5jb20ifQ`)
 		r.checkProvider(t, "shop", []accepted{
 			{name: "order", req: good, key: "shop/" + allowedShop + "/shop-ev-1", typ: "orders/updated",
 				objectID: "gid://shopify/Order/450789469", objectVV: strconv.FormatInt(version, 10), secretIndex: 1},
@@ -467,7 +470,10 @@ func TestEveryProviderThroughHTTP(t *testing.T) {
 			{"shop not allowed", setHeader(good, "X-Shopify-Shop-Domain", "evil.myshopify.com"), 401, "account_not_allowed"},
 			{"missing shop", without(good, "X-Shopify-Shop-Domain"), 401, "missing_header"},
 			{"missing HMAC", without(good, "X-Shopify-Hmac-Sha256"), 401, "missing_header"},
-			{"unreadable Triggered-At", setHeader(good, "X-Shopify-Triggered-At", "yesterday"), 400, "bad_object_version"},
+			{"far-future updated_at", r.sign("shop", 1, provider.Message{ID: "shop-ev-2", Type: "orders/updated", Body: future, Time: at}),
+				400, "bad_object_version"},
+			{"a token's signed text", r.sign("shop", 1, provider.Message{ID: "chosen", Type: "shop/redact", Body: token, Time: at}),
+				400, "malformed"},
 		})
 	})
 

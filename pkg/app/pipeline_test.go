@@ -199,7 +199,7 @@ func TestOneDeliveryIsProcessedOnce(t *testing.T) {
 		t.Fatalf("INTAKE_OUT holds %d keys, %d messages for the event; want exactly one", len(out), len(msgs))
 	}
 	m := msgs[0]
-	if m.Subject != "intake.out.acme.demo.invoice_paid" || !bytes.Equal(m.Data, d.body) {
+	if m.Subject != "intake.out.acme.demo.invoice%2Epaid" || !bytes.Equal(m.Data, d.body) {
 		t.Fatalf("processed message subject %q body %q", m.Subject, m.Data)
 	}
 	for h, want := range map[string]string{
@@ -389,7 +389,7 @@ func TestHMACProvider(t *testing.T) {
 	}
 	p.settled(1)
 	out := p.outMessages()
-	if msgs := out["partner//ord_1"]; len(msgs) != 1 || msgs[0].Subject != "intake.out.globex.partner.order_created" {
+	if msgs := out["partner//ord_1"]; len(msgs) != 1 || msgs[0].Subject != "intake.out.globex.partner.order%2Ecreated" {
 		t.Fatalf("INTAKE_OUT = %v", out)
 	}
 }

@@ -75,7 +75,7 @@ integrations:
     tenant: t
     secrets: ["${S}", "${MISSING:-fallback-secret}"]
     hmac: {header: X-Sig}
-    event_id: {header: X-Id}
+    event_id: {field: id}
 `), env(map[string]string{"S": weird}))
 	if err != nil {
 		t.Fatal(err)

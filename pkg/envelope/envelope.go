@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/intakehq/intake/pkg/inbox"
@@ -47,14 +46,13 @@ const (
 
 // Stream and subject names.
 const (
-	StreamIn       = "INTAKE_IN"
-	StreamOut      = "INTAKE_OUT"
-	SubjectInAll   = "intake.in.>"
-	SubjectOutAll  = "intake.out.>"
-	ConsumerName   = "processor"
-	DefaultType    = "unknown"
-	hashPrefixHex  = 16
-	maxTokenLength = 128
+	StreamIn      = "INTAKE_IN"
+	StreamOut     = "INTAKE_OUT"
+	SubjectInAll  = "intake.in.>"
+	SubjectOutAll = "intake.out.>"
+	ConsumerName  = "processor"
+	DefaultType   = "unknown"
+	hashPrefixHex = 16
 )
 
 // Key identifies one logical provider event: integration, provider account
@@ -126,20 +124,21 @@ func SubjectOut(tenant, integration, eventType string) string {
 	return "intake.out." + Token(tenant) + "." + Token(integration) + "." + Token(eventType)
 }
 
-// Token turns an arbitrary string into one NATS subject token. Characters NATS
-// forbids or gives meaning to (space, '.', '*', '>', control characters) become
-// '_', so "invoice.paid" becomes "invoice_paid"; the original value stays in
-// the Intake-Event-Type header. Empty values become "unknown".
+// Token turns an arbitrary string into one NATS subject token, one to one:
+// two different strings never share a token, so one event type cannot be
+// routed to another's subscribers ("a.b" and "a_b" used to collide). A clean
+// string — printable ASCII without space, '.', '*', '>' and the escape '%' —
+// is its own token ("push", "orders/create", "invoice_paid"); any other is
+// percent-escaped byte by byte ("invoice.paid" becomes "invoice%2Epaid"),
+// and ParseToken reverses it. The original value also stays in the
+// Intake-Event-Type header. Empty values become "unknown".
 func Token(s string) string {
 	if s == "" {
 		return DefaultType
 	}
-	if len(s) > maxTokenLength {
-		s = s[:maxTokenLength]
-	}
 	clean := true
 	for i := 0; i < len(s); i++ {
-		if !tokenByteOK(s[i]) {
+		if !tokenByteClean(s[i]) {
 			clean = false
 			break
 		}
@@ -147,15 +146,73 @@ func Token(s string) string {
 	if clean {
 		return s
 	}
-	b := []byte(s)
-	for i, c := range b {
-		if !tokenByteOK(c) {
-			b[i] = '_'
+	const hexDigits = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s)+16)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; tokenByteClean(c) {
+			b = append(b, c)
+		} else {
+			b = append(b, tokenEscape, hexDigits[c>>4], hexDigits[c&0xf])
 		}
 	}
 	return string(b)
 }
 
+// tokenEscape starts an escaped byte in a token.
+const tokenEscape = '%'
+
+// ParseToken reverses Token for a token Token produced (except that
+// "unknown" may also have been ""); ok is false for a string Token never
+// produces.
+func ParseToken(tok string) (s string, ok bool) {
+	if tok == "" {
+		return "", false
+	}
+	b := make([]byte, 0, len(tok))
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		if c != tokenEscape {
+			if !tokenByteClean(c) {
+				return "", false
+			}
+			b = append(b, c)
+			continue
+		}
+		if i+2 >= len(tok) {
+			return "", false
+		}
+		hi, ok1 := unhex(tok[i+1])
+		lo, ok2 := unhex(tok[i+2])
+		if !ok1 || !ok2 {
+			return "", false
+		}
+		d := hi<<4 | lo
+		if tokenByteClean(d) {
+			return "", false // Token leaves clean bytes as they are
+		}
+		b = append(b, d)
+		i += 2
+	}
+	return string(b), true
+}
+
+// unhex reads one upper-case hex digit, the only case Token writes.
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// tokenByteClean reports whether c stands for itself in a token.
+func tokenByteClean(c byte) bool {
+	return tokenByteOK(c) && c != tokenEscape
+}
+
+// tokenByteOK reports whether NATS allows c in a subject token.
 func tokenByteOK(c byte) bool {
 	return c > ' ' && c < 0x7f && c != '.' && c != '*' && c != '>'
 }
@@ -165,14 +222,45 @@ func tokenByteOK(c byte) bool {
 const MaxIDBytes = 256
 
 // ValidID reports whether s can serve as an event id or account: 1 to
-// MaxIDBytes bytes of valid UTF-8 without control characters (which NATS
-// headers and operators' terminals cannot carry safely).
+// MaxIDBytes bytes of valid UTF-8 without control characters (C0, DEL, C1),
+// bidirectional controls or line separators, which NATS headers and
+// operators' terminals cannot carry safely: `intake events` prints ids as
+// they are, and a right-to-left override would make one id read as another.
 func ValidID(s string) bool {
-	return CheckText("id", s, MaxIDBytes, true) == nil
+	if s == "" || len(s) > MaxIDBytes || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if Unprintable(r) {
+			return false
+		}
+	}
+	return true
 }
 
-// CleanType returns an event type fit for a header value: control
-// characters become '_' and it is cut to MaxIDBytes.
+// ValidType reports whether s can serve as an event type: like ValidID, but
+// it may be empty (a provider that names no type).
+func ValidType(s string) bool { return s == "" || ValidID(s) }
+
+// Unprintable reports whether r is a control character (C0, DEL, C1), a
+// bidirectional control (U+061C, U+200E, U+200F, U+202A–U+202E,
+// U+2066–U+2069) or a line or paragraph separator (U+2028, U+2029).
+func Unprintable(r rune) bool {
+	switch {
+	case r < ' ', r >= 0x7f && r <= 0x9f:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	case r == 0x2028, r == 0x2029:
+		return true
+	}
+	return false
+}
+
+// CleanType returns an event type fit for a header value: unprintable
+// characters (see Unprintable) become '_' and it is cut to MaxIDBytes.
+// Verifiers refuse such types (ValidType); this is the last line for the
+// values that did not pass through one.
 func CleanType(s string) string {
 	if len(s) > MaxIDBytes {
 		s = s[:MaxIDBytes]
@@ -181,7 +269,7 @@ func CleanType(s string) string {
 		s = strings.ToValidUTF8(s, "_")
 	}
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+		if Unprintable(r) {
 			return '_'
 		}
 		return r

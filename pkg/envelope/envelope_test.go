@@ -1,6 +1,10 @@
 package envelope
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestMsgIDIncludesHashPrefix(t *testing.T) {
 	k := Key{Integration: "stripe-live", Account: "acct_1", EventID: "evt_1"}
@@ -43,34 +47,72 @@ func TestParseKey(t *testing.T) {
 
 func TestToken(t *testing.T) {
 	tests := map[string]string{
-		"":             "unknown",
-		"invoice.paid": "invoice_paid",
-		"push":         "push",
-		"a b*c>d\x01":  "a_b_c_d_",
-		"customer-new": "customer-new",
+		"":               "unknown",
+		"invoice.paid":   "invoice%2Epaid",
+		"invoice_paid":   "invoice_paid",
+		"push":           "push",
+		"orders/create":  "orders/create",
+		"a b*c>d\x01":    "a%20b%2Ac%3Ed%01",
+		"customer-new":   "customer-new",
+		"100%":           "100%25",
+		"ünï":            "%C3%BCn%C3%AF",
+		"a%2Eb":          "a%252Eb",
+		"app_rate_limit": "app_rate_limit",
 	}
 	for in, want := range tests {
 		if got := Token(in); got != want {
 			t.Errorf("Token(%q) = %q, want %q", in, got, want)
 		}
+		if back, ok := ParseToken(Token(in)); in != "" && (!ok || back != in) {
+			t.Errorf("ParseToken(%q) = %q, %v; want %q", Token(in), back, ok, in)
+		}
 	}
-	if got := SubjectOut("acme", "stripe-live", "invoice.paid"); got != "intake.out.acme.stripe-live.invoice_paid" {
+	if got := SubjectOut("acme", "stripe-live", "invoice.paid"); got != "intake.out.acme.stripe-live.invoice%2Epaid" {
 		t.Errorf("SubjectOut = %q", got)
 	}
 }
 
+// The collisions of the old mapping, which replaced every forbidden byte
+// with '_' and cut at 128 bytes: each pair routed two event types to one
+// subject.
+func TestTokenIsInjective(t *testing.T) {
+	long := strings.Repeat("a", 128)
+	for _, pair := range [][2]string{
+		{"a.b", "a_b"}, {"a b", "a*b"}, {"x>", "x_"}, {long + "1", long + "2"}, {"%2E", "."},
+	} {
+		if Token(pair[0]) == Token(pair[1]) {
+			t.Errorf("Token(%q) = Token(%q) = %q", pair[0], pair[1], Token(pair[0]))
+		}
+	}
+	for _, bad := range []string{"", "a.b", "a b", "%", "%2", "%2e", "%41", "%zz"} {
+		if _, ok := ParseToken(bad); ok {
+			t.Errorf("ParseToken(%q) accepted a string Token never writes", bad)
+		}
+	}
+}
+
 func FuzzToken(f *testing.F) {
-	f.Add("invoice.paid")
-	f.Add("")
-	f.Fuzz(func(t *testing.T, s string) {
-		tok := Token(s)
-		if tok == "" || len(tok) > maxTokenLength {
-			t.Fatalf("Token(%q) = %q", s, tok)
+	f.Add("invoice.paid", "invoice_paid")
+	f.Add("", "unknown")
+	f.Add("%", "%25")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		tok := Token(a)
+		if tok == "" {
+			t.Fatalf("Token(%q) is empty", a)
 		}
 		for i := 0; i < len(tok); i++ {
 			if !tokenByteOK(tok[i]) {
-				t.Fatalf("Token(%q) = %q has forbidden byte %q", s, tok, tok[i])
+				t.Fatalf("Token(%q) = %q has forbidden byte %q", a, tok, tok[i])
 			}
+		}
+		if back, ok := ParseToken(tok); a != "" && (!ok || back != a) {
+			t.Fatalf("ParseToken(Token(%q)) = %q, %v", a, back, ok)
+		}
+		if a != b && a != "" && b != "" && tok == Token(b) {
+			t.Fatalf("Token(%q) = Token(%q) = %q", a, b, tok)
+		}
+		if s, ok := ParseToken(b); ok && Token(s) != b {
+			t.Fatalf("ParseToken(%q) = %q, but Token of that is %q", b, s, Token(s))
 		}
 	})
 }
@@ -83,6 +125,10 @@ func TestValidID(t *testing.T) {
 	tests := map[string]bool{
 		"evt_1": true, "a/b": true, "ünïcode": true, "": false, "a\nb": false, "a\x00": false,
 		string(long): false, string(long[:MaxIDBytes]): true, "\xff": false,
+		// C1 controls, bidirectional controls and line separators: the CLI
+		// prints ids raw, and "evt_\u202egnp.exe" reads as another id.
+		"evt\u0085": false, "evt\u009b31m": false, "evt_\u202egnp": false, "\u2066x\u2069": false,
+		"a\u200fb": false, "a\u061cb": false, "a\u2028b": false, "a\x7f": false, "a\u00a0b": true,
 	}
 	for in, want := range tests {
 		if got := ValidID(in); got != want {
@@ -91,6 +137,12 @@ func TestValidID(t *testing.T) {
 	}
 	if got := CleanType("a\r\nb"); got != "a__b" {
 		t.Errorf("CleanType = %q", got)
+	}
+	if got := CleanType("a\u202eb\u0085"); got != "a_b_" {
+		t.Errorf("CleanType = %q", got)
+	}
+	if ValidType("a\u202eb") || !ValidType("") || !ValidType("invoice.paid") {
+		t.Error("ValidType")
 	}
 }
 
@@ -111,5 +163,45 @@ func TestIsSubjectIn(t *testing.T) {
 		if got := IsSubjectIn(c.subject, c.integration); got != c.want {
 			t.Errorf("IsSubjectIn(%q, %q) = %v, want %v", c.subject, c.integration, got, c.want)
 		}
+	}
+}
+
+func TestBoundRetryHints(t *testing.T) {
+	huge := strings.Repeat("9", 64<<10)
+	in := map[string]string{
+		"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout",
+		"X-Huge": huge, "X-Ctl": "a\nb", "": "x", "X-A": "1", "X-B": "2", "X-C": "3",
+	}
+	got := BoundRetryHints(in)
+	if len(got) != MaxRetryHints {
+		t.Fatalf("kept %d hints, want %d: %v", len(got), MaxRetryHints, got)
+	}
+	for k, v := range got {
+		if len(k) > MaxRetryHintBytes || len(v) > MaxRetryHintBytes || v == huge || strings.ContainsAny(v, "\n") {
+			t.Fatalf("kept %q=%q", k, v)
+		}
+	}
+	if BoundRetryHints(map[string]string{"X": huge}) != nil {
+		t.Fatal("a hint over the bound was kept")
+	}
+
+	// A forged message or receipt cannot store more than the bound either.
+	d := NewDelivery(Key{"i", "a", "e"}, "t", "x", []byte("{}"), time.Unix(0, 0))
+	d.RetryHints = map[string]string{"X-Huge": huge, "X-Slack-Retry-Num": "2"}
+	m := d.Msg()
+	if h := m.Header.Get(HeaderRetryHints); len(h) > 200 {
+		t.Fatalf("message carries %d bytes of hints", len(h))
+	}
+	m.Header.Set(HeaderRetryHints, `{"X-Huge":"`+huge+`","X-Slack-Retry-Num":"2"}`)
+	back, err := ParseDelivery(m.Header, m.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.RetryHints) != 1 || back.RetryHints["X-Slack-Retry-Num"] != "2" {
+		t.Fatalf("parsed hints %v", back.RetryHints)
+	}
+	r, err := ParseReceipt([]byte(`{"id":"r","key":"i/a/e","retry_hints":{"X-Huge":"` + huge + `"}}`))
+	if err != nil || len(r.RetryHints) != 0 {
+		t.Fatalf("receipt hints %v, %v", r.RetryHints, err)
 	}
 }

@@ -33,7 +33,7 @@ type Delivery struct {
 	ReplayMode inbox.ReplayMode
 
 	// Instance is the ingress instance that accepted the delivery;
-	// RetryHints the provider's retry headers (see RetryHintHeaders).
+	// RetryHints the provider's retry headers (see BoundRetryHints).
 	Instance   string
 	RetryHints map[string]string
 }
@@ -64,8 +64,8 @@ func (d Delivery) Msg() *nats.Msg {
 	if d.Instance != "" {
 		m.Header.Set(HeaderInstance, d.Instance)
 	}
-	if len(d.RetryHints) > 0 {
-		if b, err := json.Marshal(d.RetryHints); err == nil {
+	if hints := BoundRetryHints(d.RetryHints); len(hints) > 0 {
+		if b, err := json.Marshal(hints); err == nil {
 			m.Header.Set(HeaderRetryHints, string(b))
 		}
 	}
@@ -130,7 +130,7 @@ func ParseDelivery(h nats.Header, body []byte) (Delivery, error) {
 	d.Instance = h.Get(HeaderInstance)
 	if raw := h.Get(HeaderRetryHints); raw != "" {
 		_ = json.Unmarshal([]byte(raw), &d.RetryHints) // hints are informational
-		d.RetryHints = CleanRetryHints(d.RetryHints)
+		d.RetryHints = BoundRetryHints(d.RetryHints)
 	}
 	if !d.ReplayMode.Valid() {
 		return Delivery{}, fmt.Errorf("%w: unknown %s %q", ErrBadEnvelope, HeaderReplayMode, d.ReplayMode)

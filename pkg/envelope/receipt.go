@@ -3,6 +3,7 @@ package envelope
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 )
@@ -39,54 +40,57 @@ type Receipt struct {
 // INTAKE_IN message seq: idempotent across redeliveries of that message.
 func StreamReceiptID(seq uint64) string { return "in:" + strconv.FormatUint(seq, 10) }
 
-// RetryHints picks the provider's retry headers out of a request's headers.
-func RetryHints(h map[string][]string) map[string]string {
-	var out map[string]string
-	for _, name := range RetryHintHeaders {
-		if v := h[name]; len(v) > 0 && v[0] != "" {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[name] = v[0]
-		}
-	}
-	return CleanRetryHints(out)
-}
-
-// Bounds of retry hints: informational, so what exceeds them is cut or
-// dropped rather than refused.
+// Retry hints are a provider's headers that say a delivery is a retry
+// (Slack's X-Slack-Retry-Num and X-Slack-Retry-Reason); the delivery history
+// keeps them so operators see retries before pressing "Resend". They are not
+// signed and they are stored, so only the verifier of their provider reads
+// them (provider.Event.RetryHints), and they are bounded here, also when
+// read back from a message or receipt anyone allowed to publish could write.
 const (
-	maxRetryHints     = 8
-	maxRetryHintBytes = 256
+	// MaxRetryHints bounds the number of hints kept per delivery.
+	MaxRetryHints = 4
+	// MaxRetryHintBytes bounds a hint's name and its value.
+	MaxRetryHintBytes = 64
 )
 
-// CleanRetryHints keeps at most maxRetryHints hints whose names are
-// printable text, each value cut to maxRetryHintBytes with control
-// characters replaced: the publisher of a delivery or receipt writes them,
-// and a NUL or an invalid byte would make Postgres refuse the whole fold.
-func CleanRetryHints(h map[string]string) map[string]string {
-	if len(h) == 0 {
-		return h
+// BoundRetryHints returns the hints of m that fit: at most MaxRetryHints
+// (the first by name), names and values of 1 to MaxRetryHintBytes printable
+// ASCII characters. nil when none does.
+func BoundRetryHints(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
 	}
-	out := make(map[string]string, min(len(h), maxRetryHints))
-	for k, v := range h {
-		if len(out) == maxRetryHints {
-			break
+	names := make([]string, 0, len(m))
+	for name, v := range m {
+		if printableASCII(name) && printableASCII(v) {
+			names = append(names, name)
 		}
-		if CheckText("retry hint name", k, 64, true) != nil {
-			continue
-		}
-		if len(v) > maxRetryHintBytes {
-			v = v[:maxRetryHintBytes]
-		}
-		out[k] = CleanType(v)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	if len(names) > MaxRetryHints {
+		names = names[:MaxRetryHints]
+	}
+	out := make(map[string]string, len(names))
+	for _, name := range names {
+		out[name] = m[name]
 	}
 	return out
 }
 
-// RetryHintHeaders are provider headers that say a delivery is a retry;
-// receipts keep them so operators see retries before pressing "Resend".
-var RetryHintHeaders = []string{"X-Slack-Retry-Num", "X-Slack-Retry-Reason"}
+func printableASCII(s string) bool {
+	if s == "" || len(s) > MaxRetryHintBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
 
 // MarshalReceipt encodes r.
 func MarshalReceipt(r Receipt) ([]byte, error) {
@@ -117,9 +121,8 @@ func ParseReceipt(b []byte) (Receipt, error) {
 			return Receipt{}, fmt.Errorf("receipt: %w", err)
 		}
 	}
-	r.RetryHints = CleanRetryHints(r.RetryHints)
 	r.Key = k
-	if r.RetryHints == nil {
+	if r.RetryHints = BoundRetryHints(r.RetryHints); r.RetryHints == nil {
 		r.RetryHints = map[string]string{}
 	}
 	return r, nil

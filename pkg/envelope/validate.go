@@ -2,7 +2,6 @@ package envelope
 
 import (
 	"fmt"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -35,8 +34,8 @@ func CheckText(name, s string, max int, required bool) error {
 		return fmt.Errorf("%s is not valid UTF-8", name)
 	}
 	for _, r := range s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
-			return fmt.Errorf("%s holds the control character %U", name, r)
+		if Unprintable(r) {
+			return fmt.Errorf("%s holds the unprintable character %U", name, r)
 		}
 	}
 	return nil

@@ -1,6 +1,9 @@
 package provider
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors; Verify wraps them with detail that never contains a secret,
 // a signature or the body.
@@ -17,6 +20,9 @@ var (
 	// ErrMalformed: the verified delivery lacks an event id or cannot be
 	// parsed where parsing is needed. Answer 400.
 	ErrMalformed = errors.New("malformed delivery")
+	// ErrObjectVersion: the verified delivery's object version cannot be
+	// used (later than now plus the tolerance). It wraps ErrMalformed. Answer 400.
+	ErrObjectVersion = fmt.Errorf("%w: unusable object version", ErrMalformed)
 )
 
 // Reason is a short, stable label for a rejection, used in metrics and JSON answers.
@@ -30,6 +36,8 @@ func Reason(err error) string {
 		return "timestamp"
 	case errors.Is(err, ErrAccount):
 		return "account_not_allowed"
+	case errors.Is(err, ErrObjectVersion):
+		return "bad_object_version"
 	case errors.Is(err, ErrMalformed):
 		return "malformed"
 	default:

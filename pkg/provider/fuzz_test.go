@@ -251,8 +251,12 @@ func FuzzShopifyVerify(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	const body = `{"admin_graphql_api_id":"gid://shopify/Order/1"}`
+	const body = `{"admin_graphql_api_id":"gid://shopify/Order/1","updated_at":"2024-01-01T00:00:00Z"}`
+	const future = `{"admin_graphql_api_id":"gid://shopify/Order/1","updated_at":"9999-12-31T23:59:59Z"}`
+	const jwt = `eyJhbGciOiJIUzI1NiJ9.eyJkZXN0IjoiaHR0cHM6Ly9hY21lLm15c2hvcGlmeS5jb20ifQ`
 	f.Add(shopifySig(shopifySecret, body), "acme.myshopify.com", "ev", "wh", "2024-01-01T00:00:00Z", []byte(body))
+	f.Add(shopifySig(shopifySecret, future), "acme.myshopify.com", "ev", "wh", "", []byte(future))
+	f.Add(shopifySig(shopifySecret, jwt), "acme.myshopify.com", "ev", "wh", "", []byte(jwt))
 	f.Add(shopifySig(shopifySecret, body), "ACME.myshopify.com", "", "wh", "", []byte(body))
 	f.Add(shopifySig(shopifySecret, "<x/>"), "acme.myshopify.com", "", "wh", "", []byte("<x/>"))
 	f.Add(shopifySig(shopifySecret, body), "evil.myshopify.com", "ev", "", "", []byte(body))
@@ -275,8 +279,20 @@ func FuzzShopifyVerify(f *testing.F) {
 		if want := eventID; (want == "" && ev.ID != webhookID) || (want != "" && ev.ID != want) {
 			t.Fatalf("ID %q from event id %q, webhook id %q", ev.ID, eventID, webhookID)
 		}
-		if ev.ObjectVersion != triggered {
-			t.Fatalf("ObjectVersion %q, header %q", ev.ObjectVersion, triggered)
+		// Only a JSON object is a webhook (a token's signed text is not),
+		// and the version is the signed updated_at, never in the future.
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(body, &obj) != nil {
+			t.Fatalf("accepted a body that is no JSON object: %q", body)
+		}
+		if ev.ObjectVersion != "" {
+			var updated string
+			if json.Unmarshal(obj["updated_at"], &updated) != nil || updated != ev.ObjectVersion {
+				t.Fatalf("ObjectVersion %q is not the body's updated_at %s", ev.ObjectVersion, obj["updated_at"])
+			}
+			if v, err := time.Parse(time.RFC3339Nano, updated); err == nil && v.After(time.Now().Add(DefaultTolerance)) {
+				t.Fatalf("accepted a future version %q", updated)
+			}
 		}
 	})
 }
@@ -301,10 +317,19 @@ b"}`,
 	f.Add("", "", []byte(nil))
 
 	f.Fuzz(func(t *testing.T, ts, sig string, body []byte) {
-		ev, err := v.Verify(&Delivery{Header: slackHeader(ts, sig), Body: body, Now: now})
+		h := slackHeader(ts, sig)
+		// The retry headers are unsigned: fuzz them with the body's bytes.
+		h.Set("X-Slack-Retry-Num", string(body[:min(len(body), 4)]))
+		h.Set("X-Slack-Retry-Reason", string(body))
+		ev, err := v.Verify(&Delivery{Header: h, Body: body, Now: now})
 		if err != nil {
 			checkSentinel(t, err)
 			return
+		}
+		for _, hint := range ev.RetryHints {
+			if len(hint.Value) > 32 || strings.Trim(hint.Value, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+				t.Fatalf("kept retry hint %q=%q", hint.Name, hint.Value)
+			}
 		}
 		sec, perr := strconv.ParseInt(ts, 10, 64)
 		if perr != nil || strings.Trim(ts, "0123456789") != "" || now.Sub(time.Unix(sec, 0)).Abs() > DefaultTolerance {
@@ -347,8 +372,13 @@ func FuzzHMACTemplate(f *testing.F) {
 		if tmpl != "" && back.String() != tmpl {
 			t.Fatalf("parts %q spell %q", tmpl, back.String())
 		}
+		for i := 1; i < len(parts); i++ {
+			if parts[i].placeholder != "" && parts[i-1].placeholder != "" {
+				t.Fatalf("template %q: {%s}{%s} side by side accepted", tmpl, parts[i-1].placeholder, parts[i].placeholder)
+			}
+		}
 		cfg := Config{Provider: "hmac", Secrets: []string{hmacSecret}, EventID: Field{Header: "X-Id"},
-			HMAC: HMACConfig{Header: "X-Sig", Template: tmpl}}
+			HMAC: HMACConfig{Header: "X-Sig", Template: tmpl, AllowUnsignedID: true}}
 		if strings.Contains(tmpl, "{timestamp}") {
 			cfg.HMAC.TimestampHeader = "X-Ts"
 		}
@@ -387,7 +417,7 @@ func FuzzUnixTimestamp(f *testing.F) {
 
 func FuzzHMACVerify(f *testing.F) {
 	vhex, err := New(Config{Provider: "hmac", Secrets: []string{hmacOtherSecret, hmacSecret},
-		HMAC:    HMACConfig{Header: "X-Sig", Prefix: "sha256="},
+		HMAC:    HMACConfig{Header: "X-Sig", Prefix: "sha256=", AllowUnsignedID: true},
 		EventID: Field{Header: "X-Event-Id", Field: "id"}, EventType: Field{Field: "type"}})
 	if err != nil {
 		f.Fatal(err)
@@ -449,17 +479,28 @@ func FuzzJSONField(f *testing.F) {
 	f.Add([]byte(`[1,2,{"a":null}]`), "2.a", "")
 	f.Add([]byte(``), "@reverse", "")
 	f.Add([]byte(`{"a":{"b":1}}`), "a..b", "")
+	f.Add([]byte(`{"id":"a","id":"b"}`), "id", "")
+	f.Add([]byte(`{"id":"a","ID":"b"}`), "id", "")
+	f.Add([]byte(`{"d":{"id":"a"},"d":{"id":"b"}}`), "d.id", "")
 
 	f.Fuzz(func(t *testing.T, body []byte, path, value string) {
 		if validatePath(path) == nil {
-			_, err := jsonField(body, path)
+			got, err := jsonField(body, path)
 			if err != nil && !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error %v does not wrap ErrMalformed", err)
 			}
 			// gjson's validator and encoding/json's must agree on what JSON is,
 			// or a body would be malformed for one reader and not another.
-			if valid := json.Valid(body); valid != (err == nil) {
+			if valid := json.Valid(body); valid == errors.Is(err, errNotJSON) {
 				t.Fatalf("encoding/json Valid = %v, jsonField err = %v", valid, err)
+			}
+			// What Intake reads is what a subscriber decoding with
+			// encoding/json reads: duplicated keys, which the two resolve
+			// differently, are refused.
+			if err == nil {
+				if want, ok := stdlibField(body, path); ok && want != got {
+					t.Fatalf("jsonField(%s, %q) = %q, encoding/json reads %q", body, path, got, want)
+				}
 			}
 		}
 
@@ -478,4 +519,43 @@ func FuzzJSONField(f *testing.F) {
 			t.Fatalf("jsonField(%s) = %q, %v; want %q", doc, got, err, back["k"]["v"])
 		}
 	})
+}
+
+// stdlibField reads path as encoding/json does (a map per object, so the
+// last of duplicated keys): the value as jsonField reports it, and false
+// when the path cannot be followed that way.
+func stdlibField(body []byte, path string) (string, bool) {
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.UseNumber()
+	var cur any
+	if dec.Decode(&cur) != nil {
+		return "", false
+	}
+	for rest := path; ; {
+		var key string
+		key, rest = nextKey(rest)
+		switch node := cur.(type) {
+		case map[string]any:
+			cur = node[key]
+		case []any:
+			i, err := strconv.Atoi(key)
+			if err != nil || i < 0 || i >= len(node) || strconv.Itoa(i) != key {
+				return "", false
+			}
+			cur = node[i]
+		default:
+			return "", true
+		}
+		if rest == "" {
+			break
+		}
+	}
+	switch v := cur.(type) {
+	case string:
+		return v, true
+	case json.Number:
+		return string(v), true
+	default:
+		return "", true
+	}
 }

@@ -13,8 +13,12 @@ package provider
 // The scheme names no event id, so event_id (a header or a body field) is
 // required; event_type, object_id and object_version are optional. An id
 // taken from a header the template does not sign can be changed by anyone
-// replaying a captured delivery, which defeats deduplication: prefer a body
-// field, or sign the header with "{id}".
+// replaying a captured delivery, which defeats deduplication: such a config
+// needs hmac.allow_unsigned_id. Prefer a body field, or sign the header with
+// "{id}". When both a header and a field are configured the signed field
+// wins. Two placeholders side by side ("{id}{body}") are refused: without
+// text between them one MAC would verify every split of the same bytes,
+// several ids for one signature.
 
 import (
 	"crypto/sha256"
@@ -37,8 +41,12 @@ type hmacVerifier struct {
 
 	timestampHeader string // canonical; "" when none
 	idHeader        string // canonical event_id header when the template signs {id}
-	template        []templatePart
-	tolerance       time.Duration
+	// idBounds are the template's bytes on either side of {id}: a signed id
+	// must not contain them, or the same signed bytes would split into
+	// another id and body ("{id}.{body}": id "a.{x" and the rest).
+	idBounds  string
+	template  []templatePart
+	tolerance time.Duration
 
 	keys     [][]byte
 	identity identity
@@ -107,6 +115,10 @@ func newHMAC(cfg Config) (Verifier, error) {
 			return nil, fmt.Errorf("hmac.template: {id} needs event_id.header")
 		}
 		v.idHeader = textproto.CanonicalMIMEHeaderKey(cfg.EventID.Header)
+		v.idBounds = idBounds(v.template)
+	} else if cfg.EventID.Header != "" && !c.AllowUnsignedID {
+		return nil, fmt.Errorf("event_id.header: %s is not signed (the template has no {id}): a captured delivery replayed under a new id would be a new event; "+
+			"sign it with {id}, use event_id.field, or accept the risk with hmac.allow_unsigned_id: true", cfg.EventID.Header)
 	}
 	if v.identity, err = newIdentity(cfg, identityFields{}); err != nil {
 		return nil, err
@@ -130,6 +142,9 @@ func parseTemplate(t string) ([]templatePart, error) {
 				name := t[i+1 : i+end]
 				switch name {
 				case "body", "timestamp", "id":
+					if len(parts) > 0 && parts[len(parts)-1].placeholder != "" && lit.Len() == 0 {
+						return nil, fmt.Errorf("{%s} follows {%s} with nothing between them: one signature would verify several splits", name, parts[len(parts)-1].placeholder)
+					}
 					if lit.Len() > 0 {
 						parts = append(parts, templatePart{literal: lit.String()})
 						lit.Reset()
@@ -157,6 +172,24 @@ func parseTemplate(t string) ([]templatePart, error) {
 		return nil, fmt.Errorf("must contain {body} exactly once")
 	}
 	return parts, nil
+}
+
+// idBounds returns the literal bytes next to each {id} in parts.
+func idBounds(parts []templatePart) string {
+	var b []byte
+	for i, p := range parts {
+		if p.placeholder != "id" {
+			continue
+		}
+		if i > 0 && parts[i-1].literal != "" {
+			l := parts[i-1].literal
+			b = append(b, l[len(l)-1])
+		}
+		if i+1 < len(parts) && parts[i+1].literal != "" {
+			b = append(b, parts[i+1].literal[0])
+		}
+	}
+	return string(b)
 }
 
 func isPlaceholderName(s string) bool {
@@ -215,6 +248,10 @@ func (v *hmacVerifier) Verify(d *Delivery) (Event, error) {
 	idx := firstMatch(v.newHash, v.keys, want, content...)
 	if idx < 0 {
 		return Event{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, v.header)
+	}
+
+	if v.idBounds != "" && strings.ContainsAny(id, v.idBounds) {
+		return Event{}, fmt.Errorf("%w: %s contains a character that separates it from the rest of hmac.template", ErrMalformed, v.idHeader)
 	}
 
 	// Verified: only now is the body parsed.

@@ -40,6 +40,7 @@ func TestHMACVerify(t *testing.T) {
 		return h
 	}
 	idField := Field{Field: "id"}
+	unsigned := HMACConfig{AllowUnsignedID: true}
 
 	tests := []struct {
 		name    string
@@ -79,13 +80,22 @@ func TestHMACVerify(t *testing.T) {
 		{name: "wrong secret", secrets: []string{hmacOtherSecret}, header: hdr("X-Sig", hex256), wantErr: ErrBadSignature},
 		{name: "rotated: second secret matches", secrets: []string{hmacOtherSecret, hmacSecret},
 			header: hdr("X-Sig", hex256), want: Event{ID: "evt_42", SecretIndex: 1}},
-		{name: "id from header", eventID: Field{Header: "X-Event-Id"},
+		{name: "id from header", eventID: Field{Header: "X-Event-Id"}, hmac: unsigned,
 			header: hdr("X-Sig", hex256, "X-Event-Id", "hdr_1"), want: Event{ID: "hdr_1"}},
-		{name: "id header wins over field", eventID: Field{Header: "X-Event-Id", Field: "id"},
+		// Issue 14: the unsigned header used to override the signed field.
+		{name: "signed id field wins over the header", eventID: Field{Header: "X-Event-Id", Field: "id"}, hmac: unsigned,
+			header: hdr("X-Sig", hex256, "X-Event-Id", "hdr_1"), want: Event{ID: "evt_42"}},
+		{name: "signed type field wins over the header", evType: Field{Header: "X-Topic", Field: "type"},
+			header: hdr("X-Sig", hex256, "X-Topic", "refund.created"), want: Event{ID: "evt_42", Type: "order.created"}},
+		{name: "id field absent falls back to the header", eventID: Field{Header: "X-Event-Id", Field: "data.nope"}, hmac: unsigned,
 			header: hdr("X-Sig", hex256, "X-Event-Id", "hdr_1"), want: Event{ID: "hdr_1"}},
-		{name: "id header absent falls back to field", eventID: Field{Header: "X-Event-Id", Field: "id"},
-			header: hdr("X-Sig", hex256), want: Event{ID: "evt_42"}},
-		{name: "id header missing", eventID: Field{Header: "X-Event-Id"}, header: hdr("X-Sig", hex256), wantErr: ErrMalformed},
+		{name: "id header missing", eventID: Field{Header: "X-Event-Id"}, hmac: unsigned, header: hdr("X-Sig", hex256), wantErr: ErrMalformed},
+		{name: "duplicated id key", body: `{"id":"evt_1","id":"evt_2"}`,
+			header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, `{"id":"evt_1","id":"evt_2"}`))), wantErr: ErrMalformed},
+		{name: "duplicated type key in another case", evType: Field{Field: "type"}, body: `{"id":"evt_1","type":"a","TYPE":"b"}`,
+			header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, `{"id":"evt_1","type":"a","TYPE":"b"}`))), wantErr: ErrMalformed},
+		{name: "type with a bidi override", evType: Field{Field: "type"}, body: `{"id":"evt_1","type":"a\u202eb"}`,
+			header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, `{"id":"evt_1","type":"a\u202eb"}`))), wantErr: ErrMalformed},
 		{name: "numeric id from nested field", eventID: Field{Field: "data.seq"}, header: hdr("X-Sig", hex256), want: Event{ID: "123"}},
 		{name: "id field absent", eventID: Field{Field: "data.nope"}, header: hdr("X-Sig", hex256), wantErr: ErrMalformed},
 		{name: "id field is an object", eventID: Field{Field: "data"}, header: hdr("X-Sig", hex256), wantErr: ErrMalformed},
@@ -96,10 +106,10 @@ func TestHMACVerify(t *testing.T) {
 		{name: "type from header", evType: Field{Header: "X-Topic"}, header: hdr("X-Sig", hex256, "X-Topic", "orders/create"),
 			want: Event{ID: "evt_42", Type: "orders/create"}},
 		{name: "type absent is fine", evType: Field{Field: "kind"}, header: hdr("X-Sig", hex256), want: Event{ID: "evt_42"}},
-		{name: "id from header, type field on non-JSON body", eventID: Field{Header: "X-Event-Id"}, evType: Field{Field: "type"},
+		{name: "id from header, type field on non-JSON body", eventID: Field{Header: "X-Event-Id"}, hmac: unsigned, evType: Field{Field: "type"},
 			body: "a=b", header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, "a=b")), "X-Event-Id", "hdr_1"),
 			wantErr: ErrMalformed},
-		{name: "id from header, non-JSON body never parsed", eventID: Field{Header: "X-Event-Id"},
+		{name: "id from header, non-JSON body never parsed", eventID: Field{Header: "X-Event-Id"}, hmac: unsigned,
 			body: "a=b", header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, "a=b")), "X-Event-Id", "hdr_1"),
 			want: Event{ID: "hdr_1"}},
 	}
@@ -229,7 +239,17 @@ func TestHMACTemplateConfig(t *testing.T) {
 		{"timestamp header, template without it", cfg(HMACConfig{TimestampHeader: "X-Ts", Template: "{body}"}, idField), "must sign {timestamp}"},
 		{"template timestamp without header", cfg(HMACConfig{Template: "{timestamp}.{body}"}, idField), "needs hmac.timestamp_header"},
 		{"no body", cfg(HMACConfig{Template: "{timestamp}", TimestampHeader: "X-Ts"}, idField), "{body} exactly once"},
-		{"body twice", cfg(HMACConfig{Template: "{body}{body}"}, idField), "{body} exactly once"},
+		{"body twice", cfg(HMACConfig{Template: "{body}.{body}"}, idField), "{body} exactly once"},
+		// Issue 14: side by side, one MAC verifies every split of the bytes
+		// between id and body, so a captured delivery verifies under
+		// several ids.
+		{"id next to body", cfg(HMACConfig{Template: "{id}{body}"}, Field{Header: "X-Id"}), "{body} follows {id}"},
+		{"body next to id", cfg(HMACConfig{Template: "{body}{id}"}, Field{Header: "X-Id"}), "{id} follows {body}"},
+		{"timestamp next to id", cfg(HMACConfig{Template: "{timestamp}{id}.{body}", TimestampHeader: "X-Ts"}, Field{Header: "X-Id"}),
+			"{id} follows {timestamp}"},
+		// Issue 14: an unsigned header id needs the explicit opt-in.
+		{"unsigned id header", cfg(HMACConfig{}, Field{Header: "X-Event-Id"}), "hmac.allow_unsigned_id"},
+		{"unsigned id header beside a field", cfg(HMACConfig{}, Field{Header: "X-Event-Id", Field: "id"}), "hmac.allow_unsigned_id"},
 		{"typo", cfg(HMACConfig{Template: "{timestmp}.{body}", TimestampHeader: "X-Ts"}, idField), "unknown placeholder {timestmp}"},
 		{"id without id header", cfg(HMACConfig{Template: "{id}.{body}"}, idField), "{id} needs event_id.header"},
 		{"bad timestamp header", cfg(HMACConfig{Template: "{timestamp}.{body}", TimestampHeader: "X Ts"}, idField), "hmac.timestamp_header"},
@@ -248,4 +268,36 @@ func TestHMACTemplateConfig(t *testing.T) {
 			t.Errorf("template %q: %v", tmpl, err)
 		}
 	}
+}
+
+// A signed {id} must not contain the template's bytes beside it: with
+// "{id}.{body}", the signed bytes "a.{...}" also split as id "a.{" plus a
+// shorter body, one signature for several ids.
+func TestHMACSignedIDCannotShiftIntoTheBody(t *testing.T) {
+	cfg := Config{Provider: "hmac", Secrets: []string{hmacSecret}, EventID: Field{Header: "X-Id"},
+		HMAC: HMACConfig{Header: "X-Sig", Template: "{id}.{body}"}}
+	v := newTestVerifier(t, cfg)
+	const body = `{"n":1}.tail`
+	mac := hex.EncodeToString(macOf(sha256.New, hmacSecret, `evt.`+body))
+	// The genuine split verifies.
+	if ev, err := v.Verify(&Delivery{Header: http.Header{"X-Sig": {mac}, "X-Id": {"evt"}}, Body: []byte(body)}); err != nil || ev.ID != "evt" {
+		t.Fatalf("genuine: %+v, %v", ev, err)
+	}
+	// The same MAC under id `evt.{"n":1}` and body "tail" is refused.
+	_, err := v.Verify(&Delivery{Header: http.Header{"X-Sig": {mac}, "X-Id": {`evt.{"n":1}`}}, Body: []byte("tail")})
+	if !errors.Is(err, ErrMalformed) {
+		t.Fatalf("shifted split: err = %v, want ErrMalformed", err)
+	}
+	if got := idBounds(mustTemplate(t, "{timestamp}:{id}-{body}")); got != ":-" {
+		t.Fatalf("idBounds = %q", got)
+	}
+}
+
+func mustTemplate(t *testing.T, s string) []templatePart {
+	t.Helper()
+	p, err := parseTemplate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -13,6 +13,8 @@ package provider
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/intakehq/intake/pkg/envelope"
 )
 
 // identity holds the four validated sources.
@@ -82,6 +84,15 @@ func (id *identity) read(h http.Header, body *jsonBody, ev *Event) error {
 		if *f.dst, err = f.src.read(h, body); err != nil {
 			return fmt.Errorf("%s: %w", f.name, err)
 		}
+	}
+	return checkType(ev.Type)
+}
+
+// checkType refuses an event type that is not printable text of at most
+// envelope.MaxIDBytes bytes: cleaning it instead would make two types one.
+func checkType(t string) error {
+	if !envelope.ValidType(t) {
+		return fmt.Errorf("%w: event type has control or bidirectional characters or is too long", ErrMalformed)
 	}
 	return nil
 }

@@ -10,9 +10,11 @@ package provider
 // e.g. "metadata.order\.id".
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -61,31 +63,55 @@ func (s source) String() string {
 	}
 }
 
-// read returns the header's value when present and non-empty, else the body
-// field's value; "" when neither yields one. It fails only when the body must
-// be read and is not valid JSON.
+// read returns the body field's value when it yields one, else the
+// header's: the body is covered by every provider's signature, a header
+// mostly is not, so a header must not override a signed field. "" when
+// neither yields one. It fails when the body must be read and is not valid
+// JSON (unless a configured header serves instead), or when the field's key
+// appears twice on its path (readers disagree on which copy counts).
 func (s source) read(h http.Header, body *jsonBody) (string, error) {
-	if s.header != "" {
-		if v := h.Get(s.header); v != "" {
+	if s.path != "" {
+		v, err := s.readField(body)
+		switch {
+		case err != nil && errors.Is(err, errNotJSON) && s.header != "":
+			// Not JSON (a form-encoded GitHub delivery): the header serves.
+		case err != nil:
+			return "", err
+		case v != "":
 			return v, nil
 		}
 	}
-	if s.path == "" {
-		return "", nil
+	if s.header != "" {
+		return h.Get(s.header), nil
 	}
+	return "", nil
+}
+
+func (s source) readField(body *jsonBody) (string, error) {
 	if s.lenient && !body.checked {
 		// A best-effort value (the standard event type) does not pay for
 		// validating the whole body: on a 16 KiB body that was an eighth of
 		// ingress CPU. gjson reads malformed input without panicking; what it
-		// returns then is only a label, cleaned before use.
-		return value(gjson.GetBytes(body.raw, s.path)), nil
+		// returns then is only a label, cleaned before use. A duplicated key
+		// is refused all the same.
+		return lookup(body.raw, s.path)
 	}
 	v, err := body.field(s.path)
-	if err != nil && s.lenient {
+	if err != nil && s.lenient && errors.Is(err, errNotJSON) {
 		return "", nil
 	}
 	return v, err
 }
+
+// errNotJSON: the body is not valid JSON. It wraps ErrMalformed.
+var errNotJSON = fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
+
+// errDuplicateKey: a key on a field's path appears twice in one object
+// (also in another letter case: encoding/json matches struct fields
+// case-insensitively). gjson reads the first copy, encoding/json the last,
+// so a subscriber could see another id or type than the one Intake
+// deduplicated and routed by. It wraps ErrMalformed.
+var errDuplicateKey = fmt.Errorf("%w: a key on the field's path appears twice", ErrMalformed)
 
 // jsonBody validates a delivery body at most once, however many fields are
 // read from it, and only if one is.
@@ -96,18 +122,103 @@ type jsonBody struct {
 }
 
 // field returns the string or number at path ("" for anything else or when
-// absent), or an error wrapping ErrMalformed when the body is not valid JSON.
+// absent), or an error wrapping ErrMalformed when the body is not valid JSON
+// or a key on the path is duplicated.
 func (b *jsonBody) field(path string) (string, error) {
 	if !b.checked {
 		b.checked = true
 		if !gjson.ValidBytes(b.raw) {
-			b.err = fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
+			b.err = errNotJSON
 		}
 	}
 	if b.err != nil {
 		return "", b.err
 	}
-	return value(gjson.GetBytes(b.raw, path)), nil
+	return lookup(b.raw, path)
+}
+
+// isObject reports whether the body is a valid JSON object.
+func (b *jsonBody) isObject() bool {
+	if !b.checked {
+		b.checked = true
+		if !gjson.ValidBytes(b.raw) {
+			b.err = errNotJSON
+		}
+	}
+	return b.err == nil && gjson.ParseBytes(b.raw).IsObject()
+}
+
+// lookup walks path through raw, one key at a time as gjson does (the first
+// exact match; a numeric key also indexes an array), and fails when a key
+// on the way appears more than once in its object, in any letter case.
+func lookup(raw []byte, path string) (string, error) {
+	cur := gjson.ParseBytes(raw)
+	for rest := path; ; {
+		var key string
+		key, rest = nextKey(rest)
+		switch {
+		case cur.IsObject():
+			var found gjson.Result
+			n, exact := 0, false
+			cur.ForEach(func(k, v gjson.Result) bool {
+				if strings.EqualFold(k.Str, key) {
+					n++
+					if !exact && k.Str == key {
+						found, exact = v, true
+					}
+				}
+				return n < 2
+			})
+			if n > 1 {
+				return "", fmt.Errorf("%w (%q)", errDuplicateKey, key)
+			}
+			cur = found
+		case cur.IsArray():
+			cur = cur.Get(gjsonEscape(key))
+		default:
+			return "", nil
+		}
+		if !cur.Exists() {
+			return "", nil
+		}
+		if rest == "" {
+			return value(cur), nil
+		}
+	}
+}
+
+// nextKey splits the first key off a validated path, unescaping it.
+func nextKey(path string) (key, rest string) {
+	if i := strings.IndexAny(path, `.\`); i < 0 {
+		return path, ""
+	} else if path[i] == '.' {
+		return path[:i], path[i+1:] // no escape: no copy
+	}
+	var b strings.Builder
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; c {
+		case '\\':
+			i++
+			b.WriteByte(path[i])
+		case '.':
+			return b.String(), path[i+1:]
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), ""
+}
+
+// gjsonEscape writes key as one gjson path component.
+func gjsonEscape(key string) string {
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		if strings.IndexByte(`.|*?#@![{\\`, key[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(key[i])
+	}
+	return b.String()
 }
 
 // value is a field's identity text: strings as they are, numbers as their

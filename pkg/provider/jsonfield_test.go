@@ -18,7 +18,12 @@ func TestJSONField(t *testing.T) {
 		{name: "escaped string", body: `{"id":"caf\u00e9 \"x\""}`, path: "id", want: `café "x"`},
 		{name: "array index", body: `{"items":[{"id":"a"},{"id":"b"}]}`, path: "items.1.id", want: "b"},
 		{name: "escaped dot in key", body: `{"a.b":"x","a":{"b":"y"}}`, path: `a\.b`, want: "x"},
-		{name: "first of duplicate keys", body: `{"id":"first","id":"second"}`, path: "id", want: "first"},
+		// Issue 14: gjson reads the first copy, encoding/json the last.
+		{name: "duplicate keys", body: `{"id":"first","id":"second"}`, path: "id", wantErr: ErrMalformed},
+		{name: "duplicate keys in another case", body: `{"id":"first","ID":"second"}`, path: "id", wantErr: ErrMalformed},
+		{name: "duplicate parent", body: `{"data":{"id":"a"},"data":{"id":"b"}}`, path: "data.id", wantErr: ErrMalformed},
+		{name: "duplicate key off the path", body: `{"id":"a","x":1,"x":2}`, path: "id", want: "a"},
+		{name: "duplicates inside an array element", body: `{"items":[{"id":"a","id":"b"}]}`, path: "items.0.id", wantErr: ErrMalformed},
 		{name: "missing", body: `{"id":"x"}`, path: "nope", want: ""},
 		{name: "null", body: `{"id":null}`, path: "id", want: ""},
 		{name: "object", body: `{"id":{"x":1}}`, path: "id", want: ""},

@@ -32,6 +32,27 @@ type Event struct {
 	// SecretIndex is the index in Config.Secrets of the secret that matched, so
 	// operators can see when a rotated-out secret stops being used.
 	SecretIndex int
+	// RetryHints are the provider's own headers saying the delivery is a
+	// retry (Slack's X-Slack-Retry-Num and -Reason), read only by that
+	// provider's verifier and bounded; unused entries are zero.
+	RetryHints [2]RetryHint
+}
+
+// RetryHint is one retry header kept for the delivery history.
+type RetryHint struct{ Name, Value string }
+
+// HintMap returns ev's retry hints as a map; nil when there are none.
+func (ev *Event) HintMap() map[string]string {
+	var m map[string]string
+	for _, h := range ev.RetryHints {
+		if h.Name != "" {
+			if m == nil {
+				m = make(map[string]string, len(ev.RetryHints))
+			}
+			m[h.Name] = h.Value
+		}
+	}
+	return m
 }
 
 // Verifier checks one delivery and extracts its identity.
@@ -68,8 +89,14 @@ type HMACConfig struct {
 	TimestampHeader string `yaml:"timestamp_header,omitempty"`
 	// Template is the signed content: "{body}" plus optional "{timestamp}"
 	// (the timestamp header's value) and "{id}" (the event_id header's value),
-	// e.g. "{timestamp}.{body}". Defaults to "{body}".
+	// e.g. "{timestamp}.{body}", with text between placeholders. Defaults to
+	// "{body}".
 	Template string `yaml:"template,omitempty"`
+	// AllowUnsignedID accepts an event_id.header the template does not sign
+	// ({id}). Such an id can be changed by anyone who replays a captured
+	// delivery, so each replay under a new id is a new event (unless the
+	// replay guard stops it). Defaults to false: such a config is refused.
+	AllowUnsignedID bool `yaml:"allow_unsigned_id,omitempty"`
 }
 
 // Config is the provider part of an integration's configuration.
@@ -91,10 +118,11 @@ type Config struct {
 	// field data.object.id, shopify field admin_graphql_api_id, others none.
 	ObjectID Field `yaml:"object_id,omitempty"`
 	// ObjectVersion overrides where the object version comes from. Defaults:
-	// stripe field created, shopify header X-Shopify-Triggered-At, others none.
+	// stripe field created, shopify field updated_at, others none.
 	ObjectVersion Field `yaml:"object_version,omitempty"`
-	// AllowedShops (provider shopify) lists the shop domains whose deliveries
-	// are accepted, e.g. "acme.myshopify.com". Empty: any shop.
+	// AllowedShops (provider shopify, required) lists the shop domains whose
+	// deliveries are accepted, each ending in .myshopify.com, e.g.
+	// "acme.myshopify.com".
 	AllowedShops []string `yaml:"allowed_shops,omitempty"`
 	// HMAC configures provider hmac.
 	HMAC HMACConfig `yaml:"hmac,omitempty"`

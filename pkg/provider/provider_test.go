@@ -49,7 +49,7 @@ func TestNewConfigErrors(t *testing.T) {
 		{name: "stripe: object_id wildcard", cfg: Config{Provider: "stripe", Secrets: []string{"s"}, ObjectID: Field{Field: "data.*"}},
 			errHas: "object_id.field"},
 		{name: "shopify: object_version bad header", cfg: Config{Provider: "shopify", Secrets: []string{"s"},
-			ObjectVersion: Field{Header: "X Version"}}, errHas: "object_version.header"},
+			AllowedShops: []string{"a.myshopify.com"}, ObjectVersion: Field{Header: "X Version"}}, errHas: "object_version.header"},
 		{name: "github: event_type bad path", cfg: Config{Provider: "github", Secrets: []string{"s"},
 			EventType: Field{Field: "a..b"}}, errHas: "event_type.field"},
 		{name: "slack: event_id modifier", cfg: Config{Provider: "slack", Secrets: []string{"s"},

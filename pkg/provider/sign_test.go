@@ -17,7 +17,7 @@ func signConfigs() map[string]Config {
 		"github":      {Provider: "github", Secrets: []string{githubOtherSecret, githubSecret}},
 		"shopify":     {Provider: "shopify", Secrets: []string{shopifyOtherSecret, shopifySecret}, AllowedShops: []string{"acme.myshopify.com"}},
 		"slack":       {Provider: "slack", Secrets: []string{slackOtherSecret, slackSecret}},
-		"hmac":        {Provider: "hmac", Secrets: []string{hmacOtherSecret, hmacSecret}, HMAC: HMACConfig{Header: "X-Sig", Prefix: "sha256="}, EventID: Field{Header: "X-Event-Id"}, EventType: Field{Field: "type"}},
+		"hmac":        {Provider: "hmac", Secrets: []string{hmacOtherSecret, hmacSecret}, HMAC: HMACConfig{Header: "X-Sig", Prefix: "sha256=", AllowUnsignedID: true}, EventID: Field{Header: "X-Event-Id"}, EventType: Field{Field: "type"}},
 		"hmac-nested": {Provider: "hmac", Secrets: []string{hmacSecret}, HMAC: HMACConfig{Header: "X-Sig", Algorithm: "sha512", Encoding: "base64", TimestampHeader: "X-Ts", Template: "{id}:{timestamp}:{body}"}, EventID: Field{Header: "X-Event-Id", Field: "data.ref"}},
 		"hmac-field":  {Provider: "hmac", Secrets: []string{hmacSecret}, HMAC: HMACConfig{Header: "X-Sig"}, EventID: Field{Field: "meta.event.id"}, EventType: Field{Field: "type"}},
 	}

@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -97,8 +98,35 @@ func (s *slack) Verify(d *Delivery) (Event, error) {
 	}
 	if ev.Type == "" && s.defaultType {
 		ev.Type, _ = body.field("type")
+		if err := checkType(ev.Type); err != nil {
+			return Event{}, err
+		}
 	}
+	ev.RetryHints = slackRetryHints(d.Header)
 	return ev, nil
+}
+
+// Slack's retry headers (not signed): the attempt number and why the last
+// attempt failed ("http_timeout", …).
+const (
+	slackRetryNumHeader    = "X-Slack-Retry-Num"
+	slackRetryReasonHeader = "X-Slack-Retry-Reason"
+	maxRetryReasonBytes    = 32
+)
+
+// slackRetryHints keeps the retry headers when they look like Slack's: a
+// number of at most three digits and a reason of at most 32 characters of
+// [a-z0-9_]; anything else is dropped, not stored.
+func slackRetryHints(h http.Header) [2]RetryHint {
+	var out [2]RetryHint
+	if n := h.Get(slackRetryNumHeader); n != "" && len(n) <= 3 && strings.Trim(n, "0123456789") == "" {
+		out[0] = RetryHint{Name: slackRetryNumHeader, Value: n}
+	}
+	if r := h.Get(slackRetryReasonHeader); r != "" && len(r) <= maxRetryReasonBytes &&
+		strings.Trim(r, "abcdefghijklmnopqrstuvwxyz0123456789_") == "" {
+		out[1] = RetryHint{Name: slackRetryReasonHeader, Value: r}
+	}
+	return out
 }
 
 // validChallenge accepts 1 to maxChallengeBytes printable ASCII characters:

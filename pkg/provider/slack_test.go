@@ -105,3 +105,44 @@ func TestSlackVerify(t *testing.T) {
 		}, header: slackHeader(tsStr, good), want: Event{ID: "Ev01", Type: "app_mention", ObjectID: "T1", ObjectVersion: "1700000000"}},
 	})
 }
+
+// Issue 14: X-Slack-Retry-* were read for every provider, unsigned, up to
+// 64 KiB, and stored forever. Now only the Slack verifier reads them, in
+// Slack's shape.
+func TestRetryHintsOnlySlacksAndBounded(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	const body = `{"type":"event_callback","event_id":"Ev1","event":{"type":"message"}}`
+	ts := "1700000000"
+	slack := newTestVerifier(t, Config{Provider: "slack", Secrets: []string{slackSecret}})
+	for _, c := range []struct {
+		num, reason string
+		want        map[string]string
+	}{
+		{"1", "http_timeout", map[string]string{"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}},
+		{"", "", nil},
+		{strings.Repeat("9", 64<<10), strings.Repeat("a", 64<<10), nil},
+		{"1\u202e", "http timeout", nil},
+		{"1234", "http_timeout", map[string]string{"X-Slack-Retry-Reason": "http_timeout"}},
+	} {
+		h := with(with(slackHeader(ts, slackSig(slackSecret, ts, body)), "X-Slack-Retry-Num", c.num), "X-Slack-Retry-Reason", c.reason)
+		ev, err := slack.Verify(&Delivery{Header: h, Body: []byte(body), Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ev.HintMap(); len(got) != len(c.want) || got["X-Slack-Retry-Num"] != c.want["X-Slack-Retry-Num"] ||
+			got["X-Slack-Retry-Reason"] != c.want["X-Slack-Retry-Reason"] {
+			t.Errorf("num %.10q reason %.10q: hints %v, want %v", c.num, c.reason, got, c.want)
+		}
+	}
+
+	gh := newTestVerifier(t, Config{Provider: "github", Secrets: []string{githubSecret}})
+	h := hdr("X-Hub-Signature-256", githubSig(githubSecret, body), "X-GitHub-Delivery", "d1", "X-GitHub-Event", "push",
+		"X-Slack-Retry-Num", "1", "X-Slack-Retry-Reason", "http_timeout")
+	ev, err := gh.Verify(&Delivery{Header: h, Body: []byte(body), Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hints := ev.HintMap(); hints != nil {
+		t.Fatalf("github delivery kept Slack's retry headers: %v", hints)
+	}
+}

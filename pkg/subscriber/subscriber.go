@@ -39,7 +39,7 @@ type Options struct {
 	// Tenant restricts to intake.out.{tenant}.>; "" consumes every tenant.
 	Tenant string
 	// Subjects, when set, replaces the tenant filter (e.g.
-	// "intake.out.acme.stripe-live.invoice_paid").
+	// "intake.out.acme.stripe-live.invoice%2Epaid").
 	Subjects []string
 	// AckWait is the consumer's ack deadline. Defaults to DefaultAckWait (30s).
 	AckWait time.Duration
