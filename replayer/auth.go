@@ -111,7 +111,7 @@ func RequireToken(tokens []config.Token, o AuthOptions) func(http.Handler) http.
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			addr := clientAddr(r)
-			if wait, blocked := throttle.blocked(addr, time.Now()); blocked {
+			if wait, blocked := throttle.blocked(throttleKey(addr), time.Now()); blocked {
 				failed(r, addr, authThrottled)
 				w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
 				writeError(w, http.StatusTooManyRequests, "too many failed authentications from this address: retry later")
@@ -132,7 +132,7 @@ func RequireToken(tokens []config.Token, o AuthOptions) func(http.Handler) http.
 				}
 			}
 			if match < 0 {
-				throttle.fail(addr, time.Now())
+				throttle.fail(throttleKey(addr), time.Now())
 				failed(r, addr, authInvalid)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="intake", error="invalid_token"`)
 				writeError(w, http.StatusUnauthorized, "invalid token")
@@ -151,6 +151,16 @@ func clientAddr(r *http.Request) string {
 		return host
 	}
 	return r.RemoteAddr
+}
+
+// throttleKey groups IPv6 peers by their /64: one host is routinely given a
+// whole /64, and a key per /128 would let it rotate past the throttle.
+func throttleKey(addr string) string {
+	ip := net.ParseIP(addr)
+	if ip == nil || ip.To4() != nil {
+		return addr
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // RequireRole answers 403 unless the caller has role (operator implies viewer).

@@ -173,3 +173,18 @@ func TestFailureThrottleMemoryIsBounded(t *testing.T) {
 		t.Fatal("evicted a throttled address while cooled-down ones were there")
 	}
 }
+
+func TestThrottleKeyGroupsIPv6By64(t *testing.T) {
+	for addr, want := range map[string]string{
+		"192.0.2.7":            "192.0.2.7",
+		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff::1": "2001:db8:1:2::/64",
+		"2001:db8:1:3::1":      "2001:db8:1:3::/64",
+		"::ffff:192.0.2.7":     "::ffff:192.0.2.7",
+		"not-an-address":       "not-an-address",
+	} {
+		if got := throttleKey(addr); got != want {
+			t.Errorf("throttleKey(%s) = %s, want %s", addr, got, want)
+		}
+	}
+}

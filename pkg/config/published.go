@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/url"
+	"strings"
 )
 
 // Published maps a secret value the Intake repository publishes to where it
@@ -49,7 +50,14 @@ func (c *Config) CheckNoPublishedSecrets(published Published) error {
 	}
 	for i, in := range c.Integrations {
 		for j, s := range in.Secrets {
-			check(fmt.Sprintf("integrations[%d] (%s).secrets[%d]", i, in.Name, j), s)
+			// Standard Webhooks and Svix take their key with or without the
+			// whsec_ prefix: the same key either way.
+			for _, v := range []string{s, strings.TrimPrefix(s, "whsec_"), "whsec_" + s} {
+				if _, ok := published[v]; ok {
+					check(fmt.Sprintf("integrations[%d] (%s).secrets[%d]", i, in.Name, j), v)
+					break
+				}
+			}
 		}
 	}
 	check("postgres.url (or DATABASE_URL) password", urlPassword(c.Postgres.URL))

@@ -183,3 +183,20 @@ func shippedSecrets(n *yaml.Node, underSecret bool) []shipped {
 	}
 	return out
 }
+
+// TestPublishedKeyWithoutItsPrefix: a Standard Webhooks key is the same key
+// with or without whsec_, so the published one is refused either way.
+func TestPublishedKeyWithoutItsPrefix(t *testing.T) {
+	raw := []byte(`
+integrations:
+  - {name: demo, provider: standard, tenant: acme, secrets: ["MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}
+`)
+	cfg, err := Parse(raw, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.CheckNoPublishedSecrets(examplePublished()); err == nil ||
+		!strings.Contains(err.Error(), "integrations[0] (demo).secrets[0]") {
+		t.Fatalf("the published key without its prefix passed: %v", err)
+	}
+}
