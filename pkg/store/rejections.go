@@ -101,7 +101,7 @@ func CheckReplayCopies(ctx context.Context, tx pgx.Tx, copies []ReplayCopy) (rea
 		return nil, nil, fmt.Errorf("store: check replay copies: %w", err)
 	}
 	var (
-		i                   int32
+		i                        int32
 		found, dry, covered      bool
 		mode, replayState, state string
 		published                *int64
