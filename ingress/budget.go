@@ -40,6 +40,15 @@ type bodyRead struct {
 	winBytes int64     // bytes read in it
 	lastRate float64   // bytes per second over the last full window; -1: none yet
 	lastRead time.Time // of the last progress (first: the reservation)
+	read     bool      // the body is read: its bytes are in use, not trickling
+}
+
+// finished marks the body read: a request that waits for its PubAck is not
+// a slow upload and is never cut.
+func (r *bodyRead) finished() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.read = true
 }
 
 // progress records n bytes read at now.
@@ -62,6 +71,9 @@ func (r *bodyRead) progress(n int, now time.Time) {
 func (r *bodyRead) rate(now time.Time) (float64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.read {
+		return 0, false
+	}
 	if now.Sub(r.lastRead) >= slowGrace {
 		return 0, true
 	}
@@ -137,11 +149,4 @@ func (b *bodyBudget) release(r *bodyRead) {
 		delete(b.reads, r)
 		b.used -= r.size
 	}
-}
-
-// inUse is the bytes reserved now.
-func (b *bodyBudget) inUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
 }

@@ -88,6 +88,7 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 	defer s.bodies.release(res)
 
 	body, err := readBounded(r, in.MaxBodyBytes, res.progress)
+	res.finished()
 	if res.evicted.Load() {
 		// Cut to make room: the read trickled while others waited.
 		w.Header().Set("Retry-After", busyRetryAfter)
