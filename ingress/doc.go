@@ -3,18 +3,30 @@
 // The flow of one request, in order, and why in that order:
 //
 //  1. look up the integration (404): the secret and limits come from config only;
-//  2. take a token from the integration's rate limit (429 + Retry-After):
-//     before any read or MAC, so a flood costs as little as possible;
-//  3. read the raw body, bounded (413): the signature is over the exact bytes;
+//  2. take a token from the client address's limit (429 + Retry-After)
+//     and reserve the body's bytes in the process-wide budget (503 +
+//     Retry-After), before any read or MAC, so a flood or a crowd of slow
+//     uploads costs as little as possible; a declared size over the limit
+//     is 413 here;
+//  3. read the raw body, bounded (413), and scan its JSON nesting depth
+//     (400) before anything parses it: the signature is over the exact
+//     bytes, and a recursive parser pays per level;
 //  4. verify signature and timestamp (401) before parsing anything, so an
-//     unsigned request never reserves an event id; a verified handshake
-//     (Slack's url_verification) is answered here and never published;
+//     unsigned request never reserves an event id; a verified delivery gets
+//     its client-address token back and then takes one from the
+//     integration's rate limit (429), which unsigned requests never reach;
+//     a verified handshake (Slack's url_verification) is answered here and
+//     never published;
 //  5. extract the event id (400 when absent) and build the scoped key; an
 //     object id needs a readable object version (400), so the processor's
 //     ordering guard always has both;
 //  6. publish to INTAKE_IN with Nats-Msg-Id = scoped key + payload hash and
 //     wait for the PubAck — the durable boundary — then answer 200
 //     (PubAck.Duplicate: 200 "duplicate"); no PubAck: 503 + Retry-After.
+//
+// The public listener caps its connections (LimitListener), and New refuses
+// a body limit that, with its headers, would not fit the NATS server's
+// max_payload: such a body would be answered 503 on every retry.
 //
 // Answers are small JSON documents that never echo input, except the
 // contract's scoped key and a handshake's signed challenge. Bodies, secrets

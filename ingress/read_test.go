@@ -19,7 +19,7 @@ func TestReadBoundedWithoutContentLength(t *testing.T) {
 		src := &countingReader{r: bytes.NewReader(body)}
 		req, _ := http.NewRequest(http.MethodPost, "/", io.NopCloser(src))
 		req.ContentLength = -1
-		got, err := readBounded(req, 100)
+		got, err := readBounded(req, 100, nil)
 		if tt.tooMuch {
 			if !errors.Is(err, errTooLarge) {
 				t.Errorf("%d bytes: err %v, want errTooLarge", tt.size, err)

@@ -27,6 +27,11 @@ type Service struct {
 	metrics        *telemetry.Metrics
 	log            *slog.Logger
 	now            func() time.Time
+
+	clients  *clientLimiter // nil: no per-address limit
+	addrs    clientAddrs
+	bodies   *bodyBudget
+	maxDepth int
 }
 
 type integration struct {
@@ -85,6 +90,19 @@ func New(cfg *config.Config, js jetstream.JetStream, m *telemetry.Metrics, log *
 		metrics:        m,
 		log:            log,
 		now:            time.Now,
+		clients:        newClientLimiter(c.Ingress.ClientRateLimit.PerSecond, c.Ingress.ClientRateLimit.Burst, c.Ingress.ClientRateLimit.MaxClients),
+		bodies:         newBodyBudget(c.Ingress.MaxInflightBodyBytes),
+		maxDepth:       c.Ingress.MaxJSONDepth,
+	}
+	trusted, err := c.Ingress.TrustedPrefixes()
+	if err != nil {
+		return nil, fmt.Errorf("ingress: ingress.trusted_proxies: %w", err)
+	}
+	s.addrs = clientAddrs{trusted: trusted, header: c.Ingress.ClientIPHeader}
+	// The server's max_payload is known once connected: a body the limit
+	// admits must fit it, or it would be answered 503 on every retry.
+	if err := checkPayload(js.Conn().MaxPayload(), c.Integrations); err != nil {
+		return nil, fmt.Errorf("ingress: %w", err)
 	}
 	for _, in := range c.Integrations {
 		v, err := provider.New(in.Config)

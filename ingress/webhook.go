@@ -31,6 +31,10 @@ type Answer struct {
 // retryAfter is what 503 answers ask providers to wait, in seconds.
 const retryAfter = "5"
 
+// busyRetryAfter is the wait asked when the body budget is full: room
+// comes back as soon as the bodies in flight are read.
+const busyRetryAfter = "1"
+
 func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
 	name := chi.URLParam(r, "integration")
@@ -58,21 +62,48 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 		return code
 	}
 
-	// The limit comes first: a flood, signed or not, must not cost a body
-	// read or a MAC per request.
-	if in.limiter != nil {
-		if wait, ok := allow(in.limiter, now); !ok {
+	// Before anything costs a body read or a MAC: the client's address
+	// limit (a verified delivery gets its token back below), then room for
+	// the body in the process-wide budget.
+	client := s.addrs.of(r)
+	if s.clients != nil {
+		if wait, ok := s.clients.take(client, now); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
-			return reject(http.StatusTooManyRequests, "rate_limited")
+			return reject(http.StatusTooManyRequests, "client_rate_limited")
 		}
 	}
+	if r.ContentLength > in.MaxBodyBytes {
+		return reject(http.StatusRequestEntityTooLarge, "too_large")
+	}
+	size := r.ContentLength
+	if size < 0 {
+		size = in.MaxBodyBytes + 1
+	}
+	rc := http.NewResponseController(w)
+	res := s.bodies.reserve(size, now, func() { _ = rc.SetReadDeadline(time.Unix(1, 0)) })
+	if res == nil {
+		w.Header().Set("Retry-After", busyRetryAfter)
+		return reject(http.StatusServiceUnavailable, "busy")
+	}
+	defer s.bodies.release(res)
 
-	body, err := readBounded(r, in.MaxBodyBytes)
+	body, err := readBounded(r, in.MaxBodyBytes, res.progress)
+	res.finished()
+	if res.evicted.Load() {
+		// Cut to make room: the read trickled while others waited.
+		w.Header().Set("Retry-After", busyRetryAfter)
+		return reject(http.StatusServiceUnavailable, "busy")
+	}
 	if errors.Is(err, errTooLarge) {
 		return reject(http.StatusRequestEntityTooLarge, "too_large")
 	}
 	if err != nil {
 		return reject(http.StatusBadRequest, "unreadable_body")
+	}
+	// A byte scan before the verifier or gjson sees the body: nesting costs
+	// a recursive parser memory per level, and deep enough, its stack.
+	if jsonDepthExceeds(body, s.maxDepth) {
+		return reject(http.StatusBadRequest, "too_deep")
 	}
 
 	ev, err := in.verifier.Verify(&provider.Delivery{Header: r.Header, Body: body, Now: now})
@@ -82,6 +113,17 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 			code = http.StatusBadRequest
 		}
 		return reject(code, provider.Reason(err))
+	}
+	if s.clients != nil {
+		s.clients.refund(client)
+	}
+	// The integration's limit counts verified deliveries only: an unsigned
+	// flood must not spend a genuine sender's budget.
+	if in.limiter != nil {
+		if wait, ok := allow(in.limiter, now); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
+			return reject(http.StatusTooManyRequests, "rate_limited")
+		}
 	}
 	in.m.verified.Inc()
 	if ev.SecretIndex < len(in.m.secretMatched) {
@@ -179,24 +221,42 @@ var inProcessBackoff = backoff.Backoff{Min: 5 * time.Millisecond, Max: 100 * tim
 var errTooLarge = errors.New("body too large")
 
 // readBounded reads at most limit bytes; a declared or actual size above it
-// is errTooLarge, without reading the rest.
-func readBounded(r *http.Request, limit int64) ([]byte, error) {
+// is errTooLarge, without reading the rest. progress, when set, is told of
+// every read (the body budget spots slow reads by it).
+func readBounded(r *http.Request, limit int64, progress func(int, time.Time)) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, errTooLarge
 	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		// One allocation for the usual body: ReadFrom wants MinRead bytes
-		// free before the read that finds EOF, or it doubles the buffer.
-		buf.Grow(int(min(r.ContentLength, 64<<10)) + bytes.MinRead)
+		// One allocation for a declared body (its bytes are reserved in the
+		// budget already): ReadFrom wants MinRead bytes free before the read
+		// that finds EOF, or it doubles the buffer.
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
-	if _, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1)); err != nil {
+	var src io.Reader = r.Body
+	if progress != nil {
+		src = &progressReader{r: r.Body, progress: progress}
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(src, limit+1)); err != nil {
 		return nil, err
 	}
 	if int64(buf.Len()) > limit {
 		return nil, errTooLarge
 	}
 	return buf.Bytes(), nil
+}
+
+// progressReader reports the bytes read through it.
+type progressReader struct {
+	r        io.Reader
+	progress func(int, time.Time)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.progress(n, time.Now())
+	return n, err
 }
 
 // writeAnswer writes a as JSON without encoding/json's reflection, which

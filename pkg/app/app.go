@@ -79,6 +79,7 @@ type App struct {
 	folder *processor.ReceiptFolder
 	rp     *replayer.Replayer
 
+	maxConns  int          // ingress.max_connections on the public listener; 0: no cap
 	ln        net.Listener // set by Start
 	iln       net.Listener // set by Start with the internal server
 	stopWork  context.CancelFunc
@@ -187,6 +188,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 			return nil, err
 		}
 		svc.Mount(r)
+		a.maxConns = cfg.Ingress.MaxConnections
 	}
 	if o.Roles.API {
 		a.rp, err = replayer.New(replayer.Options{Store: a.st, JS: js, Tokens: cfg.API.Tokens, Log: a.log, Registry: o.Metrics.Registry})

@@ -62,6 +62,10 @@ func (a *App) listen() (public, internal net.Listener, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen %s: %w", a.o.HTTPAddr, err)
 	}
+	if a.maxConns > 0 {
+		refused := a.o.Metrics.Rejected.WithLabelValues("", "connections")
+		public = ingress.LimitListener(public, a.maxConns, a.srv.TLSConfig != nil, refused.Inc)
+	}
 	if a.isrv != nil {
 		internal, err = net.Listen("tcp", a.isrv.Addr)
 		if err != nil {

@@ -1,0 +1,350 @@
+package ingress_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/testenv/testrig"
+	"github.com/intakehq/intake/pkg/provider"
+	"github.com/intakehq/intake/pkg/stream"
+	"github.com/intakehq/intake/pkg/telemetry"
+)
+
+// The hostile inputs of issue 14's "pre-auth denial of service" and
+// "permanent 503", each as an attacker sent it.
+
+const floodY = `
+nats: {publish_timeout: 2s}
+ingress: {client_rate_limit: {per_second: -1}}
+integrations:
+  - {name: str, provider: stripe, tenant: acme, secrets: ["` + stripeNew + `"], rate_limit: {per_second: 10, burst: 10}}
+`
+
+// TestUnsignedFloodDoesNotSpendTheIntegrationsLimit: an unsigned flood at
+// 20× the integration's limit (the per-address limit off, as from many
+// addresses) while a genuine sender stays under it: every genuine delivery
+// is accepted. Before issue 14 the flood emptied the bucket and genuine
+// deliveries got 429.
+func TestUnsignedFloodDoesNotSpendTheIntegrationsLimit(t *testing.T) {
+	r := startRigYAML(t, floodY, 0)
+	ctx, stop := context.WithTimeout(context.Background(), 3*time.Second)
+	defer stop()
+	var flood sync.WaitGroup
+	unsigned := 0
+	var mu sync.Mutex
+	start := time.Now()
+	for range 8 { // 8 × 40/s = 320/s offered; at least 200/s (20× the limit of 10/s) checked below
+		flood.Go(func() {
+			tick := time.NewTicker(25 * time.Millisecond)
+			defer tick.Stop()
+			for ctx.Err() == nil {
+				<-tick.C
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/webhooks/str", strings.NewReader(`{"id":"evt_forged"}`))
+				req.Header.Set("Stripe-Signature", "t=1,v1=00")
+				resp, err := r.client.Do(req)
+				if err != nil {
+					continue
+				}
+				resp.Body.Close()
+				mu.Lock()
+				if resp.StatusCode == http.StatusUnauthorized {
+					unsigned++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	// Genuine deliveries at 5/s, half the limit, while the flood runs.
+	for i := range 10 {
+		time.Sleep(200 * time.Millisecond) // the sender's pace, not a wait for a condition
+		body := fmt.Appendf(nil, `{"id":"evt_genuine_%d","object":"event","type":"charge.updated"}`, i)
+		req := r.sign("str", 0, provider.Message{Body: body, Time: time.Now()})
+		if a := r.post("str", req); a.code != http.StatusOK {
+			t.Errorf("genuine delivery %d under the flood: %d %s, want 200", i, a.code, a.raw)
+		}
+	}
+	elapsed := time.Since(start)
+	stop()
+	flood.Wait()
+	rate := float64(unsigned) / elapsed.Seconds()
+	t.Logf("flood: %d unsigned requests answered 401 in %s (%.0f/s)", unsigned, elapsed.Round(time.Millisecond), rate)
+	if rate < 200 {
+		t.Errorf("the flood reached %.0f/s, want at least 200/s (20× the limit)", rate)
+	}
+	if got := len(r.published("str")); got != 10 {
+		t.Errorf("published %d, want the 10 genuine deliveries", got)
+	}
+}
+
+const clientLimitY = `
+nats: {publish_timeout: 2s}
+ingress:
+  client_rate_limit: {per_second: 0.01, burst: 5}
+  trusted_proxies: [127.0.0.1]
+  client_ip_header: X-Forwarded-For
+integrations:
+  - {name: std, provider: standard, tenant: acme, secrets: ["` + whsecNew + `"]}
+`
+
+// TestClientAddressLimit: the per-address limit before verification spends
+// only what fails verification, keyed by the address the trusted proxy
+// names (the rig's peer, 127.0.0.1, is the proxy here).
+func TestClientAddressLimit(t *testing.T) {
+	r := startRigYAML(t, clientLimitY, 0)
+	via := func(req request, addr string) request {
+		req.header = req.header.Clone()
+		req.header.Set("X-Forwarded-For", addr+", 127.0.0.1")
+		return req
+	}
+	forged := request{header: hdr("webhook-id", "msg_x", "webhook-timestamp", strconv.FormatInt(time.Now().Unix(), 10), "webhook-signature", "v1,AAAA"), body: []byte(`{}`)}
+	for i := range 5 {
+		if a := r.post("std", via(forged, "203.0.113.9")); a.code != http.StatusUnauthorized {
+			t.Fatalf("forged request %d within the address's burst: %d %s, want 401", i, a.code, a.raw)
+		}
+	}
+	a := r.post("std", via(forged, "203.0.113.9"))
+	if a.code != http.StatusTooManyRequests || a.reason != "client_rate_limited" || a.header.Get("Retry-After") == "" {
+		t.Fatalf("forged request over the address's limit: %d %s Retry-After %q, want 429 client_rate_limited", a.code, a.raw, a.header.Get("Retry-After"))
+	}
+	// Another address is not affected, and a genuine sender's verified
+	// deliveries give their tokens back: 12 in a row with a burst of 5.
+	for i := range 12 {
+		body := fmt.Appendf(nil, `{"n":%d}`, i)
+		req := r.sign("std", 0, provider.Message{ID: fmt.Sprintf("msg_%d", i), Body: body, Time: time.Now()})
+		if a := r.post("std", via(req, "198.51.100.7")); a.code != http.StatusOK {
+			t.Fatalf("genuine delivery %d from another address: %d %s", i, a.code, a.raw)
+		}
+	}
+}
+
+// TestJSONBombIsRefusedBeforeParsing: a signed 1 MiB body of '[' answers
+// 400 too_deep and the process lives on (before issue 14 it cost 226 MB,
+// and deeper nesting overflowed the stack).
+func TestJSONBombIsRefusedBeforeParsing(t *testing.T) {
+	r := startRig(t)
+	bomb := bytes.Repeat([]byte("["), 1<<20-1)
+	for _, req := range []request{
+		r.sign("str", 0, provider.Message{Body: bomb, Time: time.Now()}),
+		{header: http.Header{}, body: bomb}, // unsigned: refused the same way
+		r.sign("str", 0, provider.Message{Body: []byte(`{"id":"evt_deep","a":` + strings.Repeat("[", 65) + strings.Repeat("]", 65) + `}`), Time: time.Now()}),
+	} {
+		if a := r.post("str", req); a.code != http.StatusBadRequest || a.reason != "too_deep" {
+			t.Errorf("nested body: %d %s, want 400 too_deep", a.code, a.raw)
+		}
+	}
+	// Signed for every provider: each reads fields from the body its own
+	// way (Stripe and Slack in the verifier, hmac by configured paths).
+	for _, name := range []string{"std", "svx", "gh", "shop", "slk", "hm"} {
+		req := r.sign(name, 0, provider.Message{ID: "bomb", Type: "orders/updated", Body: bomb, Time: time.Now()})
+		if a := r.post(name, req); a.code != http.StatusBadRequest || a.reason != "too_deep" {
+			t.Errorf("%s: 1 MiB of '[': %d %s, want 400 too_deep", name, a.code, a.raw)
+		}
+	}
+	ok := r.sign("str", 0, provider.Message{Body: []byte(`{"id":"evt_after","s":"[[[[` + strings.Repeat("[", 100) + `","a":` + strings.Repeat("[", 60) + strings.Repeat("]", 60) + `}`), Time: time.Now()})
+	if a := r.post("str", ok); a.code != http.StatusOK {
+		t.Fatalf("a delivery after the bomb (brackets inside a string, nesting 61): %d %s", a.code, a.raw)
+	}
+	if got := len(r.published("str")); got != 1 {
+		t.Fatalf("published %d, want 1", got)
+	}
+}
+
+const budgetY = `
+nats: {publish_timeout: 2s}
+ingress: {max_body_bytes: 16384, max_inflight_body_bytes: 32768, client_rate_limit: {per_second: -1}}
+integrations:
+  - {name: std, provider: standard, tenant: acme, secrets: ["` + whsecNew + `"]}
+`
+
+// slowUpload opens a connection and sends a request declaring size bytes
+// and sends sent of them, then stalls; the answer, when one comes, is
+// returned on the channel (0: none before the connection ended).
+func slowUpload(t *testing.T, base string, size, sent int) (net.Conn, <-chan int) {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "POST /webhooks/std HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", size)
+	if _, err := c.Write(bytes.Repeat([]byte(" "), sent)); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan int, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			got <- 0
+			return
+		}
+		resp.Body.Close()
+		got <- resp.StatusCode
+	}()
+	return c, got
+}
+
+// TestInflightBodyBudget: two stalled uploads hold the whole budget; a
+// third request is answered 503 + Retry-After before its body is read, and
+// once they have stalled for a second a genuine delivery cuts one and is
+// accepted.
+func TestInflightBodyBudget(t *testing.T) {
+	r := startRigYAML(t, budgetY, 0)
+	_, first := slowUpload(t, r.base, 16384, 100)
+	_, second := slowUpload(t, r.base, 16384, 100)
+	waitInflight := time.Now()
+	big := bytes.Repeat([]byte("x"), 8000)
+	// Until the stalled reads are slowGrace old there is no room.
+	resp, err := r.client.Post(r.base+"/webhooks/std", "application/json", bytes.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if time.Since(waitInflight) < 900*time.Millisecond && (resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "") {
+		t.Fatalf("a request over the budget: %d Retry-After %q, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		req := r.sign("std", 0, provider.Message{ID: "msg_genuine", Body: []byte(`{"ok":true}`), Time: time.Now()})
+		a := r.post("std", req)
+		if a.code == http.StatusOK {
+			break
+		}
+		if a.code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("genuine delivery beside stalled uploads: %d %s", a.code, a.raw)
+		}
+		time.Sleep(100 * time.Millisecond) // Retry-After says 1s; the test asks sooner
+	}
+	// One stalled upload made room; it was cut and answered.
+	var code int
+	select {
+	case code = <-first:
+	case code = <-second:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no stalled upload was cut")
+	}
+	if code != http.StatusServiceUnavailable {
+		t.Errorf("the cut upload was answered %d, want 503", code)
+	}
+}
+
+// TestConnectionCap: with the cap reached, a new connection is answered
+// 503 + Retry-After at once and closed; a freed slot takes requests again.
+func TestConnectionCap(t *testing.T) {
+	r := startRigYAML(t, fmt.Sprintf(testIngressY, whpk), 2)
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", strings.TrimPrefix(r.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	r.client.CloseIdleConnections()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Post(r.base+"/webhooks/std", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatalf("over the connection cap: %v, want an answer", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("over the connection cap: %d Retry-After %q, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	held[0].Close()
+	client := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := client.Post(r.base+"/webhooks/std", "application/json", strings.NewReader(`{}`))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusUnauthorized {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a connection closed: %v, want 401 (unsigned)", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	held[1].Close()
+}
+
+// defaultNATS is a nats-server with its defaults (max_payload 1 MB) and
+// JetStream, the server an operator gets without Intake's configuration.
+func defaultNATS(t *testing.T) string {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s.ClientURL()
+}
+
+// TestPayloadSizeAgreement: against a default nats-server (max_payload
+// 1 MB) a 1 MiB body limit is refused at start, naming the integration and
+// both numbers; a limit that fits starts, and a body over it is 413, never
+// the endless 503 the server's refusal used to cause.
+func TestPayloadSizeAgreement(t *testing.T) {
+	url := defaultNATS(t)
+	_, js := testrig.Connect(t, url)
+	y := `
+nats: {publish_timeout: 2s}
+integrations:
+  - {name: std, provider: standard, tenant: acme, secrets: ["` + whsecNew + `"]%s}
+`
+	cfg := testrig.ParseConfig(t, fmt.Sprintf(y, ""))
+	if err := stream.Ensure(context.Background(), js, cfg.NATS.Stream); err != nil {
+		t.Fatal(err)
+	}
+	maxPayload := js.Conn().MaxPayload()
+	_, err := ingress.New(cfg, js, nil, telemetry.Discard())
+	if !errors.Is(err, ingress.ErrPayloadTooSmall) {
+		t.Fatalf("1 MiB limit against max_payload %d: err %v, want ErrPayloadTooSmall", maxPayload, err)
+	}
+	for _, want := range []string{"integration std", "1048576", strconv.FormatInt(maxPayload, 10)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+
+	limit := maxPayload - ingress.HeaderAllowance
+	cfg = testrig.ParseConfig(t, fmt.Sprintf(y, ", max_body_bytes: "+strconv.FormatInt(limit, 10)))
+	svc, err := ingress.New(cfg, js, nil, telemetry.Discard())
+	if err != nil {
+		t.Fatalf("a limit that fits: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := ingress.Server(ln.Addr().String(), svc.Handler(), cfg.Ingress)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	r := &rig{t: t, cfg: cfg, base: "http://" + ln.Addr().String(), js: js, client: &http.Client{Timeout: 10 * time.Second}}
+
+	over := r.sign("std", 0, provider.Message{ID: "msg_over", Body: bytes.Repeat([]byte(" "), 1<<20), Time: time.Now()})
+	if a := r.post("std", over); a.code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("1 MiB body: %d %s, want 413", a.code, a.raw)
+	}
+	// The largest body the limit admits fits the server, with its headers.
+	fits := r.sign("std", 0, provider.Message{ID: "msg_fits", Body: append(append([]byte(`{"p":"`), bytes.Repeat([]byte("p"), int(limit)-8)...), '"', '}'), Time: time.Now()})
+	if a := r.post("std", fits); a.code != http.StatusOK {
+		t.Fatalf("a body of exactly max_body_bytes (%d): %d %s, want 200", limit, a.code, a.raw)
+	}
+}

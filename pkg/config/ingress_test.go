@@ -1,0 +1,55 @@
+package config
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestIngressLimitsDefaultsAndValidation(t *testing.T) {
+	d := Ingress{}.WithDefaults()
+	if d.MaxInflightBodyBytes != DefaultMaxInflightBodyBytes || d.MaxConnections != DefaultMaxConnections ||
+		d.MaxJSONDepth != DefaultMaxJSONDepth || d.ClientRateLimit != (ClientRateLimit{PerSecond: DefaultClientPerSecond,
+		Burst: DefaultClientBurst, MaxClients: DefaultMaxClients}) || len(d.TrustedProxies) != 0 || d.ClientIPHeader != "" {
+		t.Fatalf("Ingress{}.WithDefaults() = %+v", d)
+	}
+	if err := d.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	off := d
+	off.ClientRateLimit.PerSecond = -1
+	if err := off.Validate(); err != nil {
+		t.Fatalf("client_rate_limit.per_second -1 (off): %v", err)
+	}
+	for _, tt := range []struct {
+		edit  func(*Ingress)
+		field string
+	}{
+		{func(in *Ingress) { in.MaxInflightBodyBytes = in.MaxBodyBytes - 1 }, "ingress.max_inflight_body_bytes"},
+		{func(in *Ingress) { in.MaxConnections = -1 }, "ingress.max_connections"},
+		{func(in *Ingress) { in.MaxJSONDepth = -3 }, "ingress.max_json_depth"},
+		{func(in *Ingress) { in.ClientRateLimit.PerSecond = -2 }, "ingress.client_rate_limit.per_second"},
+		{func(in *Ingress) { in.ClientRateLimit.Burst = -1 }, "ingress.client_rate_limit.burst"},
+		{func(in *Ingress) { in.ClientRateLimit.MaxClients = -1 }, "ingress.client_rate_limit.max_clients"},
+		{func(in *Ingress) { in.TrustedProxies, in.ClientIPHeader = []string{"10.0.0.0/33"}, "X-Forwarded-For" }, "ingress.trusted_proxies"},
+		{func(in *Ingress) { in.TrustedProxies = []string{"10.0.0.1"} }, "ingress.client_ip_header"},
+	} {
+		in := d
+		tt.edit(&in)
+		if err := in.Validate(); err == nil || !strings.Contains(err.Error(), tt.field+":") {
+			t.Errorf("%s: err %v, want one naming it", tt.field, err)
+		}
+	}
+	in := d
+	in.TrustedProxies = []string{"10.1.2.3", "192.168.0.0/16", "::ffff:172.16.0.1"}
+	got, err := in.TrustedPrefixes()
+	want := []netip.Prefix{netip.MustParsePrefix("10.1.2.3/32"), netip.MustParsePrefix("192.168.0.0/16"), netip.MustParsePrefix("172.16.0.1/32")}
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("TrustedPrefixes = %v, %v", got, err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("TrustedPrefixes[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
