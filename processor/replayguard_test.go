@@ -1,10 +1,15 @@
 package processor_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/intakehq/intake/internal/testenv"
 
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
@@ -73,5 +78,48 @@ func TestUnguardedIntegrationAppliesEqualBodies(t *testing.T) {
 	}
 	if n := r.count(`SELECT count(*) FROM intake.body_hashes`); n != 0 {
 		t.Errorf("%d body hashes written for an unguarded integration, want 0", n)
+	}
+}
+
+// TestCopyWhileTheOriginalAwaitsItsRetry: the original's handler fails once
+// (its batch rolls back, body hash included); a copy of its body under a
+// fresh id arrives before the retry. The copy is refused and the original
+// applies on its retry — not the copy under its id, with the original
+// refused as its replay.
+func TestCopyWhileTheOriginalAwaitsItsRetry(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	fwd := processor.Forward()
+	h := processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
+		if ev.Key.EventID == "evt_1" && ev.Delivery == 1 {
+			return nil, errors.New("flaky downstream")
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO effects (key) VALUES ($1)`, ev.Key.String()); err != nil {
+			return nil, err
+		}
+		return fwd.Handle(ctx, tx, ev)
+	})
+	on := true
+	guarded := demo
+	guarded.ReplayGuard = &on
+	m := telemetry.NewMetrics()
+	r.run(processor.Options{Metrics: m, Handler: h, Integrations: []config.Integration{guarded},
+		Config: config.Processor{AckWait: 2 * time.Second, MaxDeliver: 10, Concurrency: 1, Backoff: []time.Duration{2 * time.Second}}})
+	r.publish("evt_1", `{"n":1}`, "")
+	// The retry is 2s away: the copy lands before it.
+	testenv.Eventually(t, 10*time.Second, func() bool { return testutil.ToFloat64(m.Failures.WithLabelValues("demo", "retry")) == 1 },
+		"the failure was never counted")
+	r.publish("evt_2", `{"n":1}`, "")
+	r.settled(1)
+	r.tr.CaughtUp(t, 60*time.Second)
+
+	if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, key("evt_1").String()); n != 1 {
+		t.Errorf("the original applied %d times, want 1", n)
+	}
+	if n := r.count(`SELECT count(*) FROM effects`); n != 1 {
+		t.Errorf("%d business effects, want 1", n)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.rejected_messages WHERE event_id = 'evt_2' AND original_event_id = 'evt_1'`); n != 1 {
+		t.Errorf("the copy evt_2 is not recorded as a replay of evt_1")
 	}
 }

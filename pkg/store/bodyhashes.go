@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/intakehq/intake/pkg/envelope"
 )
@@ -88,4 +89,22 @@ func FirstKeys(ctx context.Context, tx pgx.Tx, claims []BodyClaim) ([]envelope.K
 		out[i] = k
 	}
 	return out, nil
+}
+
+// KeepFirstKey records k as the first key of its body (integration,
+// payload hash) unless one is recorded, outside any batch. The processor
+// calls it when a guarded message's handler fails: the batch's transaction
+// that recorded the body rolled back, and without this a copy under a fresh
+// id arriving before the retry would become the body's first key — applied
+// under the copy's id and type, and the original refused.
+func KeepFirstKey(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, k envelope.Key, payloadSHA256 string) error {
+	_, err := db.Exec(ctx, `INSERT INTO intake.body_hashes (integration, payload_sha256, account, event_id)
+		VALUES ($1, $2, $3, $4) ON CONFLICT (integration, payload_sha256) DO NOTHING`,
+		k.Integration, payloadSHA256, k.Account, k.EventID)
+	if err != nil {
+		return fmt.Errorf("store: keep first key of %s: %w", k, err)
+	}
+	return nil
 }
