@@ -50,6 +50,11 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 		if err := p.screen(ctx, tx, b); err != nil {
 			return err
 		}
+		// A body already accepted under another id (replay_guard) is
+		// refused the same way, before its claim.
+		if err := p.guardBodies(ctx, tx, b); err != nil {
+			return err
+		}
 		var w store.BatchWrites
 		order := slices.DeleteFunc(slices.Clone(order), func(i int) bool { return b[i].reject != nil })
 		for _, it := range b {

@@ -305,6 +305,13 @@ func (p *Processor) handlerFailed(ctx context.Context, it *item, herr error) {
 	}
 	final := errors.Is(herr, ErrPermanent) || errors.Is(herr, ErrQuarantine)
 	last := ev.Delivery >= uint64(p.o.Config.MaxDeliver)
+	if in, ok := p.integrations[ev.Key.Integration]; ok && in.GuardsReplays() {
+		// The body stays this key's (replay guard): a copy under a fresh id
+		// must not take it while the event waits for its retry or replay.
+		if err := store.KeepFirstKey(ctx, p.o.Store.Pool(), ev.Key, ev.PayloadSHA256); err != nil {
+			p.o.Log.Warn("replay guard: body not recorded for a failed event", "key", ev.Key.String(), "err", err)
+		}
+	}
 	if !final && !last {
 		p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, "retry").Inc()
 		p.o.Log.Warn("handler failed; will retry", "key", ev.Key.String(), "delivery", ev.Delivery, "err", herr)

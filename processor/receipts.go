@@ -114,7 +114,19 @@ func (f *ReceiptFolder) fold(ctx, shutdown context.Context, msgs []jetstream.Msg
 		}
 		rs, valid = append(rs, r), append(valid, m)
 	}
-	msgs = valid
+	f.foldOrSplit(ctx, shutdown, rs, valid)
+}
+
+// foldOrSplit folds rs (whose messages are msgs) in one transaction,
+// retrying while the failure is not the receipts' fault (store.Transient:
+// the database away, a lost race; or a schema or privilege error, which an
+// operator must fix and which must not drop receipts). A failure that is
+// (store.Refused: a NUL or invalid UTF-8 in a text column, a value out of
+// range) would recur on every retry of the same batch and freeze
+// delivery_count for everyone. The batch is halved until the bad receipt stands alone; the
+// good ones fold, the bad one is logged (no payload), counted and
+// terminated — it stays in INTAKE_RECEIPTS for inspection.
+func (f *ReceiptFolder) foldOrSplit(ctx, shutdown context.Context, rs []envelope.Receipt, msgs []jetstream.Msg) {
 	for attempt := 0; ; attempt++ {
 		var n int
 		err := pgx.BeginFunc(ctx, f.store.Pool(), func(tx pgx.Tx) error {
@@ -122,9 +134,23 @@ func (f *ReceiptFolder) fold(ctx, shutdown context.Context, msgs []jetstream.Msg
 			n, err = store.FoldReceipts(ctx, tx, rs)
 			return err
 		})
-		if err == nil {
+		switch {
+		case err == nil:
 			f.metrics.ReceiptsFolded.Add(float64(n))
-			break
+			for _, m := range msgs {
+				_ = m.Ack()
+			}
+			return
+		case store.Refused(err) && len(rs) > 1:
+			half := len(rs) / 2
+			f.foldOrSplit(ctx, shutdown, rs[:half], msgs[:half])
+			f.foldOrSplit(ctx, shutdown, rs[half:], msgs[half:])
+			return
+		case store.Refused(err):
+			f.metrics.ReceiptsRefused.Inc()
+			f.log.Warn("terminating a receipt the database refuses", "receipt_id", rs[0].ID, "key", rs[0].Key.String(), "err", err)
+			_ = msgs[0].TermWithReason("receipt refused by the database")
+			return
 		}
 		f.log.Warn("receipt fold failed; retrying", "receipts", len(rs), "err", err)
 		if backoff.Sleep(shutdown, infraBackoff.Next(attempt)) != nil {
@@ -133,8 +159,5 @@ func (f *ReceiptFolder) fold(ctx, shutdown context.Context, msgs []jetstream.Msg
 			}
 			return
 		}
-	}
-	for _, m := range msgs {
-		_ = m.Ack()
 	}
 }

@@ -59,6 +59,10 @@ type EventDetail struct {
 	// Rejections are messages claiming this event's key that the processor
 	// refused (see GET /api/v1/rejections).
 	Rejections []store.Rejection `json:"rejections"`
+	// ReplayedBodies are messages that carried this event's body under
+	// another event id and were refused by the replay guard (reason
+	// replayed_body; GET /api/v1/rejections?reason=replayed_body lists all).
+	ReplayedBodies []store.Rejection `json:"replayed_bodies"`
 }
 
 // getEvent returns one event. The account is optional (?account=):
@@ -95,7 +99,9 @@ func (a *Replayer) getEvent(w http.ResponseWriter, r *http.Request) {
 		if d.Deliveries, err = a.o.Store.EventDeliveryHistory(ctx, k); err == nil {
 			if d.Executions, err = a.o.Store.EventExecutions(ctx, k); err == nil {
 				if d.Replays, err = a.o.Store.ReplaysOfEvent(ctx, k); err == nil {
-					d.Rejections, err = a.o.Store.EventRejections(ctx, k)
+					if d.Rejections, err = a.o.Store.EventRejections(ctx, k); err == nil {
+						d.ReplayedBodies, err = a.o.Store.EventReplayedBodies(ctx, k)
+					}
 				}
 			}
 		}

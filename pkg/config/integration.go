@@ -23,9 +23,41 @@ type Integration struct {
 	// RateLimit caps requests per ingress instance (429 + Retry-After above
 	// it). Defaults to no limit.
 	RateLimit RateLimit `yaml:"rate_limit"`
+	// ReplayGuard refuses a body the integration already accepted under
+	// another event id (see GuardsReplays and docs/providers.md). Defaults
+	// per provider: on where the signature covers the body but not the id
+	// and no timestamp bounds a replay (github, shopify, hmac whose event id
+	// comes from an unsigned header); off for the others.
+	ReplayGuard *bool `yaml:"replay_guard"`
 	// Config is the signature scheme and its options. Tolerance defaults to
 	// provider.DefaultTolerance (5m).
 	provider.Config `yaml:",inline"`
+}
+
+// GuardsReplays reports whether the processor refuses, in this integration,
+// a body already accepted under another event id: replay_guard when set,
+// else the provider's default (ReplayGuardDefault).
+func (in Integration) GuardsReplays() bool {
+	if in.ReplayGuard != nil {
+		return *in.ReplayGuard
+	}
+	return ReplayGuardDefault(in.Config)
+}
+
+// ReplayGuardDefault is replay_guard's default for a provider configuration:
+// true where the event id is not signed and no signed timestamp bounds a
+// replay — github (X-GitHub-Delivery), shopify (X-Shopify-Event-Id) and hmac
+// with event_id from a header its template does not sign. standard, svix,
+// stripe and slack sign the id (or carry it in the signed body) and a
+// timestamp: a captured body cannot come back under a new id.
+func ReplayGuardDefault(c provider.Config) bool {
+	switch c.Provider {
+	case "github", "shopify":
+		return true
+	case "hmac":
+		return c.EventID.Header != "" && !strings.Contains(c.HMAC.Template, "{id}")
+	}
+	return false
 }
 
 // RateLimit is a token bucket: PerSecond requests per second on average,

@@ -61,3 +61,17 @@ func Transient(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
 }
+
+// Refused reports whether err is the server refusing a value the statement
+// carried — a data exception (SQLSTATE class 22: a NUL or invalid UTF-8 in
+// text, a number out of range, bad JSON) or an integrity constraint (23).
+// Running the same statement again fails again; the data is at fault, not
+// the server nor the schema (an unknown table or a missing privilege is
+// neither Transient nor Refused: an operator must act, and the work waits).
+func Refused(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
+		return false
+	}
+	return pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23"
+}

@@ -117,3 +117,22 @@ func TestTransientAndUnreachable(t *testing.T) {
 		})
 	}
 }
+
+func TestRefused(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&pgconn.PgError{Code: "22021"}, true},  // invalid byte sequence (NUL in text)
+		{&pgconn.PgError{Code: "22P05"}, true},  // untranslatable character (\u0000 in jsonb)
+		{&pgconn.PgError{Code: "23505"}, true},  // unique violation
+		{&pgconn.PgError{Code: "42P01"}, false}, // undefined table: the schema, not the data
+		{&pgconn.PgError{Code: "40001"}, false}, // serialization failure: transient
+		{errors.New("plain"), false},
+		{nil, false},
+	} {
+		if got := store.Refused(c.err); got != c.want {
+			t.Errorf("Refused(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

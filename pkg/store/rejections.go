@@ -50,6 +50,11 @@ type Rejection struct {
 	Detail        string     `json:"detail"`
 	ReceivedAt    *time.Time `json:"received_at"`
 	RejectedAt    time.Time  `json:"rejected_at"`
+	// Original is, for a replayed body (RejectReplayedBody), the key of
+	// the event whose body the message carries; nil otherwise.
+	Original *envelope.Key `json:"-"`
+	// OriginalKey is Original as a scoped key string ("" when nil).
+	OriginalKey string `json:"original_key,omitempty"`
 }
 
 // ReplayCopy is what a message carrying Intake-Replay-Id claims: that the
@@ -143,7 +148,12 @@ func queueRejections(b *pgx.Batch, rs []Rejection) {
 	seq := make([]int64, n)
 	replayID, replayMode := make([]*string, n), make([]*string, n)
 	recv := make([]*time.Time, n)
+	origAcct, origID := make([]*string, n), make([]*string, n)
 	for i, r := range rs {
+		if o := r.Original; o != nil {
+			a, id := recordable(o.Account), recordable(o.EventID)
+			origAcct[i], origID[i] = &a, &id
+		}
 		integ[i], acct[i], evID[i] = recordable(r.Integration), recordable(r.Account), recordable(r.EventID)
 		tenant[i], typ[i], sha[i], subj[i] = recordable(r.Tenant), recordable(r.EventType), recordable(r.PayloadSHA256), recordable(r.Subject)
 		msgID[i], reason[i], detail[i], seq[i] = recordable(r.MsgID), r.Reason, recordable(r.Detail), r.StreamSeq
@@ -158,11 +168,12 @@ func queueRejections(b *pgx.Batch, rs []Rejection) {
 		recv[i] = r.ReceivedAt
 	}
 	b.Queue(`INSERT INTO intake.rejected_messages (integration, account, event_id, tenant, event_type, payload_sha256,
-			stream_seq, subject, msg_id, replay_id, replay_mode, reason, detail, received_at)
+			stream_seq, subject, msg_id, replay_id, replay_mode, reason, detail, received_at, original_account, original_event_id)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[],
-			$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::timestamptz[])
+			$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::timestamptz[],
+			$15::text[], $16::text[])
 		ON CONFLICT (stream_seq, integration, account, event_id) DO NOTHING`,
-		integ, acct, evID, tenant, typ, sha, seq, subj, msgID, replayID, replayMode, reason, detail, recv)
+		integ, acct, evID, tenant, typ, sha, seq, subj, msgID, replayID, replayMode, reason, detail, recv, origAcct, origID)
 }
 
 // maxRecorded bounds each recorded header value: a rejected message is
@@ -197,13 +208,20 @@ type RejectionFilter struct {
 }
 
 const rejectionColumns = `r.id, r.integration, r.account, r.event_id, r.tenant, r.event_type, r.payload_sha256,
-	r.stream_seq, r.subject, r.msg_id, r.replay_id, r.replay_mode, r.reason, r.detail, r.received_at, r.rejected_at`
+	r.stream_seq, r.subject, r.msg_id, r.replay_id, r.replay_mode, r.reason, r.detail, r.received_at, r.rejected_at,
+	r.original_account, r.original_event_id`
 
 func scanRejection(row pgx.CollectableRow) (Rejection, error) {
 	var r Rejection
+	var origAcct, origID *string
 	err := row.Scan(&r.ID, &r.Integration, &r.Account, &r.EventID, &r.Tenant, &r.EventType, &r.PayloadSHA256,
-		&r.StreamSeq, &r.Subject, &r.MsgID, &r.ReplayID, &r.ReplayMode, &r.Reason, &r.Detail, &r.ReceivedAt, &r.RejectedAt)
+		&r.StreamSeq, &r.Subject, &r.MsgID, &r.ReplayID, &r.ReplayMode, &r.Reason, &r.Detail, &r.ReceivedAt, &r.RejectedAt,
+		&origAcct, &origID)
 	r.Key = envelope.Key{Integration: r.Integration, Account: r.Account, EventID: r.EventID}.String()
+	if origAcct != nil && origID != nil {
+		r.Original = &envelope.Key{Integration: r.Integration, Account: *origAcct, EventID: *origID}
+		r.OriginalKey = r.Original.String()
+	}
 	return r, err
 }
 
@@ -253,6 +271,22 @@ func (s *Store) EventRejections(ctx context.Context, k envelope.Key) ([]Rejectio
 	list, err := pgx.CollectRows(rows, scanRejection)
 	if err != nil {
 		return nil, fmt.Errorf("store: event rejections: %w", err)
+	}
+	return list, nil
+}
+
+// EventReplayedBodies lists the messages refused as replayed bodies of an
+// event (RejectReplayedBody): its body under other ids, oldest first.
+func (s *Store) EventReplayedBodies(ctx context.Context, k envelope.Key) ([]Rejection, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+rejectionColumns+` FROM intake.rejected_messages r
+		WHERE r.integration = $1 AND r.original_account = $2 AND r.original_event_id = $3 ORDER BY r.id`,
+		k.Integration, k.Account, k.EventID)
+	if err != nil {
+		return nil, fmt.Errorf("store: replayed bodies: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, scanRejection)
+	if err != nil {
+		return nil, fmt.Errorf("store: replayed bodies: %w", err)
 	}
 	return list, nil
 }

@@ -41,6 +41,9 @@ type Metrics struct {
 	HandlerLatency *prometheus.HistogramVec
 	// ReceiptsFolded counts receipts folded into the delivery history.
 	ReceiptsFolded prometheus.Counter
+	// ReceiptsRefused counts receipts the database refused for good (a
+	// value a column cannot hold): split out of their batch and terminated.
+	ReceiptsRefused prometheus.Counter
 
 	// Outbox relay.
 	OutboxPublished prometheus.Counter
@@ -92,6 +95,8 @@ func NewMetrics() *Metrics {
 			Name: "handler_seconds", Help: "Domain handler duration.", Buckets: lat}, []string{"integration", "result"}),
 		ReceiptsFolded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "receipts_folded_total", Help: "Delivery receipts folded into the delivery history."}),
+		ReceiptsRefused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "receipts_refused_total", Help: "Delivery receipts the database refused for good (a value it cannot store): split out of their batch, logged and terminated."}),
 		OutboxPublished: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "outbox",
 			Name: "published_total", Help: "Outbox rows published to INTAKE_OUT."}),
 		OutboxRelayed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "outbox",
@@ -102,7 +107,7 @@ func NewMetrics() *Metrics {
 			Name: "lag_seconds", Help: "Age of the oldest unpublished outbox row at the last relay pass."}),
 	}
 	for _, c := range []prometheus.Collector{m.Received, m.Verified, m.Handshakes, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
-		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.TxLatency, m.LastCommit, m.HandlerLatency, m.ReceiptsFolded,
+		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.TxLatency, m.LastCommit, m.HandlerLatency, m.ReceiptsFolded, m.ReceiptsRefused,
 		m.OutboxPublished, m.OutboxRelayed, m.OutboxPending, m.OutboxLag} {
 		f(c)
 	}

@@ -1,0 +1,64 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/intakehq/intake/pkg/store"
+)
+
+// The replay guard. GitHub, Shopify and hmac with a header id sign the body
+// but neither the event id nor a timestamp: a captured body sent again under
+// a fresh X-GitHub-Delivery is, to ingress, a new event. For integrations
+// with replay_guard on, the batch's transaction records the first key of
+// every body (intake.body_hashes) before the claim; a message whose body
+// came first under another key is refused like a message failing the
+// envelope checks — recorded in intake.rejected_messages (reason
+// replayed_body, naming the original), counted, logged, terminated, never
+// claimed — so the fresh id reserves nothing and no handler runs. Ingress
+// has answered 200 already: it cannot know, and the sender must not retry.
+//
+// It is a check before the decision, not an inbox.Outcome: it reads a table
+// other than the message's inbox row, and concerns messages whose own key
+// has no row at all. inbox.Decide stays a function of one row and one
+// message; the replayer's dry run, which predicts Decide for copies of
+// events that have rows (whose bodies are their own), is unaffected.
+
+// guardBodies runs the replay guard on b's unrefused messages of guarded
+// integrations and sets reject on the replayed bodies. One round trip, and
+// none when the batch has no guarded message.
+func (p *Processor) guardBodies(ctx context.Context, tx pgx.Tx, b []*item) error {
+	var (
+		claims []store.BodyClaim
+		of     []*item
+	)
+	for _, it := range b {
+		if it.reject != nil {
+			continue
+		}
+		if in, ok := p.integrations[it.ev.Key.Integration]; !ok || !in.GuardsReplays() {
+			continue
+		}
+		claims = append(claims, store.BodyClaim{Key: it.ev.Key, PayloadSHA256: it.ev.PayloadSHA256, StreamSeq: it.ev.StreamSeq})
+		of = append(of, it)
+	}
+	if len(claims) == 0 {
+		return nil
+	}
+	first, err := store.FirstKeys(ctx, tx, claims)
+	if err != nil {
+		return err
+	}
+	for j, it := range of {
+		if first[j] == it.ev.Key {
+			continue
+		}
+		orig := first[j]
+		it.reject = rejectionOf(it, store.RejectReplayedBody,
+			fmt.Sprintf("body first accepted as %s", orig))
+		it.reject.Original = &orig
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package processor_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/intakehq/intake/internal/testenv"
+
+	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/telemetry"
+	"github.com/intakehq/intake/processor"
+)
+
+// TestReplayedBodiesInOneBatchApplyOnce: with replay_guard on, copies of one
+// body under other ids that sit in one batch with the original apply
+// nothing: recorded as replayed_body (naming the original), counted,
+// terminated; the original's honest retry stays a duplicate. Without the
+// guard each id is a new event.
+func TestReplayedBodiesInOneBatchApplyOnce(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	// Everything is on INTAKE_IN before the processor starts: one fetch.
+	r.publish("evt_1", `{"n":1}`, "")
+	for _, id := range []string{"evt_2", "evt_3", "evt_4", "evt_5"} {
+		r.publish(id, `{"n":1}`, "")
+	}
+	r.publish("evt_1", `{"n":1}`, "retry-past-window")
+	r.publish("evt_6", `{"n":2}`, "") // another body: an event of its own
+
+	on := true
+	guarded := demo
+	guarded.ReplayGuard = &on
+	m := telemetry.NewMetrics()
+	r.run(processor.Options{Metrics: m, Integrations: []config.Integration{guarded},
+		Config: config.Processor{AckWait: 2 * time.Second, MaxDeliver: 10, Concurrency: 1}})
+	r.tr.CaughtUp(t, 60*time.Second)
+
+	if n := r.count(`SELECT count(*) FROM effects`); n != 2 {
+		t.Errorf("%d business effects, want 2 (evt_1 and evt_6)", n)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.inbox`); n != 2 {
+		t.Errorf("%d inbox rows, want 2: a replayed body reserves no id", n)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.rejected_messages
+		WHERE reason = $1 AND original_account = 'main' AND original_event_id = 'evt_1'`, store.RejectReplayedBody); n != 4 {
+		t.Errorf("%d replayed_body records naming evt_1, want 4", n)
+	}
+	if got := testutil.ToFloat64(m.ProcessorRejected.WithLabelValues("demo", store.RejectReplayedBody)); got != 4 {
+		t.Errorf("intake_processor_rejected_total{reason=replayed_body} = %v, want 4", got)
+	}
+	if got := testutil.ToFloat64(m.Processed.WithLabelValues("demo", "duplicate")); got != 1 {
+		t.Errorf("duplicates = %v, want 1 (the honest retry)", got)
+	}
+	list, err := r.store.EventReplayedBodies(t.Context(), key("evt_1"))
+	if err != nil || len(list) != 4 || list[0].OriginalKey != key("evt_1").String() {
+		t.Errorf("EventReplayedBodies(evt_1) = %d rows, %v", len(list), err)
+	}
+}
+
+// TestUnguardedIntegrationAppliesEqualBodies: replay_guard off (the
+// default of the rig's integration) writes no body hash and lets two ids
+// with one body apply, as before.
+func TestUnguardedIntegrationAppliesEqualBodies(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	r.publish("evt_1", `{"n":1}`, "")
+	r.publish("evt_2", `{"n":1}`, "")
+	r.run(processor.Options{})
+	r.settled(2)
+	if n := r.count(`SELECT count(*) FROM effects`); n != 2 {
+		t.Errorf("%d business effects, want 2", n)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.body_hashes`); n != 0 {
+		t.Errorf("%d body hashes written for an unguarded integration, want 0", n)
+	}
+}
+
+// TestCopyWhileTheOriginalAwaitsItsRetry: the original's handler fails once
+// (its batch rolls back, body hash included); a copy of its body under a
+// fresh id arrives before the retry. The copy is refused and the original
+// applies on its retry — not the copy under its id, with the original
+// refused as its replay.
+func TestCopyWhileTheOriginalAwaitsItsRetry(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	fwd := processor.Forward()
+	h := processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
+		if ev.Key.EventID == "evt_1" && ev.Delivery == 1 {
+			return nil, errors.New("flaky downstream")
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO effects (key) VALUES ($1)`, ev.Key.String()); err != nil {
+			return nil, err
+		}
+		return fwd.Handle(ctx, tx, ev)
+	})
+	on := true
+	guarded := demo
+	guarded.ReplayGuard = &on
+	m := telemetry.NewMetrics()
+	r.run(processor.Options{Metrics: m, Handler: h, Integrations: []config.Integration{guarded},
+		Config: config.Processor{AckWait: 2 * time.Second, MaxDeliver: 10, Concurrency: 1, Backoff: []time.Duration{2 * time.Second}}})
+	r.publish("evt_1", `{"n":1}`, "")
+	// The retry is 2s away: the copy lands before it.
+	testenv.Eventually(t, 10*time.Second, func() bool { return testutil.ToFloat64(m.Failures.WithLabelValues("demo", "retry")) == 1 },
+		"the failure was never counted")
+	r.publish("evt_2", `{"n":1}`, "")
+	r.settled(1)
+	r.tr.CaughtUp(t, 60*time.Second)
+
+	if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, key("evt_1").String()); n != 1 {
+		t.Errorf("the original applied %d times, want 1", n)
+	}
+	if n := r.count(`SELECT count(*) FROM effects`); n != 1 {
+		t.Errorf("%d business effects, want 1", n)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.rejected_messages WHERE event_id = 'evt_2' AND original_event_id = 'evt_1'`); n != 1 {
+		t.Errorf("the copy evt_2 is not recorded as a replay of evt_1")
+	}
+}
