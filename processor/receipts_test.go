@@ -27,10 +27,10 @@ func TestPoisonedReceiptDoesNotStopCounting(t *testing.T) {
 	r.run(processor.Options{})
 	r.settled(1)
 
-	receipt := func(id, instance string) {
+	receipt := func(id, instance string, status int) {
 		t.Helper()
 		b, err := envelope.MarshalReceipt(envelope.Receipt{ID: id, Key: key("evt_1"), ReceivedAt: time.Now(),
-			Instance: instance, StatusCode: 200, Answer: "duplicate"})
+			Instance: instance, StatusCode: status, Answer: "duplicate"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,9 +38,17 @@ func TestPoisonedReceiptDoesNotStopCounting(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	receipt("r-1", "ingress-a")
-	receipt("r-poison", "ingress-\x00") // text refuses NUL
-	receipt("r-2", "ingress-b")
+	// ParseReceipt refuses what it can see is wrong (a NUL in a text value:
+	// malformed, terminated); for the rest, a value Postgres refuses is
+	// made here by a constraint, as a schema the receipt predates would.
+	if _, err := r.db.Exec(context.Background(),
+		`ALTER TABLE intake.deliveries ADD CONSTRAINT poison CHECK (instance <> 'ingress-poison')`); err != nil {
+		t.Fatal(err)
+	}
+	receipt("r-1", "ingress-a", 200)
+	receipt("r-poison", "ingress-poison", 200)
+	receipt("r-malformed", "ingress-\x00", 200)
+	receipt("r-2", "ingress-b", 200)
 
 	m := telemetry.NewMetrics()
 	f, err := processor.NewReceiptFolder(processor.ReceiptFolderOptions{Store: r.store, JS: r.js, Metrics: m,
@@ -60,7 +68,7 @@ func TestPoisonedReceiptDoesNotStopCounting(t *testing.T) {
 		"delivery_count never 3 (the original and r-1, r-2) past a poisoned receipt")
 	// Later receipts are counted too: the folder is not stuck.
 	for i := range 3 {
-		receipt(fmt.Sprintf("r-later-%d", i), "ingress-c")
+		receipt(fmt.Sprintf("r-later-%d", i), "ingress-c", 200)
 	}
 	testenv.Eventually(t, 20*time.Second, func() bool { return count() == 6 },
 		"delivery_count never 6 after later receipts")

@@ -32,11 +32,12 @@ integrations:
     provider: shopify
     tenant: acme
     secrets: ["shop-secret"]
+    allowed_shops: [intake-dev.myshopify.com]
   - name: hook
     provider: hmac
     tenant: acme
     secrets: ["hook-secret"]
-    hmac: {header: X-Signature, prefix: "sha256="}
+    hmac: {header: X-Signature, prefix: "sha256=", allow_unsigned_id: true}
     event_id: {header: X-Event-Id}
     event_type: {header: X-Event-Type}
   - name: std

@@ -200,7 +200,7 @@ func TestBoundRetryHints(t *testing.T) {
 	if len(back.RetryHints) != 1 || back.RetryHints["X-Slack-Retry-Num"] != "2" {
 		t.Fatalf("parsed hints %v", back.RetryHints)
 	}
-	r, err := ParseReceipt([]byte(`{"id":"r","key":"i/a/e","retry_hints":{"X-Huge":"` + huge + `"}}`))
+	r, err := ParseReceipt([]byte(`{"id":"r","key":"i/a/e","status_code":200,"retry_hints":{"X-Huge":"` + huge + `"}}`))
 	if err != nil || len(r.RetryHints) != 0 {
 		t.Fatalf("receipt hints %v, %v", r.RetryHints, err)
 	}

@@ -121,6 +121,9 @@ func ParseReceipt(b []byte) (Receipt, error) {
 			return Receipt{}, fmt.Errorf("receipt: %w", err)
 		}
 	}
+	if r.StatusCode < 100 || r.StatusCode > 599 {
+		return Receipt{}, fmt.Errorf("receipt: status code %d", r.StatusCode)
+	}
 	r.Key = k
 	if r.RetryHints = BoundRetryHints(r.RetryHints); r.RetryHints == nil {
 		r.RetryHints = map[string]string{}

@@ -46,7 +46,7 @@ func TestParseReceiptRefusesValuesPostgresWould(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	r, err := ParseReceipt([]byte(`{"id":"r1","key":"demo/main/evt","received_at":"2026-11-30T00:00:00Z",
+	r, err := ParseReceipt([]byte(`{"id":"r1","key":"demo/main/evt","received_at":"2026-11-30T00:00:00Z","status_code":200,
 		"retry_hints":{"X-Slack-Retry-Reason":"http\u0000_timeout","X-Slack-Retry-Num":"2","bad\u0000name":"1"}}`))
 	if err != nil {
 		t.Fatalf("a receipt with odd retry hints is still a receipt: %v", err)
