@@ -13,6 +13,13 @@ func printDevBanner(w io.Writer, path string, cfg *config.Config, info dev.Info)
 	nats := info.NATSURL
 	if info.NATSEmbed {
 		nats += "  (embedded, data in " + info.DataDir + "/nats)"
+		// Say what a 2xx survives here: the embedded server's fsync policy.
+		if cfg.NATS.SyncAlways {
+			nats += "\n             fsync before every PubAck (nats.sync_always: true)"
+		} else {
+			nats += "\n             fsync every 2 minutes (nats.sync_always: false, fast, for a laptop): a power loss" +
+				"\n             can lose acknowledged events; production configs sync before every PubAck"
+		}
 	}
 	pg := redactURL(info.DatabaseURL)
 	if info.PGPrivate {

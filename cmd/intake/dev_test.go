@@ -75,6 +75,10 @@ func TestDevQuickstart(t *testing.T) {
 	if !strings.Contains(devOut.String(), "private cluster") {
 		t.Fatalf("banner does not report the private Postgres:\n%s", devOut.String())
 	}
+	// The example keeps the embedded server's fast default, and dev says so.
+	if !strings.Contains(devOut.String(), "fsync every 2 minutes (nats.sync_always: false") {
+		t.Fatalf("banner does not say what the embedded NATS syncs:\n%s", devOut.String())
+	}
 
 	send := func() string {
 		out := &testenv.Buffer{}

@@ -168,6 +168,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 	if err := stream.WaitReady(startCtx, js); err != nil {
 		return nil, err
 	}
+	if err := stream.CheckServerVersion(a.nc.ConnectedServerVersion()); err != nil {
+		return nil, err
+	}
 	// The roles check the streams; `intake migrate` creates them (as admin).
 	if err := stream.Check(startCtx, js, cfg.NATS.Stream, a.log, o.Roles.streams()...); err != nil {
 		return nil, err

@@ -21,8 +21,11 @@ type NATS struct {
 	// Stream configures INTAKE_IN and INTAKE_OUT.
 	Stream Stream `yaml:"stream"`
 	// SyncAlways makes the embedded server (dev) fsync every write before its
-	// PubAck. Defaults to false: then writes are fsynced every 2 minutes and an
-	// acknowledged event can be lost on power loss of a single node.
+	// PubAck. Defaults to false: then writes are fsynced every 2 minutes, and a
+	// power loss can lose acknowledged events (on one node, and per the
+	// Jepsen analysis of NATS 2.12.1 also in an R3 cluster). An external
+	// server's own sync_interval decides there; deploy/nats/intake.conf sets
+	// it to always.
 	SyncAlways bool `yaml:"sync_always"`
 	// PublishTimeout bounds ingress's wait for a PubAck before it answers 503.
 	// Defaults to DefaultPublishTimeout (5s).

@@ -37,5 +37,8 @@ func Setup(ctx context.Context, c config.NATS, log *slog.Logger) error {
 	if err := WaitReady(ctx, js); err != nil {
 		return err
 	}
+	if err := CheckServerVersion(nc.ConnectedServerVersion()); err != nil {
+		return err
+	}
 	return Ensure(ctx, js, c.Stream)
 }
