@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -182,7 +183,13 @@ func lookup(raw []byte, path string) (string, error) {
 			return "", nil
 		}
 		if rest == "" {
-			return value(cur), nil
+			v := value(cur)
+			if !utf8.ValidString(v) {
+				// gjson hands the bytes back as they are, encoding/json
+				// replaces them: refuse rather than read one value two ways.
+				return "", fmt.Errorf("%w: the value at %q is not valid UTF-8", ErrMalformed, path)
+			}
+			return v, nil
 		}
 	}
 }
