@@ -36,6 +36,7 @@ func (a *Replayer) Mount(r chi.Router) {
 			r.Get("/replays/{id}", a.getReplay)
 			r.Get("/redeliveries/{id}", a.getReplay)
 			r.Get("/reconcile", a.reconcile)
+			r.Get("/gaps", a.gaps)
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(RequireRole(config.RoleOperator))

@@ -70,6 +70,10 @@ type Options struct {
 	// ResumeInterval is how often Run looks for running replays no replayer
 	// publishes (their replayer died). Defaults to DefaultResumeInterval (10s).
 	ResumeInterval time.Duration
+	// GapCheckInterval is how often Run checks INTAKE_IN for messages lost
+	// behind Intake's back (see CheckGaps). Defaults to
+	// DefaultGapCheckInterval (5m).
+	GapCheckInterval time.Duration
 	// PublishTimeout bounds the wait for one batch's PubAcks. Defaults to
 	// DefaultPublishTimeout (10s).
 	PublishTimeout time.Duration
@@ -91,6 +95,9 @@ const (
 	DefaultMaxMatched     = 1_000_000
 	DefaultMaxRunning     = 2
 	DefaultResumeInterval = 10 * time.Second
+	// DefaultGapCheckInterval: a loss is seen within minutes, not at a
+	// customer's complaint; a check is one stream info and one indexed read.
+	DefaultGapCheckInterval = 5 * time.Minute
 	DefaultPublishTimeout = 10 * time.Second
 	DefaultRetryFor       = 2 * time.Minute
 )
@@ -115,6 +122,7 @@ func (o Options) WithDefaults() Options {
 	setDefault(&o.ReconcileViewerMaxSpan, min(DefaultReconcileViewerMaxSpan, o.ReconcileMaxSpan))
 	setDefault(&o.MaxReconciles, DefaultMaxReconciles)
 	setDefault(&o.ResumeInterval, DefaultResumeInterval)
+	setDefault(&o.GapCheckInterval, DefaultGapCheckInterval)
 	setDefault(&o.PublishTimeout, DefaultPublishTimeout)
 	setDefault(&o.RetryFor, DefaultRetryFor)
 	return o
@@ -153,7 +161,7 @@ func (o Options) Validate() error {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"ResumeInterval", o.ResumeInterval}, {"PublishTimeout", o.PublishTimeout}, {"RetryFor", o.RetryFor}} {
+	}{{"ResumeInterval", o.ResumeInterval}, {"GapCheckInterval", o.GapCheckInterval}, {"PublishTimeout", o.PublishTimeout}, {"RetryFor", o.RetryFor}} {
 		if d.d <= 0 {
 			bad("%s: must be positive, got %s", d.name, d.d)
 		}
@@ -186,6 +194,7 @@ type replayMetrics struct {
 	published    *prometheus.CounterVec // mode
 	running      prometheus.Gauge
 	authFailures *prometheus.CounterVec // reason
+	gaps         *prometheus.GaugeVec   // stream, kind
 }
 
 // New fills o's defaults, then validates it: a bad value is an error
@@ -202,12 +211,18 @@ func New(o Options) (*Replayer, error) {
 			Name: "running", Help: "Replays this replayer is publishing."}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "api",
 			Name: "auth_failures_total", Help: "Operator API requests refused authentication, by reason (missing, invalid, throttled)."}, []string{"reason"}),
+		gaps: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "stream",
+			Name: "gap_messages", Help: "Acknowledged messages missing from a stream at the last gap check, by kind " +
+				"(deleted: inside the stream's range; rolled_back: past its last sequence, which the inbox has seen)."},
+			[]string{"stream", "kind"}),
 	}
 	if o.Registry != nil {
 		var err error
 		if m.published, err = register(o.Registry, m.published); err == nil {
 			if m.running, err = register(o.Registry, m.running); err == nil {
-				m.authFailures, err = register(o.Registry, m.authFailures)
+				if m.authFailures, err = register(o.Registry, m.authFailures); err == nil {
+					m.gaps, err = register(o.Registry, m.gaps)
+				}
 			}
 		}
 		if err != nil {
@@ -335,6 +350,7 @@ func (r *Replayer) wakeUp() {
 func (r *Replayer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	wg.Go(func() { r.watchGaps(ctx) })
 	tick := time.NewTicker(r.o.ResumeInterval)
 	defer tick.Stop()
 	for {

@@ -169,3 +169,13 @@ func (s *Store) GetOutboxRow(ctx context.Context, id string) (OutboxRow, error) 
 	}
 	return r, nil
 }
+
+// MaxInboxStreamSeq is the highest INTAKE_IN sequence an inbox row records
+// (0 for an empty inbox), read through inbox_stream_seq_idx.
+func (s *Store) MaxInboxStreamSeq(ctx context.Context) (uint64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(stream_seq), 0) FROM intake.inbox`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: max inbox stream seq: %w", err)
+	}
+	return uint64(n), nil
+}

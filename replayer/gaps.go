@@ -1,0 +1,112 @@
+package replayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/envelope"
+)
+
+// A 2xx from ingress means INTAKE_IN acknowledged the message. Intake never
+// deletes a message inside INTAKE_IN's range (limits retention ages them
+// out at the head; a full stream refuses new ones), so a hole inside the
+// range, or inbox rows past the stream's last sequence (a store restored
+// from an older copy, writes lost to a crash), is a loss of acknowledged
+// events: CheckGaps finds both, Run checks every GapCheckInterval, and each
+// check sets intake_stream_gap_messages and logs at error while a gap
+// stands, so a loss is seen within minutes.
+
+// Gaps is the result of one gap check (GET /api/v1/gaps).
+type Gaps struct {
+	CheckedAt time.Time `json:"checked_at"`
+	Stream    string    `json:"stream"`
+	FirstSeq  uint64    `json:"first_seq"`
+	LastSeq   uint64    `json:"last_seq"`
+	// Deleted counts sequences missing inside [FirstSeq, LastSeq];
+	// DeletedSample lists some of them.
+	Deleted       uint64   `json:"deleted"`
+	DeletedSample []uint64 `json:"deleted_sample,omitempty"`
+	// InboxMaxSeq is the highest stream sequence an inbox row records;
+	// RolledBack counts the sequences past LastSeq up to it: messages the
+	// processor saw that the stream no longer holds (or a stream recreated
+	// under the same name).
+	InboxMaxSeq uint64 `json:"inbox_max_seq"`
+	RolledBack  uint64 `json:"rolled_back"`
+}
+
+// Found reports whether the check found a gap.
+func (g Gaps) Found() bool { return g.Deleted > 0 || g.RolledBack > 0 }
+
+const gapSample = 100
+
+// CheckGaps checks INTAKE_IN against itself and the inbox, and records the
+// result in the gap metric.
+func (r *Replayer) CheckGaps(ctx context.Context) (Gaps, error) {
+	s, err := r.o.JS.Stream(ctx, envelope.StreamIn)
+	if err != nil {
+		return Gaps{}, fmt.Errorf("stream %s: %w", envelope.StreamIn, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return Gaps{}, fmt.Errorf("stream %s: info: %w", envelope.StreamIn, err)
+	}
+	g := Gaps{CheckedAt: time.Now().UTC(), Stream: envelope.StreamIn, FirstSeq: info.State.FirstSeq,
+		LastSeq: info.State.LastSeq, Deleted: uint64(info.State.NumDeleted)}
+	if g.Deleted > 0 && g.Deleted <= 10*gapSample { // the details only while they are few
+		if detailed, err := s.Info(ctx, jetstream.WithDeletedDetails(true)); err == nil {
+			d := detailed.State.Deleted
+			g.DeletedSample = d[:min(len(d), gapSample)]
+		}
+	}
+	if g.InboxMaxSeq, err = r.o.Store.MaxInboxStreamSeq(ctx); err != nil {
+		return Gaps{}, err
+	}
+	if g.InboxMaxSeq > g.LastSeq {
+		g.RolledBack = g.InboxMaxSeq - g.LastSeq
+	}
+	r.metrics.gaps.WithLabelValues(g.Stream, "deleted").Set(float64(g.Deleted))
+	r.metrics.gaps.WithLabelValues(g.Stream, "rolled_back").Set(float64(g.RolledBack))
+	return g, nil
+}
+
+// watchGaps runs CheckGaps at start and every GapCheckInterval until ctx
+// ends, logging a standing gap at error each time.
+func (r *Replayer) watchGaps(ctx context.Context) {
+	tick := time.NewTicker(r.o.GapCheckInterval)
+	defer tick.Stop()
+	for {
+		g, err := r.CheckGaps(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			r.o.Log.Warn("gap check failed", "err", err)
+		case err == nil && g.Found():
+			r.o.Log.Error("acknowledged messages are missing from the stream: run `intake reconcile` over the range and "+
+				"look for lost events (see README, Guarantees)", "stream", g.Stream, "deleted", g.Deleted,
+				"deleted_sample", g.DeletedSample, "rolled_back", g.RolledBack, "last_seq", g.LastSeq, "inbox_max_seq", g.InboxMaxSeq)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// gaps is GET /api/v1/gaps: a check now.
+func (a *Replayer) gaps(w http.ResponseWriter, req *http.Request) {
+	g, err := a.CheckGaps(req.Context())
+	if err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, g)
+}
