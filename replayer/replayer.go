@@ -98,8 +98,8 @@ const (
 	// DefaultGapCheckInterval: a loss is seen within minutes, not at a
 	// customer's complaint; a check is one stream info and one indexed read.
 	DefaultGapCheckInterval = 5 * time.Minute
-	DefaultPublishTimeout = 10 * time.Second
-	DefaultRetryFor       = 2 * time.Minute
+	DefaultPublishTimeout   = 10 * time.Second
+	DefaultRetryFor         = 2 * time.Minute
 )
 
 // Defaults of the reconcile bounds of Options.
