@@ -105,7 +105,7 @@ func (c clientAddrs) of(r *http.Request) netip.Addr {
 		for i := len(values) - 1; i >= 0; i-- {
 			parts := strings.Split(values[i], ",")
 			for j := len(parts) - 1; j >= 0; j-- {
-				a, err := netip.ParseAddr(strings.TrimSpace(parts[j]))
+				a, err := parseForwarded(strings.TrimSpace(parts[j]))
 				if err != nil {
 					return scope(peer) // a garbled chain: trust no further
 				}
@@ -117,6 +117,19 @@ func (c clientAddrs) of(r *http.Request) netip.Addr {
 		}
 	}
 	return scope(peer)
+}
+
+// parseForwarded reads one entry of a forwarding header: an address, or an
+// address with a port ("203.0.113.7:51234", "[2001:db8::1]:443"), as some
+// proxies write it.
+func parseForwarded(s string) (netip.Addr, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a, nil
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr(), nil
+	}
+	return netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
 }
 
 func (c clientAddrs) isTrusted(a netip.Addr) bool {

@@ -23,7 +23,7 @@ var ErrPayloadTooSmall = errors.New("NATS max_payload too small for max_body_byt
 func checkPayload(maxPayload int64, list []config.Integration) error {
 	var errs []error
 	for _, in := range list {
-		if in.MaxBodyBytes+HeaderAllowance > maxPayload {
+		if in.MaxBodyBytes > maxPayload-HeaderAllowance { // no overflow: both sides are validated sizes
 			errs = append(errs, fmt.Errorf("%w: integration %s: max_body_bytes %d plus %d bytes of headers exceeds the NATS server's max_payload %d; "+
 				"lower max_body_bytes to at most %d or raise max_payload in the server's configuration",
 				ErrPayloadTooSmall, in.Name, in.MaxBodyBytes, HeaderAllowance, maxPayload, max(0, maxPayload-HeaderAllowance)))

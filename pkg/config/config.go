@@ -174,5 +174,14 @@ func (c *Config) Validate() error {
 	p.also(c.Processor.Validate())
 	p.also(c.Outbox.Validate(c.NATS.Stream.DuplicateWindow))
 	p.also(validateIntegrations(c.Integrations))
+	for i, in := range c.Integrations {
+		// An undeclared length reserves the limit plus one byte of the
+		// in-flight budget: a limit the budget cannot hold would be 503 on
+		// every retry, never a delivery.
+		if in.MaxBodyBytes >= c.Ingress.MaxInflightBodyBytes && c.Ingress.MaxInflightBodyBytes > 0 {
+			p.add(fmt.Sprintf("integrations[%d] (%s).max_body_bytes", i, in.Name),
+				"must be below ingress.max_inflight_body_bytes (%d), got %d", c.Ingress.MaxInflightBodyBytes, in.MaxBodyBytes)
+		}
+	}
 	return p.err()
 }

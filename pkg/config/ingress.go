@@ -116,11 +116,11 @@ func (in Ingress) Validate() error {
 			p.add(t.field, "must be positive, got %s", t.d)
 		}
 	}
-	if in.MaxBodyBytes < 1 {
-		p.add("ingress.max_body_bytes", "must be positive")
+	if in.MaxBodyBytes < 1 || in.MaxBodyBytes > MaxBodyBytesLimit {
+		p.add("ingress.max_body_bytes", "must be 1..%d (1 GiB), got %d", MaxBodyBytesLimit, in.MaxBodyBytes)
 	}
-	if in.MaxInflightBodyBytes < in.MaxBodyBytes {
-		p.add("ingress.max_inflight_body_bytes", "must be at least ingress.max_body_bytes (%d), got %d", in.MaxBodyBytes, in.MaxInflightBodyBytes)
+	if in.MaxInflightBodyBytes <= in.MaxBodyBytes {
+		p.add("ingress.max_inflight_body_bytes", "must be above ingress.max_body_bytes (%d), got %d", in.MaxBodyBytes, in.MaxInflightBodyBytes)
 	}
 	if in.MaxConnections < 1 {
 		p.add("ingress.max_connections", "must be positive, got %d", in.MaxConnections)

@@ -53,3 +53,28 @@ func TestIngressLimitsDefaultsAndValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyLimitsFitTheirBudgets: a body limit past 1 GiB (which overflowed
+// the reservations) or one the in-flight budget cannot hold (503 on every
+// retry, never a delivery) is refused at start, naming the field.
+func TestBodyLimitsFitTheirBudgets(t *testing.T) {
+	for name, c := range map[string]struct{ yaml, field string }{
+		"integration past 1 GiB": {`
+integrations:
+  - {name: big, provider: hmac, tenant: acme, secrets: [s], max_body_bytes: 9223372036854775807, hmac: {header: X-Sig}, event_id: {field: id}}
+`, "integrations[0] (big).max_body_bytes"},
+		"integration above the budget": {`
+ingress: {max_inflight_body_bytes: 4194304}
+integrations:
+  - {name: big, provider: hmac, tenant: acme, secrets: [s], max_body_bytes: 4194304, hmac: {header: X-Sig}, event_id: {field: id}}
+`, "integrations[0] (big).max_body_bytes: must be below ingress.max_inflight_body_bytes"},
+		"ingress default at the budget": {`
+ingress: {max_body_bytes: 2097152, max_inflight_body_bytes: 2097152}
+`, "ingress.max_inflight_body_bytes"},
+	} {
+		_, err := Parse([]byte(c.yaml), env(nil))
+		if err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: %v, want an error naming %s", name, err, c.field)
+		}
+	}
+}

@@ -74,6 +74,10 @@ type RateLimit struct {
 const MaxAccountLength = 128
 
 // WithDefaults returns in with every unset field at its default;
+// MaxBodyBytesLimit bounds every body limit: a webhook is no file upload,
+// and sizes past it would only overflow the reservations made for them.
+const MaxBodyBytesLimit = 1 << 30
+
 // maxBodyBytes is ingress.max_body_bytes (after its own default).
 func (in Integration) WithDefaults(maxBodyBytes int64) Integration {
 	setDefault(&in.MaxBodyBytes, maxBodyBytes)
@@ -99,8 +103,8 @@ func (in Integration) Validate(field string) error {
 	if strings.ContainsAny(in.Account, "/ \t\n") || len(in.Account) > MaxAccountLength {
 		p.add(field+".account", "must not contain '/' or spaces and be at most %d characters", MaxAccountLength)
 	}
-	if in.MaxBodyBytes < 1 {
-		p.add(field+".max_body_bytes", "must be positive")
+	if in.MaxBodyBytes < 1 || in.MaxBodyBytes > MaxBodyBytesLimit {
+		p.add(field+".max_body_bytes", "must be 1..%d (1 GiB), got %d", MaxBodyBytesLimit, in.MaxBodyBytes)
 	}
 	if r := in.RateLimit; r.PerSecond < 0 || math.IsNaN(r.PerSecond) || math.IsInf(r.PerSecond, 0) {
 		p.add(field+".rate_limit.per_second", "must be a finite number ≥ 0 (0: no limit), got %v", r.PerSecond)
