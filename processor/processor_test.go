@@ -50,10 +50,16 @@ type rig struct {
 // when dbURL is empty, else dbURL (migrated here).
 func setup(t testing.TB, dbURL string) *rig {
 	t.Helper()
-	tr := testrig.New(t, testrig.Options{
+	return setupWith(t, testrig.Options{
 		DatabaseURL: dbURL,
 		Mutate:      func(c *config.Config) { c.NATS.Stream = testrig.TestStream() },
 	})
+}
+
+// setupWith is setup on a rig built from o.
+func setupWith(t testing.TB, o testrig.Options) *rig {
+	t.Helper()
+	tr := testrig.New(t, o)
 	if _, err := tr.DB.Exec(context.Background(), `CREATE TABLE effects (key text NOT NULL, at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		t.Fatal(err)
 	}

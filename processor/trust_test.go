@@ -29,17 +29,7 @@ import (
 // message to publish again.
 func (r *rig) processedCopy(id string) *nats.Msg {
 	r.t.Helper()
-	for _, m := range r.tr.Messages(r.t, envelope.StreamIn) {
-		if m.Header.Get(envelope.HeaderKey) == key(id).String() && m.Header.Get(envelope.HeaderReplayID) == "" {
-			h := nats.Header{}
-			for k, v := range m.Header {
-				h[k] = append([]string(nil), v...)
-			}
-			return &nats.Msg{Subject: m.Subject, Header: h, Data: m.Data}
-		}
-	}
-	r.t.Fatalf("no INTAKE_IN message of %s", id)
-	return nil
+	return r.tr.DeliveryOf(r.t, key(id).String())
 }
 
 func (r *rig) publishMsg(m *nats.Msg) uint64 {
@@ -303,29 +293,18 @@ func TestMalformedEnvelopesAreTerminatedAndNothingStalls(t *testing.T) {
 // run; and the unpublished item of a replay that ended covers nothing.
 func TestAReplayRunsAKeyOnceAndEndedReplaysCoverNothing(t *testing.T) {
 	t.Parallel()
-	tr := testrig.New(t, testrig.Options{Mutate: func(c *config.Config) {
+	r := setupWith(t, testrig.Options{Mutate: func(c *config.Config) {
 		s := testrig.TestStream()
 		s.DuplicateWindow = time.Second // so a copy can be published again
 		c.NATS.Stream = s
 	}})
-	if _, err := tr.DB.Exec(context.Background(), `CREATE TABLE effects (key text NOT NULL, at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{t: t, tr: tr, nats: tr.Server, nc: tr.Conn, js: tr.JS, dbURL: tr.DBURL, store: tr.Store, db: tr.DB}
 	m := telemetry.NewMetrics()
 	r.run(processor.Options{Metrics: m})
 	r.publish("evt_1", `{"n":1}`, "")
 	r.settled(1)
 
 	ctx := context.Background()
-	replayID := store.NewID()
-	msgID := "replay:" + replayID + ":" + key("evt_1").String()
-	if err := r.store.CreateReplay(ctx, &store.Replay{ID: replayID, RequestedBy: "ops", Selector: []byte(`{}`),
-		Mode: string(envelope.ReplayReexecute), Reason: "test", Rate: 10, State: store.ReplayRunning, Matched: 1},
-		[]store.ReplayItem{{Key: key("evt_1"), Tenant: "acme", EventType: "thing.happened", StreamSeq: 1,
-			MsgID: msgID, Outcome: "would_apply"}}); err != nil {
-		t.Fatal(err)
-	}
+	replayID, msgID := r.runningReexecution("evt_1")
 	copyOf := func() *nats.Msg {
 		c := r.processedCopy("evt_1")
 		c.Header.Set(envelope.HeaderReplayMode, string(envelope.ReplayReexecute))
@@ -377,15 +356,7 @@ func TestAReplayCopyWithAnotherBodyAppliesNothing(t *testing.T) {
 	r.run(processor.Options{Metrics: telemetry.NewMetrics()})
 	r.publish("evt_1", `{"n":1}`, "")
 	r.settled(1)
-	ctx := context.Background()
-	replayID := store.NewID()
-	msgID := "replay:" + replayID + ":" + key("evt_1").String()
-	if err := r.store.CreateReplay(ctx, &store.Replay{ID: replayID, RequestedBy: "ops", Selector: []byte(`{}`),
-		Mode: string(envelope.ReplayReexecute), Reason: "test", Rate: 10, State: store.ReplayRunning, Matched: 1},
-		[]store.ReplayItem{{Key: key("evt_1"), Tenant: "acme", EventType: "thing.happened", StreamSeq: 1,
-			MsgID: msgID, Outcome: "would_apply"}}); err != nil {
-		t.Fatal(err)
-	}
+	replayID, msgID := r.runningReexecution("evt_1")
 	c := r.processedCopy("evt_1")
 	c.Header.Set(envelope.HeaderReplayMode, string(envelope.ReplayReexecute))
 	c.Header.Set(envelope.HeaderReplayID, replayID)
@@ -399,4 +370,20 @@ func TestAReplayCopyWithAnotherBodyAppliesNothing(t *testing.T) {
 	if got := r.rejections()[seq]; got != store.RejectPayloadMismatch {
 		t.Fatalf("rejection %q, want %s", got, store.RejectPayloadMismatch)
 	}
+}
+
+// runningReexecution records a running re-execution replay that selected
+// key id, as the replayer records one before it publishes, and returns its
+// id and its copy's Nats-Msg-Id.
+func (r *rig) runningReexecution(id string) (replayID, msgID string) {
+	r.t.Helper()
+	replayID = store.NewID()
+	msgID = "replay:" + replayID + ":" + key(id).String()
+	if err := r.store.CreateReplay(context.Background(), &store.Replay{ID: replayID, RequestedBy: "ops", Selector: []byte(`{}`),
+		Mode: string(envelope.ReplayReexecute), Reason: "test", Rate: 10, State: store.ReplayRunning, Matched: 1},
+		[]store.ReplayItem{{Key: key(id), Tenant: "acme", EventType: "thing.happened", StreamSeq: 1,
+			MsgID: msgID, Outcome: "would_apply"}}); err != nil {
+		r.t.Fatal(err)
+	}
+	return replayID, msgID
 }

@@ -20,17 +20,7 @@ import (
 // copyOf returns the ingress message of id in INTAKE_IN, to publish again.
 func (r *rig) copyOf(id string) *nats.Msg {
 	r.t.Helper()
-	for _, m := range r.tr.Messages(r.t, envelope.StreamIn) {
-		if m.Header.Get(envelope.HeaderKey) == key(id).String() && m.Header.Get(envelope.HeaderReplayID) == "" {
-			h := nats.Header{}
-			for k, v := range m.Header {
-				h[k] = append([]string(nil), v...)
-			}
-			return &nats.Msg{Subject: m.Subject, Header: h, Data: m.Data}
-		}
-	}
-	r.t.Fatalf("no INTAKE_IN message of %s", id)
-	return nil
+	return r.tr.DeliveryOf(r.t, key(id).String())
 }
 
 // TestRejectedMessagesInTheAPI publishes what a client with publish rights

@@ -11,6 +11,7 @@ import (
 
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/stream"
 )
 
@@ -131,4 +132,22 @@ func (j *JetStream) LastSeq(t testing.TB, name string) uint64 {
 		t.Fatalf("testrig: stream %s info: %v", name, err)
 	}
 	return info.State.LastSeq
+}
+
+// DeliveryOf returns INTAKE_IN's first message for key as ingress
+// published it (not a replay copy), as a message to publish again: what a
+// holder of NATS publish rights could copy and alter.
+func (j *JetStream) DeliveryOf(t testing.TB, key string) *nats.Msg {
+	t.Helper()
+	for _, m := range j.Messages(t, envelope.StreamIn) {
+		if m.Header.Get(envelope.HeaderKey) == key && m.Header.Get(envelope.HeaderReplayID) == "" {
+			h := nats.Header{}
+			for k, v := range m.Header {
+				h[k] = append([]string(nil), v...)
+			}
+			return &nats.Msg{Subject: m.Subject, Header: h, Data: m.Data}
+		}
+	}
+	t.Fatalf("testrig: no INTAKE_IN message of %s", key)
+	return nil
 }
