@@ -19,4 +19,7 @@
 //
 // Stop, Start and Kill exist for fault injection: tests restart or crash the
 // server under a running pipeline and check that nothing acknowledged is lost.
+// StartStandby, Promote, Follow, Pause and Resume (replication.go) add a
+// streaming standby for failover: kill the primary, promote the standby,
+// bring the old primary back as a standby of the new one.
 package pgcluster

@@ -133,3 +133,15 @@ func (u *osUser) chownTree(dir string) error {
 		return os.Lchown(path, u.uid, u.gid)
 	})
 }
+
+// signalGroup stops or continues the process group led by the postmaster.
+func signalGroup(pgid int, sig groupSignal) error {
+	s := syscall.SIGSTOP
+	if sig == sigCont {
+		s = syscall.SIGCONT
+	}
+	if err := syscall.Kill(-pgid, s); err != nil {
+		return fmt.Errorf("pgcluster: signal process group %d: %w", pgid, err)
+	}
+	return nil
+}

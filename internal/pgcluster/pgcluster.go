@@ -74,6 +74,21 @@ type binaries struct{ initdb, postgres string }
 // server; it returns once the server accepts connections. ctx bounds initdb
 // and the wait for readiness; the server outlives ctx until Stop or Kill.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	c, err := newCluster(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.prepareDir(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.startPicking(ctx, opts.Port == 0); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newCluster checks opts and finds the binaries; nothing is started.
+func newCluster(opts Options) (*Cluster, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("pgcluster: Options.Dir is required")
 	}
@@ -96,28 +111,29 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Cluster{dir: dir, port: opts.Port, fast: opts.Fast, extra: opts.Settings, log: log, bins: bins, owner: owner}
-	if err := c.prepareDir(ctx); err != nil {
-		return nil, err
-	}
+	return &Cluster{dir: dir, port: opts.Port, fast: opts.Fast, extra: opts.Settings, log: log, bins: bins, owner: owner}, nil
+}
 
-	// A picked port can be taken by someone else before postgres binds it;
-	// picking again is the only cure for that race.
+// startPicking starts the server for the first time. A picked port can be
+// taken by someone else before postgres binds it; picking again is the only
+// cure for that race.
+func (c *Cluster) startPicking(ctx context.Context, pick bool) error {
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
-		if opts.Port == 0 {
+		if pick {
+			var err error
 			if c.port, err = freePort(); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		err = c.Start(ctx)
+		err := c.Start(ctx)
 		if err == nil {
-			return c, nil
+			return nil
 		}
-		if opts.Port != 0 || !errors.Is(err, errPortInUse) || attempt == attempts {
-			return nil, err
+		if !pick || !errors.Is(err, errPortInUse) || attempt == attempts {
+			return err
 		}
-		log.Debug("postgres port taken, picking another", "port", c.port)
+		c.log.Debug("postgres port taken, picking another", "port", c.port)
 	}
 }
 
@@ -307,6 +323,42 @@ func (c *Cluster) serverArgs() []string {
 // prepareDir creates the data directory, hands it to the postgres OS user
 // when we are root, and runs initdb when it holds no cluster yet.
 func (c *Cluster) prepareDir(ctx context.Context) error {
+	if err := c.makeDir(); err != nil {
+		return err
+	}
+	switch _, err := os.Stat(filepath.Join(c.dir, "PG_VERSION")); {
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("pgcluster: data dir: %w", err)
+	}
+
+	args := []string{"-D", c.dir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"}
+	if c.fast {
+		args = append(args, "--no-sync")
+	}
+	c.log.Info("initialising postgres data dir", "dir", c.dir)
+	return c.runTool(ctx, c.bins.initdb, args...)
+}
+
+// runTool runs one of the server's command-line tools (initdb,
+// pg_basebackup, pg_rewind) as the postgres OS user when we are root.
+func (c *Cluster) runTool(ctx context.Context, path string, args ...string) error {
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = "/"
+	cmd.Env = serverEnv()
+	cmd.SysProcAttr = sysProcAttr(c.owner, false)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pgcluster: %s %s: %w\n%s", filepath.Base(path), c.dir, err, lastLines(out, 30))
+	}
+	c.log.Debug("tool ran", "tool", filepath.Base(path), "output", lastLines(out, 30))
+	return nil
+}
+
+// makeDir creates the data directory (mode 0700, as postgres demands) and
+// hands it to the postgres OS user when we are root.
+func (c *Cluster) makeDir() error {
 	if err := os.MkdirAll(filepath.Dir(c.dir), 0o755); err != nil {
 		return fmt.Errorf("pgcluster: create parent of data dir: %w", err)
 	}
@@ -324,25 +376,6 @@ func (c *Cluster) prepareDir(ctx context.Context) error {
 	// postgres refuses a data directory that others can read.
 	if err := os.Chmod(c.dir, 0o700); err != nil {
 		return fmt.Errorf("pgcluster: data dir: %w", err)
-	}
-	switch _, err := os.Stat(filepath.Join(c.dir, "PG_VERSION")); {
-	case err == nil:
-		return nil
-	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("pgcluster: data dir: %w", err)
-	}
-
-	args := []string{"-D", c.dir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"}
-	if c.fast {
-		args = append(args, "--no-sync")
-	}
-	cmd := exec.CommandContext(ctx, c.bins.initdb, args...)
-	cmd.Dir = "/"
-	cmd.Env = serverEnv()
-	cmd.SysProcAttr = sysProcAttr(c.owner, false)
-	c.log.Info("initialising postgres data dir", "dir", c.dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("pgcluster: initdb %s: %w\n%s", c.dir, err, lastLines(out, 30))
 	}
 	return nil
 }

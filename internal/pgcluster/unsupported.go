@@ -30,3 +30,5 @@ func killGroup(int) error { return errors.New("not supported") }
 func inspectPID(int, string) pidState { return pidUnknown }
 
 func waitGroupGone(int, time.Duration) {}
+
+func signalGroup(int, groupSignal) error { return errors.New("not supported") }
