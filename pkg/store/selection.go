@@ -158,8 +158,8 @@ func (s *Store) SelectPublishedOutbox(ctx context.Context, sel OutboxSelector, f
 // gone.
 func (s *Store) GetOutboxRow(ctx context.Context, id string) (OutboxRow, error) {
 	var r OutboxRow
-	err := s.pool.QueryRow(ctx, `SELECT id::text, integration, account, event_id, subject, headers, payload, created_at
-		FROM intake.outbox WHERE id = $1`, id).Scan(&r.ID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID,
+	err := s.pool.QueryRow(ctx, `SELECT id::text, coalesce(msg_id, id::text), integration, account, event_id, subject, headers, payload, created_at
+		FROM intake.outbox WHERE id = $1`, id).Scan(&r.ID, &r.MsgID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID,
 		&r.Subject, &r.Headers, &r.Payload, &r.Created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return OutboxRow{}, ErrNotFound
