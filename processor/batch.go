@@ -176,13 +176,14 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 			w.Executions = append(w.Executions, store.Execution{
 				ID: ev.ExecutionID, Key: ev.Key, Mode: ev.Mode, ReplayID: ev.ReplayID, StreamSeq: ev.StreamSeq,
 			})
-			for _, m := range msgs {
+			for pos, m := range msgs {
 				h := IdentityHeader(ev)
 				for k, v := range m.Header {
 					h[k] = v
 				}
 				h.Set(envelope.HeaderExecutionID, ev.ExecutionID)
-				w.Outbox = append(w.Outbox, store.OutboxRow{Key: ev.Key, Subject: m.Subject, Headers: h, Payload: m.Data})
+				w.Outbox = append(w.Outbox, store.OutboxRow{Key: ev.Key, Subject: m.Subject, Headers: h, Payload: m.Data,
+					MsgID: store.OutboxMsgID(ev.Key, ev.Mode, ev.ReplayID, pos)})
 			}
 		}
 		if err := w.Flush(ctx, tx); err != nil {

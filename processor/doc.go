@@ -18,9 +18,13 @@
 // redelivered with backoff.
 //
 // After the commit the processor publishes the batch's outbox rows to
-// INTAKE_OUT with Nats-Msg-Id = the row id and takes them off the pending
-// list. The Relay publishes the rows that stay pending (the processor died or
-// lost NATS first); a row published twice is deduplicated by the stream.
+// INTAKE_OUT and takes them off the pending list. The Relay publishes the
+// rows that stay pending (the processor died or lost NATS first); a row
+// published twice is deduplicated by the stream. A row's Nats-Msg-Id is not
+// its id but store.OutboxMsgID: derived from the event's key and the
+// message's position among its handler's outputs (plus the replay, for a
+// re-execution), so an event executed again after a Postgres failover lost
+// its commit publishes under the same ids and is dropped as a duplicate.
 //
 // Library users build their own processor binary: write a Handler (it gets
 // the event and the pgx.Tx), wrap it in Middleware, and pass it in Options.

@@ -40,8 +40,8 @@ type sent struct {
 	res     published
 }
 
-// sendRows publishes rows asynchronously, Nats-Msg-Id = the row id, in
-// order. It adds that header to each row's Headers: the rows are committed
+// sendRows publishes rows asynchronously, Nats-Msg-Id = the row's
+// NatsMsgID (derived from the event's key: store.OutboxMsgID), in order. It adds that header to each row's Headers: the rows are committed
 // (their headers already written) and serve no other purpose afterwards.
 func sendRows(js jetstream.JetStream, rows []store.OutboxRow) *sent {
 	s := &sent{rows: rows, futures: make([]jetstream.PubAckFuture, len(rows))}
@@ -50,7 +50,7 @@ func sendRows(js jetstream.JetStream, rows []store.OutboxRow) *sent {
 		if h == nil {
 			h = nats.Header{}
 		}
-		h.Set(envelope.HeaderMsgID, row.ID)
+		h.Set(envelope.HeaderMsgID, row.NatsMsgID())
 		f, err := js.PublishMsgAsync(&nats.Msg{Subject: row.Subject, Header: h, Data: row.Payload})
 		if err != nil {
 			s.res.fail(row.ID, err)

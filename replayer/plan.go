@@ -350,12 +350,20 @@ func (r *Replayer) planRedelivery(ctx context.Context, id string, req Redelivery
 		if s.Until != nil {
 			sel.Until = *s.Until
 		}
+		seen := map[string]bool{}
 		err = r.o.Store.SelectPublishedOutbox(ctx, sel, func(o store.OutboxRef) error {
+			if seen[o.MsgID] {
+				// Rows that share a message id (the event ran again as an
+				// original once its inbox row was gone): one message to
+				// subscribers, one copy, as from the stream below.
+				return nil
+			}
+			seen[o.MsgID] = true
 			if len(p.items) >= r.o.MaxMatched {
 				return ErrTooMany
 			}
 			p.add(store.ReplayItem{Key: o.Key, Tenant: o.Tenant, EventType: o.EventType, OutboxID: o.ID,
-				MsgID: redeliveryMsgID(id, o.ID), Outcome: WouldRedeliver})
+				MsgID: redeliveryMsgID(id, o.MsgID), Outcome: WouldRedeliver})
 			return nil
 		})
 		if err != nil {

@@ -259,7 +259,7 @@ func (j *job) build(ctx context.Context, it store.ReplayItem) (*nats.Msg, error)
 		if err != nil {
 			return nil, err
 		}
-		return redelivered(row.Subject, nats.Header(row.Headers), row.Payload, it.MsgID, row.ID, j.rep.ID), nil
+		return redelivered(row.Subject, nats.Header(row.Headers), row.Payload, it.MsgID, row.NatsMsgID(), j.rep.ID), nil
 	}
 	if j.src == nil {
 		s, err := j.r.o.JS.Stream(ctx, j.stream)

@@ -184,7 +184,7 @@ func TestRedeliveryRepublishesProcessedMessages(t *testing.T) {
 	if fromOutbox.Published != 1 || len(oc) != 1 {
 		t.Fatalf("outbox redelivery = %+v, copies %v", fromOutbox, oc)
 	}
-	// The outbox id is the original message id on INTAKE_OUT.
+	// The outbox row's msg id is the original message id on INTAKE_OUT.
 	for id := range oc {
 		if _, ok := originals[id[len("redeliver:"+fromOutbox.ID+":"):]]; !ok {
 			t.Fatalf("outbox copy %s does not name an original message", id)

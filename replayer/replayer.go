@@ -24,8 +24,9 @@ const (
 	// HeaderRedeliveryID names the redelivery that published the copy.
 	HeaderRedeliveryID = "Intake-Redelivery-Id"
 	// HeaderOriginalMsgID carries the Nats-Msg-Id the message was first
-	// published with (the outbox id): subscribers that deduplicate by
-	// message id use it (or Intake-Key) rather than Nats-Msg-Id.
+	// published with (the outbox row's, store.OutboxRow.NatsMsgID):
+	// subscribers that deduplicate by message id use it (or Intake-Key)
+	// rather than Nats-Msg-Id.
 	HeaderOriginalMsgID = "Intake-Original-Msg-Id"
 )
 

@@ -297,7 +297,7 @@ func deliveryArgs(ds []Delivery) ([]any, error) {
 	return []any{ids, integ, acct, evID, at, inst, code, answer, hints}, nil
 }
 
-var outboxColumns = []string{"id", "integration", "account", "event_id", "subject", "headers", "payload"}
+var outboxColumns = []string{"id", "msg_id", "integration", "account", "event_id", "subject", "headers", "payload"}
 
 // copyOutbox writes the outbox rows with COPY (ids: theirs, as bytes, set
 // by Flush; pgx's binary uuid encoding refuses a string and retries it as
@@ -311,9 +311,13 @@ func (w *BatchWrites) copyOutbox(ctx context.Context, tx pgx.Tx, ids [][16]byte)
 	hdr := make([]byte, 0, 512)
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"intake", "outbox"}, outboxColumns,
 		pgx.CopyFromSlice(len(w.Outbox), func(i int) ([]any, error) {
-			r := w.Outbox[i]
+			r := &w.Outbox[i]
 			hdr = appendHeadersJSON(hdr[:0], r.Headers)
-			return []any{ids[i], r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, string(hdr), r.Payload}, nil
+			var msgID *string // nil (NULL): published under the id; a pointer boxes without allocating
+			if r.MsgID != "" {
+				msgID = &r.MsgID
+			}
+			return []any{ids[i], msgID, r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, string(hdr), r.Payload}, nil
 		}))
 	if err != nil {
 		return fmt.Errorf("store: copy outbox: %w", err)

@@ -13,12 +13,25 @@ import (
 
 // OutboxRow is one message waiting for (or done with) INTAKE_OUT.
 type OutboxRow struct {
-	ID      string // uuid; the Nats-Msg-Id on INTAKE_OUT
+	ID string // uuid v7, time-ordered: the row's primary key
+	// MsgID is the Nats-Msg-Id on INTAKE_OUT (OutboxMsgID); "" for a row
+	// written without one, which publishes under ID (see NatsMsgID).
+	MsgID   string
 	Key     envelope.Key
 	Subject string
 	Headers map[string][]string
 	Payload []byte
 	Created time.Time
+}
+
+// NatsMsgID is the row's Nats-Msg-Id on INTAKE_OUT: MsgID, or ID for a
+// row written without one (before migration 00009, or by a caller that
+// set none).
+func (r *OutboxRow) NatsMsgID() string {
+	if r.MsgID != "" {
+		return r.MsgID
+	}
+	return r.ID
 }
 
 // ClaimOutbox takes up to limit rows pending for longer than olderThan off
@@ -35,7 +48,7 @@ func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int, olderThan time.Durat
 			WHERE p.id IN (SELECT id FROM intake.outbox_pending WHERE created_at <= now() - $2::interval
 				ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
 			RETURNING p.id)
-		SELECT o.id::text, o.integration, o.account, o.event_id, o.subject, o.headers, o.payload, o.created_at
+		SELECT o.id::text, coalesce(o.msg_id, o.id::text), o.integration, o.account, o.event_id, o.subject, o.headers, o.payload, o.created_at
 		FROM intake.outbox o JOIN c USING (id)
 		ORDER BY o.seq`, limit, olderThan)
 	if err != nil {
@@ -45,7 +58,7 @@ func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int, olderThan time.Durat
 	out, err = pgx.AppendRows(out, rows, func(row pgx.CollectableRow) (OutboxRow, error) {
 		var r OutboxRow
 		var hdr []byte
-		if err := row.Scan(&r.ID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID, &r.Subject, &hdr, &r.Payload, &r.Created); err != nil {
+		if err := row.Scan(&r.ID, &r.MsgID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID, &r.Subject, &hdr, &r.Payload, &r.Created); err != nil {
 			return r, err
 		}
 		var err error

@@ -9,6 +9,7 @@ import (
 
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 )
 
@@ -181,5 +182,39 @@ func TestMarkSkipsRowsARelayHolds(t *testing.T) {
 	}
 	if len(pending) != 1 || pending[0] != "held" {
 		t.Fatalf("pending after the mark = %v; want only the row the relay holds", pending)
+	}
+}
+
+// A row's msg_id comes back from the relay's claim and from GetOutboxRow; a
+// row written without one (as before migration 00009) comes back with its
+// id in MsgID, the Nats-Msg-Id it always published under.
+func TestOutboxMsgIDIsStoredAndDefaultsToTheID(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	with := envelope.Key{Integration: "demo", Account: "main", EventID: "with"}
+	msgID := store.OutboxMsgID(with, inbox.ModeOriginal, "", 0)
+	w := store.BatchWrites{Outbox: []store.OutboxRow{
+		{Key: with, MsgID: msgID, Subject: "intake.out.t.demo.x", Payload: []byte(`{}`)},
+		{Key: envelope.Key{Integration: "demo", Account: "main", EventID: "without"}, Subject: "intake.out.t.demo.x", Payload: []byte(`{}`)},
+	}}
+	if err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error { return w.Flush(ctx, tx) }); err != nil {
+		t.Fatal(err)
+	}
+	got := claim(t, st, 10, false)
+	if len(got) != 2 || got[0].MsgID != msgID || got[0].NatsMsgID() != msgID || got[1].MsgID != got[1].ID || got[1].ID != w.Outbox[1].ID {
+		t.Fatalf("claimed %+v; want %q's msg id %s, and %q's id as its msg id", got, "with", msgID, "without")
+	}
+	for i, r := range w.Outbox {
+		row, err := st.GetOutboxRow(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row.MsgID != got[i].MsgID {
+			t.Errorf("GetOutboxRow(%s).MsgID = %q, want %q", r.ID, row.MsgID, got[i].MsgID)
+		}
+	}
+	var stored *string
+	if err := st.Pool().QueryRow(ctx, `SELECT msg_id FROM intake.outbox WHERE event_id = 'without'`).Scan(&stored); err != nil || stored != nil {
+		t.Fatalf("msg_id of a row written without one = %v, %v; want NULL", stored, err)
 	}
 }

@@ -113,6 +113,7 @@ type OutboxSelector struct {
 // OutboxRef is an outbox row without its payload.
 type OutboxRef struct {
 	ID        string
+	MsgID     string // its Nats-Msg-Id on INTAKE_OUT (OutboxRow.NatsMsgID)
 	Key       envelope.Key
 	Tenant    string
 	EventType string
@@ -135,7 +136,7 @@ func (s *Store) SelectPublishedOutbox(ctx context.Context, sel OutboxSelector, f
 	w.eq("headers->'"+envelope.HeaderTenant+"'->>0", sel.Tenant)
 	w.eq("headers->'"+envelope.HeaderEventType+"'->>0", sel.EventType)
 	w.between("created_at", sel.Since, sel.Until)
-	q := `SELECT id::text, integration, account, event_id, coalesce(headers->'` + envelope.HeaderTenant + `'->>0, ''),
+	q := `SELECT id::text, coalesce(msg_id, id::text), integration, account, event_id, coalesce(headers->'` + envelope.HeaderTenant + `'->>0, ''),
 		coalesce(headers->'` + envelope.HeaderEventType + `'->>0, ''), subject
 		FROM intake.outbox` + w.sql() + ` ORDER BY seq`
 	if sel.Limit > 0 {
@@ -146,7 +147,7 @@ func (s *Store) SelectPublishedOutbox(ctx context.Context, sel OutboxSelector, f
 		return fmt.Errorf("store: select outbox: %w", err)
 	}
 	var r OutboxRef
-	_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID, &r.Tenant, &r.EventType, &r.Subject},
+	_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.MsgID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID, &r.Tenant, &r.EventType, &r.Subject},
 		func() error { return fn(r) })
 	if err != nil {
 		return fmt.Errorf("store: select outbox: %w", err)
@@ -158,8 +159,8 @@ func (s *Store) SelectPublishedOutbox(ctx context.Context, sel OutboxSelector, f
 // gone.
 func (s *Store) GetOutboxRow(ctx context.Context, id string) (OutboxRow, error) {
 	var r OutboxRow
-	err := s.pool.QueryRow(ctx, `SELECT id::text, integration, account, event_id, subject, headers, payload, created_at
-		FROM intake.outbox WHERE id = $1`, id).Scan(&r.ID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID,
+	err := s.pool.QueryRow(ctx, `SELECT id::text, coalesce(msg_id, id::text), integration, account, event_id, subject, headers, payload, created_at
+		FROM intake.outbox WHERE id = $1`, id).Scan(&r.ID, &r.MsgID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID,
 		&r.Subject, &r.Headers, &r.Payload, &r.Created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return OutboxRow{}, ErrNotFound

@@ -5,7 +5,11 @@
 // a service that must not apply an event twice keys its own change on
 // Message.Key (the provider event's scoped key), which every processed
 // message carries in Intake-Key. A re-execution an operator asked for
-// arrives with a new ExecutionID and the same Key.
+// arrives with a new ExecutionID and the same Key. A message's Nats-Msg-Id
+// names it by its event and its position among the handler's outputs
+// (store.OutboxMsgID): an event run again after a failover lost its commit
+// publishes its messages under the same ids, so past INTAKE_OUT's
+// duplicate window a service that keys on the message id drops them too.
 package subscriber
 
 import (
