@@ -81,25 +81,26 @@ func (l *loadResult) merge(o loadResult) {
 // The order alternates too (a b, b a, …), so neither always follows the
 // other and pays for what it left behind.
 func sideBySide(ctx context.Context, client *http.Client, a, b func(slice int) *requests, conns int, dur time.Duration, slices int) (ra, rb loadResult, err error) {
+	res, err := inTurn(ctx, client, []func(int) *requests{a, b}, conns, dur, slices)
+	return res[0], res[1], err
+}
+
+// inTurn is sideBySide for any number of targets: in each slice every
+// target runs once, the order rotating from slice to slice.
+func inTurn(ctx context.Context, client *http.Client, targets []func(slice int) *requests, conns int, dur time.Duration, slices int) ([]loadResult, error) {
 	part := dur / time.Duration(slices)
-	run := func(reqs *requests, into *loadResult) error {
-		r, err := generate(ctx, client, reqs, conns, part, 0, false)
-		into.merge(r)
-		return err
-	}
+	res := make([]loadResult, len(targets))
 	for i := range slices {
-		first, second := func() error { return run(a(i), &ra) }, func() error { return run(b(i), &rb) }
-		if i%2 == 1 {
-			first, second = second, first
-		}
-		if err := first(); err != nil {
-			return ra, rb, err
-		}
-		if err := second(); err != nil {
-			return ra, rb, err
+		for k := range targets {
+			t := (i + k) % len(targets)
+			r, err := generate(ctx, client, targets[t](i), conns, part, 0, false)
+			res[t].merge(r)
+			if err != nil {
+				return res, err
+			}
 		}
 	}
-	return ra, rb, nil
+	return res, nil
 }
 
 func (l loadResult) pct(p float64) time.Duration {

@@ -48,6 +48,9 @@ type Config struct {
 	// statements during the drain by time spent (postgres-{payload}.txt,
 	// from pg_stat_statements).
 	ProfileDir string
+	// Durability runs only the comparison of JetStream's fsync policies
+	// (durability.go) instead of the stages above.
+	Durability bool
 	Log        *slog.Logger
 }
 
@@ -122,6 +125,16 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	defer os.RemoveAll(dir)
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
+	}
+	if c.Durability {
+		rep.Config += ", durability comparison"
+		for _, size := range c.Payloads {
+			if err := runDurability(ctx, c, rep, dir, size); err != nil {
+				return rep, fmt.Errorf("payload %d: %w", size, err)
+			}
+		}
+		rep.Duration = time.Since(rep.Started).Round(time.Second).String()
+		return rep, nil
 	}
 	c.Log.Info("starting private Postgres (fsync on)", "dir", dir)
 	pgOpts := pgcluster.Options{Dir: filepath.Join(dir, "pg")}
