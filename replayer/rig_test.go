@@ -37,6 +37,7 @@ nats: {publish_timeout: 2s, stream: {duplicate_window: 2m}}
 processor: {ack_wait: 2s, concurrency: 2}
 outbox: {poll_interval: 200ms}
 api:
+  redrive_interval: -1s # tests remove inbox rows behind Intake's back: no pass may repair them meanwhile
   tokens:
     - {name: viewer, token: ` + viewerToken + `, role: viewer}
     - {name: ops, token: ` + operatorToken + `, role: operator}

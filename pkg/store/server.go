@@ -77,10 +77,13 @@ type ServerWatcher struct {
 	Interval time.Duration
 	// OnChange is called from Run's goroutine; it should return quickly.
 	OnChange func(ServerChange)
+	// Baseline, when set, is the identity the first read is compared with
+	// (one read when the caller started). Zero: the first read is the
+	// baseline, and no change is reported for it.
+	Baseline ServerIdentity
 }
 
-// Run watches until ctx ends. The first identity read is the baseline: no
-// change is reported for it.
+// Run watches until ctx ends.
 func (w ServerWatcher) Run(ctx context.Context) {
 	every := w.Interval
 	if every <= 0 {
@@ -88,8 +91,8 @@ func (w ServerWatcher) Run(ctx context.Context) {
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	var last ServerIdentity
-	known := false
+	last := w.Baseline
+	known := !last.StartedAt.IsZero()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, every)
 		id, err := w.Store.ServerIdentity(rctx)
