@@ -134,9 +134,9 @@ intake_redrive_passes_total{trigger="scheduled"} 1
 	}
 }
 
-// TestRedriveIsOnByDefault: Run starts a pass by itself (trigger start)
+// TestRedriveStartPass: Run with default options starts a pass by itself
 // that re-drives a lost commit without anyone asking.
-func TestRedriveIsOnByDefault(t *testing.T) {
+func TestRedriveStartPass(t *testing.T) {
 	t.Parallel()
 	r := setup(t)
 	r.start()
@@ -191,5 +191,56 @@ func TestRedriveSkipsQueuedKeys(t *testing.T) {
 	}, "the queued re-drive was not processed")
 	if n := r.count(`SELECT count(*) FROM effects`); n != 5 {
 		t.Fatalf("%d business rows, want 5 (3 first runs, 2 re-driven)", n)
+	}
+}
+
+// TestRedriveAfterServerChange: when another Postgres server answers (here
+// the same one restarted, as the watcher sees a promoted standby), Run
+// counts it and looks back at once, re-driving a commit lost just before.
+func TestRedriveAfterServerChange(t *testing.T) {
+	t.Parallel()
+	pg := testenv.PrivatePostgres(t)
+	r := setupWith(t, testrig.Options{Config: testConfig, DatabaseURL: pg.URL()})
+	r.start()
+	ctx := context.Background()
+	r.publish("evt_1", "evt_2", "evt_3")
+	r.settled()
+
+	reg := prometheus.NewRegistry()
+	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: time.Hour, ServerWatchInterval: 50 * time.Millisecond, Registry: reg})
+	r.runReplayer(rp)
+	testenv.Eventually(t, 30*time.Second, func() bool { return len(rp.RedriveStatus().Passes) == 1 }, "no start pass")
+
+	// The commit of evt_2 is lost with the old primary.
+	if _, err := r.db.Exec(ctx, `DELETE FROM intake.inbox WHERE event_id = 'evt_2'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.db.Exec(ctx, `DELETE FROM effects WHERE key = $1`, key("evt_2").String()); err != nil {
+		t.Fatal(err)
+	}
+	pg.Restart(t)
+
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.inbox WHERE event_id = 'evt_2' AND status = 'processed'`) == 1
+	}, "the failover pass did not re-drive evt_2")
+	if n := r.count(`SELECT count(*) FROM effects`); n != 3 {
+		t.Fatalf("%d business rows, want 3", n)
+	}
+	var failover *replayer.Redrive
+	for _, p := range rp.RedriveStatus().Passes {
+		if p.Trigger == replayer.RedriveFailover && p.Redriven == 1 {
+			failover = &p
+		}
+	}
+	if failover == nil {
+		t.Fatalf("no failover pass re-drove evt_2: %+v", rp.RedriveStatus())
+	}
+	want := `
+# HELP intake_postgres_server_changes_total Changes of the Postgres server behind the pool (failover, restart, promotion) seen by the server watcher.
+# TYPE intake_postgres_server_changes_total counter
+intake_postgres_server_changes_total 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "intake_postgres_server_changes_total"); err != nil {
+		t.Fatal(err)
 	}
 }

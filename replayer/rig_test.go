@@ -72,7 +72,13 @@ type rig struct {
 
 func setup(t *testing.T) *rig {
 	t.Helper()
-	tr := testrig.New(t, testrig.Options{Config: testConfig})
+	return setupWith(t, testrig.Options{Config: testConfig})
+}
+
+// setupWith is setup with other rig options, e.g. a private Postgres.
+func setupWith(t *testing.T, o testrig.Options) *rig {
+	t.Helper()
+	tr := testrig.New(t, o)
 	if _, err := tr.DB.Exec(context.Background(), `CREATE TABLE effects (key text NOT NULL, execution_id text NOT NULL,
 		mode text NOT NULL, replay_id text NOT NULL)`); err != nil {
 		t.Fatal(err)
