@@ -37,6 +37,7 @@ func (a *Replayer) Mount(r chi.Router) {
 			r.Get("/redeliveries/{id}", a.getReplay)
 			r.Get("/reconcile", a.reconcile)
 			r.Get("/gaps", a.gaps)
+			r.Get("/redrive", a.redriveStatus)
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(RequireRole(config.RoleOperator))

@@ -75,6 +75,20 @@ type Options struct {
 	// behind Intake's back (see CheckGaps). Defaults to
 	// DefaultGapCheckInterval (5m).
 	GapCheckInterval time.Duration
+	// RedriveInterval is how often Run re-drives events the processor
+	// acknowledged whose inbox row is gone — a commit lost in a Postgres
+	// failover (see RedrivePass). Defaults to DefaultRedriveInterval (1m,
+	// the api.redrive_interval default); negative turns re-driving off.
+	RedriveInterval time.Duration
+	// RedriveLookback is how far back a pass looks at start and after a
+	// failover: it must cover the replication lag a failover can lose.
+	// Defaults to DefaultRedriveLookback (10m, the api.redrive_lookback
+	// default).
+	RedriveLookback time.Duration
+	// ServerWatchInterval is how often Run reads which Postgres server
+	// answers (store.ServerWatcher), to start a lookback pass after a
+	// failover. Defaults to store.DefaultServerWatchInterval (5s).
+	ServerWatchInterval time.Duration
 	// PublishTimeout bounds the wait for one batch's PubAcks. Defaults to
 	// DefaultPublishTimeout (10s).
 	PublishTimeout time.Duration
@@ -101,6 +115,10 @@ const (
 	DefaultGapCheckInterval = 5 * time.Minute
 	DefaultPublishTimeout   = 10 * time.Second
 	DefaultRetryFor         = 2 * time.Minute
+	// DefaultRedriveInterval and DefaultRedriveLookback are the api
+	// section's: one home for the config file and a program's Options.
+	DefaultRedriveInterval = config.DefaultRedriveInterval
+	DefaultRedriveLookback = config.DefaultRedriveLookback
 )
 
 // Defaults of the reconcile bounds of Options.
@@ -124,6 +142,9 @@ func (o Options) WithDefaults() Options {
 	setDefault(&o.MaxReconciles, DefaultMaxReconciles)
 	setDefault(&o.ResumeInterval, DefaultResumeInterval)
 	setDefault(&o.GapCheckInterval, DefaultGapCheckInterval)
+	setDefault(&o.RedriveInterval, DefaultRedriveInterval)
+	setDefault(&o.RedriveLookback, DefaultRedriveLookback)
+	setDefault(&o.ServerWatchInterval, store.DefaultServerWatchInterval)
 	setDefault(&o.PublishTimeout, DefaultPublishTimeout)
 	setDefault(&o.RetryFor, DefaultRetryFor)
 	return o
@@ -162,7 +183,8 @@ func (o Options) Validate() error {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"ResumeInterval", o.ResumeInterval}, {"GapCheckInterval", o.GapCheckInterval}, {"PublishTimeout", o.PublishTimeout}, {"RetryFor", o.RetryFor}} {
+	}{{"ResumeInterval", o.ResumeInterval}, {"GapCheckInterval", o.GapCheckInterval},
+		{"RedriveLookback", o.RedriveLookback}, {"ServerWatchInterval", o.ServerWatchInterval}, {"PublishTimeout", o.PublishTimeout}, {"RetryFor", o.RetryFor}} {
 		if d.d <= 0 {
 			bad("%s: must be positive, got %s", d.name, d.d)
 		}
@@ -189,6 +211,8 @@ type Replayer struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // replays this replayer publishes
+
+	redrive redriveState
 }
 
 type replayMetrics struct {
@@ -196,6 +220,10 @@ type replayMetrics struct {
 	running      prometheus.Gauge
 	authFailures *prometheus.CounterVec // reason
 	gaps         *prometheus.GaugeVec   // stream, kind
+
+	redrivePasses *prometheus.CounterVec // trigger
+	redriven      prometheus.Counter
+	serverChanges prometheus.Counter
 }
 
 // New fills o's defaults, then validates it: a bad value is an error
@@ -216,6 +244,12 @@ func New(o Options) (*Replayer, error) {
 			Name: "gap_messages", Help: "Acknowledged messages missing from a stream at the last gap check, by kind " +
 				"(deleted: inside the stream's range; rolled_back: past its last sequence, which the inbox has seen)."},
 			[]string{"stream", "kind"}),
+		redrivePasses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Name: "redrive_passes_total",
+			Help: "Re-drive passes run (see RedrivePass), by trigger (start, scheduled, failover)."}, []string{"trigger"}),
+		redriven: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Name: "redriven_events_total",
+			Help: "Events acknowledged by the processor without an inbox row that a re-drive pass replayed."}),
+		serverChanges: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Name: "postgres_server_changes_total",
+			Help: "Changes of the Postgres server behind the pool (failover, restart, promotion) seen by the server watcher."}),
 	}
 	if o.Registry != nil {
 		var err error
@@ -223,6 +257,13 @@ func New(o Options) (*Replayer, error) {
 			if m.running, err = register(o.Registry, m.running); err == nil {
 				if m.authFailures, err = register(o.Registry, m.authFailures); err == nil {
 					m.gaps, err = register(o.Registry, m.gaps)
+				}
+			}
+		}
+		if err == nil {
+			if m.redrivePasses, err = register(o.Registry, m.redrivePasses); err == nil {
+				if m.redriven, err = register(o.Registry, m.redriven); err == nil {
+					m.serverChanges, err = register(o.Registry, m.serverChanges)
 				}
 			}
 		}
@@ -237,7 +278,7 @@ func New(o Options) (*Replayer, error) {
 		o.Auth.Failures = m.authFailures
 	}
 	return &Replayer{o: o, metrics: m, wake: make(chan struct{}, 1), reconciles: make(chan struct{}, o.MaxReconciles),
-		running: map[string]context.CancelFunc{}}, nil
+		running: map[string]context.CancelFunc{}, redrive: redriveState{failover: make(chan struct{}, 1)}}, nil
 }
 
 // register registers c, or returns the collector already registered under
@@ -347,11 +388,19 @@ func (r *Replayer) wakeUp() {
 // running replay whose replayer stopped (checked at start and every
 // ResumeInterval). On shutdown it stops issuing publishes, waits for the
 // PubAcks in flight, records them and returns; the replays stay running for
-// the next replayer.
+// the next replayer. Beside publishing it checks for gaps (CheckGaps), watches
+// which Postgres server answers, and re-drives events whose commit was lost
+// (RedrivePass) unless RedriveInterval is negative.
 func (r *Replayer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { r.watchGaps(ctx) })
+	wg.Go(func() {
+		store.ServerWatcher{Store: r.o.Store, Interval: r.o.ServerWatchInterval, OnChange: r.serverChanged}.Run(ctx)
+	})
+	if r.o.RedriveInterval > 0 {
+		wg.Go(func() { r.watchRedrive(ctx) })
+	}
 	tick := time.NewTicker(r.o.ResumeInterval)
 	defer tick.Stop()
 	for {

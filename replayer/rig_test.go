@@ -37,6 +37,7 @@ nats: {publish_timeout: 2s, stream: {duplicate_window: 2m}}
 processor: {ack_wait: 2s, concurrency: 2}
 outbox: {poll_interval: 200ms}
 api:
+  redrive_interval: -1s # tests remove inbox rows behind Intake's back: no pass may repair them meanwhile
   tokens:
     - {name: viewer, token: ` + viewerToken + `, role: viewer}
     - {name: ops, token: ` + operatorToken + `, role: operator}
@@ -71,7 +72,13 @@ type rig struct {
 
 func setup(t *testing.T) *rig {
 	t.Helper()
-	tr := testrig.New(t, testrig.Options{Config: testConfig})
+	return setupWith(t, testrig.Options{Config: testConfig})
+}
+
+// setupWith is setup with other rig options, e.g. a private Postgres.
+func setupWith(t *testing.T, o testrig.Options) *rig {
+	t.Helper()
+	tr := testrig.New(t, o)
 	if _, err := tr.DB.Exec(context.Background(), `CREATE TABLE effects (key text NOT NULL, execution_id text NOT NULL,
 		mode text NOT NULL, replay_id text NOT NULL)`); err != nil {
 		t.Fatal(err)

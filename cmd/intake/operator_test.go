@@ -41,6 +41,7 @@ func startOperatorRig(t *testing.T) *operatorRig {
 	tr := testrig.New(t, testrig.Options{Config: `
 processor: {ack_wait: 2s}
 api:
+  redrive_interval: -1s # the test removes an inbox row and expects reconcile to find it
   tokens:
     - {name: viewer, token: ` + cliViewer + `, role: viewer}
     - {name: ops, token: ` + cliOperator + `, role: operator}

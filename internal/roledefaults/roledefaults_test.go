@@ -122,7 +122,8 @@ func TestRolesFromZeroConfigGetTheDocumentedDefaults(t *testing.T) {
 		}
 		got := rp.Options()
 		if got.DefaultRate != 100 || got.MaxRate != 10_000 || got.MaxMatched != 1_000_000 || got.MaxRunning != 2 ||
-			got.ResumeInterval != 10*time.Second || got.PublishTimeout != 10*time.Second || got.RetryFor != 2*time.Minute || got.Log == nil {
+			got.ResumeInterval != 10*time.Second || got.PublishTimeout != 10*time.Second || got.RetryFor != 2*time.Minute || got.Log == nil ||
+			got.RedriveInterval != time.Minute || got.RedriveLookback != 10*time.Minute || got.ServerWatchInterval != 5*time.Second {
 			t.Errorf("replayer options = %+v", got)
 		}
 	})
@@ -189,6 +190,8 @@ func TestConstructorsRefuseBadValues(t *testing.T) {
 		{"replayer rates", errOf(replayer.New(replayer.Options{Store: r.store, JS: r.js, DefaultRate: 500, MaxRate: 50})),
 			"DefaultRate"},
 		{"replayer running", errOf(replayer.New(replayer.Options{Store: r.store, JS: r.js, MaxRunning: -1})), "MaxRunning"},
+		{"replayer redrive lookback", errOf(replayer.New(replayer.Options{Store: r.store, JS: r.js, RedriveLookback: -time.Minute})),
+			"RedriveLookback"},
 		{"subscriber durable", subscriber.Consume(context.Background(), r.js, subscriber.Options{}, nil), "Durable"},
 		{"subscriber max deliver", subscriber.Consume(context.Background(), r.js, subscriber.Options{Durable: "x", MaxDeliver: -3}, nil),
 			"MaxDeliver"},

@@ -194,7 +194,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		a.maxConns = cfg.Ingress.MaxConnections
 	}
 	if o.Roles.API {
-		a.rp, err = replayer.New(replayer.Options{Store: a.st, JS: js, Tokens: cfg.API.Tokens, Log: a.log, Registry: o.Metrics.Registry})
+		a.rp, err = replayer.New(replayer.Options{Store: a.st, JS: js, Tokens: cfg.API.Tokens, Log: a.log, Registry: o.Metrics.Registry,
+			RedriveInterval: cfg.API.RedriveInterval, RedriveLookback: cfg.API.RedriveLookback})
 		if err != nil {
 			return nil, err
 		}

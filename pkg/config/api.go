@@ -4,12 +4,35 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 )
 
-// API configures the operator API.
+// API configures the operator API and the replayer behind it.
 type API struct {
 	// Tokens that may call /api/v1. Without any, the API refuses every call.
 	Tokens []Token `yaml:"tokens"`
+	// RedriveInterval is how often the replayer looks for events the
+	// processor acknowledged whose inbox row is gone (a commit lost in a
+	// Postgres failover) and replays them. Defaults to
+	// DefaultRedriveInterval (1m); negative turns re-driving off.
+	RedriveInterval time.Duration `yaml:"redrive_interval"`
+	// RedriveLookback is how far back a re-drive pass looks at start and
+	// after a failover: at least the replication lag a failover can lose.
+	// Defaults to DefaultRedriveLookback (10m).
+	RedriveLookback time.Duration `yaml:"redrive_lookback"`
+}
+
+// Defaults of the api section.
+const (
+	DefaultRedriveInterval = time.Minute
+	DefaultRedriveLookback = 10 * time.Minute
+)
+
+// WithDefaults returns a with every unset field at its default.
+func (a API) WithDefaults() API {
+	setDefault(&a.RedriveInterval, DefaultRedriveInterval)
+	setDefault(&a.RedriveLookback, DefaultRedriveLookback)
+	return a
 }
 
 // Role of an API token: viewer reads; operator also replays.
@@ -45,10 +68,12 @@ func (t Token) Sum() [sha256.Size]byte {
 // MinTokenLength is the shortest bearer token api.tokens accepts.
 const MinTokenLength = 16
 
-// Validate checks the section; errors name the YAML field. The API has no
-// defaults.
+// Validate checks the section; errors name the YAML field.
 func (a API) Validate() error {
 	var p problems
+	if a.RedriveLookback <= 0 {
+		p.add("api.redrive_lookback", "must be positive, got %s", a.RedriveLookback)
+	}
 	seen := map[[sha256.Size]byte]bool{}
 	for i, t := range a.Tokens {
 		f := fmt.Sprintf("api.tokens[%d]", i)

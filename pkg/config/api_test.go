@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAPITokens(t *testing.T) {
@@ -38,6 +39,36 @@ func TestAPITokens(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestAPIRedrive(t *testing.T) {
+	tests := []struct {
+		name, yaml   string
+		interval, lb time.Duration
+		want         string
+	}{
+		{"defaults", "{}", DefaultRedriveInterval, DefaultRedriveLookback, ""},
+		{"set", "{redrive_interval: 30s, redrive_lookback: 1h}", 30 * time.Second, time.Hour, ""},
+		{"off", "{redrive_interval: -1s}", -time.Second, DefaultRedriveLookback, ""},
+		{"negative lookback", "{redrive_lookback: -1m}", 0, 0, "api.redrive_lookback: must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte("api: "+tt.yaml), env(nil))
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("error = %v, want %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.API.RedriveInterval != tt.interval || cfg.API.RedriveLookback != tt.lb {
+				t.Fatalf("redrive = %s / %s, want %s / %s", cfg.API.RedriveInterval, cfg.API.RedriveLookback, tt.interval, tt.lb)
 			}
 		})
 	}

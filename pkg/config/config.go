@@ -153,6 +153,7 @@ func expandNode(n *yaml.Node, lookup func(string) (string, bool)) error {
 func (c Config) WithDefaults() Config {
 	c.NATS = c.NATS.WithDefaults()
 	c.Postgres = c.Postgres.WithDefaults()
+	c.API = c.API.WithDefaults()
 	c.Ingress = c.Ingress.WithDefaults()
 	c.Processor = c.Processor.WithDefaults()
 	c.Outbox = c.Outbox.WithDefaults(c.NATS.Stream.DuplicateWindow)
