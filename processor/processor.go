@@ -96,10 +96,27 @@ func (p *Processor) Run(ctx context.Context, opts ...RunOption) error {
 	defer mk.close()
 	pub := newAcker(mk, p.o.Metrics, p.o.Log)
 	defer pub.close() // before the marker's: its ids go to the marker
+	var watcher sync.WaitGroup
+	defer watcher.Wait()
+	watch, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	watcher.Go(func() { store.ServerWatcher{Store: p.o.Store, OnChange: p.serverChanged}.Run(watch) })
 	return supervise(ctx, "processor", newRunOptions(opts), p.o.Log,
 		func(ctx, setup context.Context, consuming func()) error {
 			return p.consume(ctx, setup, consuming, pub)
 		})
+}
+
+// serverChanged is the server watcher's callback: another Postgres server
+// answers — a failover, a promotion, a restart. Nothing to do here (the
+// transactions in flight fail and are retried, the pool reconnects); a
+// commit the old primary acknowledged but never replicated is the
+// replayer's to re-drive (docs/failover.md). Counted and logged so the
+// failover is on record where the events are processed.
+func (p *Processor) serverChanged(c store.ServerChange) {
+	p.o.Metrics.PostgresServerChanges.Inc()
+	p.o.Log.Warn("another Postgres server answers (failover or restart); the replayer re-drives commits it lost",
+		"old", c.Old.String(), "new", c.New.String())
 }
 
 func (p *Processor) consume(ctx, setup context.Context, consuming func(), pub *acker) error {

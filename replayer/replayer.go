@@ -248,8 +248,7 @@ func New(o Options) (*Replayer, error) {
 			Help: "Re-drive passes run (see RedrivePass), by trigger (start, scheduled, failover)."}, []string{"trigger"}),
 		redriven: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Name: "redriven_events_total",
 			Help: "Events acknowledged by the processor without an inbox row that a re-drive pass replayed."}),
-		serverChanges: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Name: "postgres_server_changes_total",
-			Help: "Changes of the Postgres server behind the pool (failover, restart, promotion) seen by the server watcher."}),
+		serverChanges: telemetry.NewPostgresServerChanges(),
 	}
 	if o.Registry != nil {
 		var err error

@@ -50,6 +50,18 @@ type Metrics struct {
 	OutboxRelayed   prometheus.Counter
 	OutboxPending   prometheus.Gauge
 	OutboxLag       prometheus.Gauge // seconds, oldest unpublished row
+
+	// PostgresServerChanges counts changes of the Postgres server behind a
+	// role's pool (store.ServerWatcher): a failover, a promotion, a restart.
+	PostgresServerChanges prometheus.Counter
+}
+
+// NewPostgresServerChanges is Metrics.PostgresServerChanges, for a role
+// that registers its metrics itself (the replayer): the same name and help,
+// so the two share one collector on a shared registry.
+func NewPostgresServerChanges() prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Name: "postgres_server_changes_total",
+		Help: "Changes of the Postgres server behind the pool (failover, restart, promotion) seen by the server watcher."})
 }
 
 // NewMetrics builds and registers every metric on a fresh registry, with the
@@ -105,10 +117,11 @@ func NewMetrics() *Metrics {
 			Name: "pending", Help: "Unpublished outbox rows at the last relay pass."}),
 		OutboxLag: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "outbox",
 			Name: "lag_seconds", Help: "Age of the oldest unpublished outbox row at the last relay pass."}),
+		PostgresServerChanges: NewPostgresServerChanges(),
 	}
 	for _, c := range []prometheus.Collector{m.Received, m.Verified, m.Handshakes, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
 		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.TxLatency, m.LastCommit, m.HandlerLatency, m.ReceiptsFolded, m.ReceiptsRefused,
-		m.OutboxPublished, m.OutboxRelayed, m.OutboxPending, m.OutboxLag} {
+		m.OutboxPublished, m.OutboxRelayed, m.OutboxPending, m.OutboxLag, m.PostgresServerChanges} {
 		f(c)
 	}
 	return m
