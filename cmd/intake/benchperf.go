@@ -35,6 +35,7 @@ Subcommands run other harnesses.`
 	f.IntSliceVar(&c.Payloads, "payload", nil, "payload sizes in bytes (default 1024,16384; 1024 with --quick)")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	f.BoolVar(&c.Durability, "durability", false, "only compare JetStream's per-write sync with its default, for ingress and raw publish")
+	f.BoolVar(&c.Replication, "replication", false, "only compare the processor's Postgres writes with a synchronous and an asynchronous standby")
 	f.StringVar(&c.ProfileDir, "profile-dir", "", "write CPU profiles of ingress and processor here (go tool pprof)")
 
 	var addr string

@@ -13,4 +13,10 @@
 // Intake: `intake ingress` and `intake processor` run as child processes
 // (so their peak RSS is their own), against an embedded nats-server and a
 // private, durable (fsync on) Postgres cluster started by the harness.
+//
+// Two comparisons run instead of the stages, each on its own flag:
+// --durability (durability.go) sets ingress and raw publish against
+// JetStream with per-write fsync beside the default; --replication
+// (replication.go) sets the processor's Postgres writes against a
+// synchronous standby beside an asynchronous one.
 package bench

@@ -51,7 +51,10 @@ type Config struct {
 	// Durability runs only the comparison of JetStream's fsync policies
 	// (durability.go) instead of the stages above.
 	Durability bool
-	Log        *slog.Logger
+	// Replication runs only the comparison of a synchronous and an
+	// asynchronous Postgres standby (replication.go).
+	Replication bool
+	Log         *slog.Logger
 }
 
 // Figure is one measured number.
@@ -126,10 +129,14 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if c.Durability {
-		rep.Config += ", durability comparison"
+	if c.Durability || c.Replication {
+		run, what := runDurability, "durability"
+		if c.Replication {
+			run, what = runReplication, "replication"
+		}
+		rep.Config += ", " + what + " comparison"
 		for _, size := range c.Payloads {
-			if err := runDurability(ctx, c, rep, dir, size); err != nil {
+			if err := run(ctx, c, rep, dir, size); err != nil {
 				return rep, fmt.Errorf("payload %d: %w", size, err)
 			}
 		}
