@@ -107,17 +107,39 @@ func (s *Store) Writable(ctx context.Context) error {
 	return nil
 }
 
-// Migrate applies the embedded migrations with goose. A Postgres advisory
-// lock serialises concurrent runs, so every pod may call it at start.
+// migrateLock names the session-level advisory lock that serialises Migrate.
+const migrateLock = `hashtextextended('intake.migrate', 0)`
+
+// Migrate applies the embedded migrations with goose. Any number of runs
+// may go at once (every pod may call it at start): each holds a
+// session-level advisory lock, on a connection of its own, around all of it.
+// CREATE SCHEMA IF NOT EXISTS is not safe against a concurrent creation (one
+// fails on a unique violation), and goose creates its version table before
+// taking its own lock (HasPending takes none), so goose's lock alone does
+// not cover an empty database.
 func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 	pc, err := pgx.ParseConfig(url)
 	if err != nil {
 		return hidePasswords(fmt.Errorf("store: postgres url: %w", err), url)
 	}
+	fail := func(what string, err error) error {
+		return hidePasswords(fmt.Errorf("store: migrate %s: %s%w", redact(pc), what, err), url)
+	}
+	lock, err := pgx.ConnectConfig(ctx, pc)
+	if err != nil {
+		return fail("", err)
+	}
+	// Closing the session releases the lock, also when unlocking fails.
+	defer lock.Close(context.WithoutCancel(ctx))
+	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock(`+migrateLock+`)`); err != nil {
+		return fail("lock: ", err)
+	}
+	defer func() { _, _ = lock.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(`+migrateLock+`)`) }()
+
 	db := stdlib.OpenDB(*pc)
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+Schema); err != nil {
-		return hidePasswords(fmt.Errorf("store: migrate %s: create schema: %w", redact(pc), err), url)
+		return fail("create schema: ", err)
 	}
 	p, err := newMigrator(db, log)
 	if err != nil {
@@ -125,7 +147,7 @@ func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 	}
 	results, err := p.Up(ctx)
 	if err != nil {
-		return hidePasswords(fmt.Errorf("store: migrate %s: %w", redact(pc), err), url)
+		return fail("", err)
 	}
 	if log != nil {
 		for _, r := range results {
