@@ -26,6 +26,19 @@
 // re-execution), so an event executed again after a Postgres failover lost
 // its commit publishes under the same ids and is dropped as a duplicate.
 //
+// A database that is away or takes no writes is waited out, never blamed
+// on the events (store.Transient): on a refused connection, a server
+// shutting down, a read-only server (a standby, or an old primary back
+// after a failover), a standby's recovery conflict or a connection lost
+// during COMMIT, the batch stays unacked with its ack deadlines extended and
+// its transaction is retried in place until it commits; no delivery is used
+// up (only a shutdown during the outage naks the batch, for another
+// processor). The store drops its pool's connections
+// on a read-only answer, so a multi-host DSN with
+// target_session_attrs=read-write finds the promoted primary. A COMMIT of
+// unknown outcome is resolved by the inbox on the retry: if it committed,
+// the claim finds the rows and the messages are acked, no handler run twice.
+//
 // Library users build their own processor binary: write a Handler (it gets
 // the event and the pgx.Tx), wrap it in Middleware, and pass it in Options.
 package processor

@@ -225,8 +225,8 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 		switch {
 		case err == nil:
 		case store.Transient(err):
-			// Shutting down while the database is away: leave the messages
-			// to another processor.
+			// Shutting down while the database is away (or read-only):
+			// leave the messages to another processor.
 			for _, it := range b {
 				_ = it.msg.Nak()
 			}
@@ -235,7 +235,7 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 			if errors.As(err, &he) {
 				err = he.err
 			}
-			p.handlerFailed(ctx, b[0], err)
+			p.handlerFailed(ctx, shutdown, b[0], err)
 		case culprit >= 0:
 			// Isolate the message whose handler failed: the rest commit
 			// without it, and it gets a transaction of its own.
@@ -252,9 +252,22 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 }
 
 // commitWithRetry applies b in one transaction, retrying while the database
-// is unreachable (that is not the messages' fault and must not use up their
-// deliveries) until shutdown. Any other error is returned, with the index in
-// b of the message whose handler failed, if one did.
+// is away (store.Transient: unreachable, restarting, read-only after a
+// failover, the transaction losing a race) until shutdown: that is not the
+// messages' fault and must not use up their deliveries, so they stay
+// unacked, their deadlines extended (keepInProgress), and none is nak'd.
+// Any other error is returned, with the index in b of the message whose
+// handler failed, if one did.
+//
+// A commit whose connection was lost has an unknown outcome; it is retried
+// like any other transient failure, never guessed at: the inbox resolves it.
+// If it did commit, the retry's claim finds every row the batch inserted and
+// Decide answers Redelivered (the row holds this very stream sequence; a
+// replay copy: its recorded execution), so the batch is acked and no handler
+// runs twice. What the retry writes again is idempotent: a duplicate's
+// delivery is keyed by its receipt id, a conflict by its stream sequence, a
+// rejection likewise. The outbox rows of the commit that did happen are the
+// relay's to publish (after outbox.relay_after).
 func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pub *acker) (int, error) {
 	for attempt := 0; ; attempt++ {
 		res, outbox, culprit, err := p.apply(ctx, b)
@@ -265,10 +278,36 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pu
 		if !store.Transient(err) {
 			return culprit, err
 		}
-		p.o.Metrics.Failures.WithLabelValues("", "db").Inc()
-		p.o.Log.Warn("inbox transaction failed; retrying", "messages", len(b), "attempt", attempt+1, "err", err)
+		p.dbFailed(len(b), attempt, err)
 		if backoff.Sleep(shutdown, infraBackoff.Next(attempt)) != nil {
 			return -1, err
+		}
+	}
+}
+
+// dbFailed counts and logs a transient database failure that is retried.
+func (p *Processor) dbFailed(messages, attempt int, err error) {
+	p.o.Metrics.Failures.WithLabelValues("", "db").Inc()
+	msg := "inbox transaction failed; retrying"
+	if store.ReadOnly(err) {
+		msg = "postgres is read-only (a standby, or failing over); holding the batch and reconnecting"
+	}
+	p.o.Log.Warn(msg, "messages", messages, "attempt", attempt+1, "err", err)
+}
+
+// retryDB runs f until it succeeds, fails for a reason other than the
+// database being away (store.Transient), or shutdown ends; it returns f's
+// last error. The message it writes for stays unacked meanwhile, its
+// deadline extended: an outage must not use up its deliveries.
+func (p *Processor) retryDB(shutdown context.Context, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if err == nil || !store.Transient(err) {
+			return err
+		}
+		p.dbFailed(1, attempt, err)
+		if backoff.Sleep(shutdown, infraBackoff.Next(attempt)) != nil {
+			return err
 		}
 	}
 }
@@ -313,8 +352,9 @@ func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []stor
 
 // handlerFailed decides a handler error's fate: a retry with backoff while
 // deliveries remain, else a visible failed (or quarantined) row. The raw
-// message stays in INTAKE_IN either way, for replay.
-func (p *Processor) handlerFailed(ctx context.Context, it *item, herr error) {
+// message stays in INTAKE_IN either way, for replay. Its own writes wait
+// out a database that is away (retryDB) until shutdown.
+func (p *Processor) handlerFailed(ctx, shutdown context.Context, it *item, herr error) {
 	ev := it.ev
 	status := store.StatusFailed
 	if errors.Is(herr, ErrQuarantine) {
@@ -325,7 +365,10 @@ func (p *Processor) handlerFailed(ctx context.Context, it *item, herr error) {
 	if in, ok := p.integrations[ev.Key.Integration]; ok && in.GuardsReplays() {
 		// The body stays this key's (replay guard): a copy under a fresh id
 		// must not take it while the event waits for its retry or replay.
-		if err := store.KeepFirstKey(ctx, p.o.Store.Pool(), ev.Key, ev.PayloadSHA256); err != nil {
+		err := p.retryDB(shutdown, func() error {
+			return store.KeepFirstKey(ctx, p.o.Store.Pool(), ev.Key, ev.PayloadSHA256)
+		})
+		if err != nil {
 			p.o.Log.Warn("replay guard: body not recorded for a failed event", "key", ev.Key.String(), "err", err)
 		}
 	}
@@ -342,9 +385,12 @@ func (p *Processor) handlerFailed(ctx context.Context, it *item, herr error) {
 		accepted := acceptedDelivery(ev)
 		d = &accepted
 	}
-	err := store.RecordFailure(ctx, p.o.Store.Pool(), claimOf(ev), d, status, int(ev.Delivery), herr.Error())
+	err := p.retryDB(shutdown, func() error {
+		return store.RecordFailure(ctx, p.o.Store.Pool(), claimOf(ev), d, status, int(ev.Delivery), herr.Error())
+	})
 	if err != nil {
-		// Not recorded: leave the message unacked so it comes back.
+		// Not recorded (shutting down while the database is away, or it
+		// refuses the row): leave the message unacked so it comes back.
 		p.o.Log.Error("recording failure failed", "key", ev.Key.String(), "err", err)
 		_ = it.msg.NakWithDelay(5 * time.Second)
 		return

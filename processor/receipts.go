@@ -119,8 +119,9 @@ func (f *ReceiptFolder) fold(ctx, shutdown context.Context, msgs []jetstream.Msg
 
 // foldOrSplit folds rs (whose messages are msgs) in one transaction,
 // retrying while the failure is not the receipts' fault (store.Transient:
-// the database away, a lost race; or a schema or privilege error, which an
-// operator must fix and which must not drop receipts). A failure that is
+// the database away or read-only after a failover, a lost race; or a schema
+// or privilege error, which an operator must fix and which must not drop
+// receipts). A failure that is
 // (store.Refused: a NUL or invalid UTF-8 in a text column, a value out of
 // range) would recur on every retry of the same batch and freeze
 // delivery_count for everyone. The batch is halved until the bad receipt stands alone; the

@@ -378,8 +378,10 @@ func (a *App) close() {
 	}
 }
 
-// readyz answers 200 while NATS is connected, Postgres answers (when a role
-// uses it) and no role reports a problem; else 503 with the reasons.
+// readyz answers 200 while NATS is connected, Postgres takes writes (when a
+// role uses it: the processor and the replayer write; a standby or a server
+// in recovery is not ready) and no role reports a problem; else 503 with the
+// reasons.
 func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 	var reasons []string
 	if s := a.nc.Status(); s != nats.CONNECTED {
@@ -389,7 +391,10 @@ func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 	if a.st != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := a.st.Ping(ctx); err != nil {
+		switch err := a.st.Writable(ctx); {
+		case errors.Is(err, store.ErrReadOnly):
+			reasons = append(reasons, err.Error())
+		case err != nil:
 			reasons = append(reasons, "postgres unavailable")
 		}
 	}

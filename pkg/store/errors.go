@@ -19,7 +19,11 @@ import (
 func Unreachable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return pgErr.Code == "57P03" || pgErr.Code == "57P01" // cannot_connect_now, admin_shutdown
+		switch pgErr.Code {
+		case "57P01", "57P02", "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
+			return true
+		}
+		return false
 	}
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) {
@@ -32,11 +36,13 @@ func Unreachable(err error) bool {
 
 // Transient reports whether err is a failure that running the same
 // statements again can fix: the server unreachable, restarting or out of
-// resources, the connection lost, a timeout, or the transaction losing a race
-// (serialization failure, deadlock). Such a failure is not the data's fault;
-// a caller retrying work must not count it against the work (a message's
-// deliveries). Anything else — a constraint, a value or statement the server
-// refuses, a server that refuses us — is false.
+// resources, the connection lost (also during COMMIT, when the outcome is
+// unknown), a timeout, the transaction losing a race (serialization failure,
+// deadlock, a standby's recovery conflict), or the server being read-only
+// (ReadOnly: a standby, or an old primary back after a failover). Such a
+// failure is not the data's fault; a caller retrying work must not count it
+// against the work (a message's deliveries). Anything else — a constraint, a
+// value or statement the server refuses, a server that refuses us — is false.
 func Transient(err error) bool {
 	if err == nil {
 		return false
@@ -53,13 +59,40 @@ func Transient(err error) bool {
 			"57": // operator intervention: shutdown, cannot connect now
 			return true
 		}
-		return false
+		return pgErr.Code == readOnlySQLTransaction
 	}
 	var connErr *pgconn.ConnectError
 	var netErr net.Error
 	return errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
+}
+
+// readOnlySQLTransaction is SQLSTATE 25006: a write on a server that takes
+// none (a hot standby, or default_transaction_read_only on).
+const readOnlySQLTransaction = "25006"
+
+// ReadOnly reports whether err is a write refused because the server is
+// read-only: the DSN reached a standby, or an old primary that came back
+// read-only after a failover. It is Transient: the work waits for a writable
+// primary. The Store drops its pool's connections when it sees one (Open),
+// so the next attempt connects again — with a multi-host DSN and
+// target_session_attrs=read-write, to the promoted primary.
+func ReadOnly(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == readOnlySQLTransaction
+}
+
+// serverGone reports whether an error the server sent (SQLSTATE code) means
+// every connection of the pool may be on the wrong server or dead: it is
+// read-only, or it is shutting down (a failover's old primary). The pool then
+// drops its connections instead of finding them bad one attempt at a time.
+func serverGone(code string) bool {
+	switch code {
+	case readOnlySQLTransaction, "57P01", "57P02": // read-only, admin_shutdown, crash_shutdown
+		return true
+	}
+	return false
 }
 
 // Refused reports whether err is the server refusing a value the statement

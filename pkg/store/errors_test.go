@@ -59,6 +59,22 @@ func realErrors(t *testing.T) map[string]error {
 	_, errs["admin shutdown"] = victim.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
 	_, errs["closed connection"] = victim.Exec(ctx, `SELECT 1`)
 
+	// The connection is lost with a transaction open: its COMMIT cannot
+	// tell whether anything committed.
+	lost, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lost.Close(ctx)
+	tx, err := lost.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend($1)`, lost.PgConn().PID()); err != nil {
+		t.Fatal(err)
+	}
+	errs["connection lost at commit"] = tx.Commit(ctx)
+
 	tctx, tcancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer tcancel()
 	_, errs["statement timeout (ctx)"] = conn.Exec(tctx, `SELECT pg_sleep(5)`)
@@ -90,12 +106,17 @@ func TestTransientAndUnreachable(t *testing.T) {
 		{"too many connections", real["too many connections"], true, false},
 		{"admin shutdown", real["admin shutdown"], true, true},
 		{"closed connection", real["closed connection"], true, false},
-		{"statement timeout (ctx)", real["statement timeout (ctx)"], true, true}, // a timeout is a net.Error
+		{"connection lost at commit", real["connection lost at commit"], true, true}, // the server said why: 57P01
+		{"statement timeout (ctx)", real["statement timeout (ctx)"], true, true},     // a timeout is a net.Error
 		{"wrapped serialization failure", fmt.Errorf("inbox: %w", real["serialization failure"]), true, false},
 
 		// Values pgx returns, built directly.
 		{"cannot connect now", &pgconn.PgError{Code: "57P03"}, true, true},
 		{"connection failure", &pgconn.PgError{Code: "08006"}, true, false},
+		{"crash shutdown", &pgconn.PgError{Code: "57P02"}, true, true},
+		{"read-only transaction", &pgconn.PgError{Code: "25006"}, true, false}, // a standby: see TestAStandbyIsReadOnly
+		{"recovery conflict", &pgconn.PgError{Code: "40001"}, true, false},
+		{"other invalid transaction state", &pgconn.PgError{Code: "25P02"}, false, false},
 		{"check violation", &pgconn.PgError{Code: "23514"}, false, false},
 		{"empty code", &pgconn.PgError{}, false, false},
 		{"unexpected EOF", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true, false},
@@ -128,6 +149,7 @@ func TestRefused(t *testing.T) {
 		{&pgconn.PgError{Code: "23505"}, true},  // unique violation
 		{&pgconn.PgError{Code: "42P01"}, false}, // undefined table: the schema, not the data
 		{&pgconn.PgError{Code: "40001"}, false}, // serialization failure: transient
+		{&pgconn.PgError{Code: "25006"}, false}, // read-only: the server, not the data
 		{errors.New("plain"), false},
 		{nil, false},
 	} {

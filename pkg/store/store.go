@@ -12,8 +12,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -36,6 +38,12 @@ type Store struct {
 }
 
 // Open connects a pool to url and checks the connection.
+//
+// When a server answers that it is read-only (ReadOnly) or shutting down,
+// the pool drops all its connections (pgxpool's Reset), for every caller of
+// the Store alike: the next statement connects again, and a multi-host url
+// with target_session_attrs=read-write finds the writable primary after a
+// failover instead of writing to a standby until each connection failed once.
 func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -44,10 +52,21 @@ func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 	if maxConns > 0 {
 		pc.MaxConns = maxConns
 	}
+	var reset atomic.Pointer[pgxpool.Pool] // set once the pool exists
+	onPgError := pc.ConnConfig.OnPgError
+	pc.ConnConfig.OnPgError = func(c *pgconn.PgConn, e *pgconn.PgError) bool {
+		if p := reset.Load(); p != nil && serverGone(e.Code) {
+			// Safe with connections checked out: they are closed as
+			// they come back, this one included.
+			p.Reset()
+		}
+		return onPgError == nil || onPgError(c, e) // pgx's: close on FATAL
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, hidePasswords(fmt.Errorf("store: connect %s: %w", redact(pc.ConnConfig), err), url)
 	}
+	reset.Store(pool)
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, hidePasswords(fmt.Errorf("store: connect %s: %w", redact(pc.ConnConfig), err), url)
@@ -61,20 +80,66 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Close closes the pool.
 func (s *Store) Close() { s.pool.Close() }
 
-// Ping checks the database answers (readiness).
+// Ping checks the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-// Migrate applies the embedded migrations with goose. A Postgres advisory
-// lock serialises concurrent runs, so every pod may call it at start.
+// ErrReadOnly is returned by Writable when the database answers but takes no
+// writes.
+var ErrReadOnly = errors.New("postgres: read-only (a standby or in recovery)")
+
+// Writable checks the database answers and takes writes (readiness of the
+// roles that write): not in recovery, transactions not read-only. When it is
+// read-only the pool drops its connections, so the next check — and the next
+// write — connects again and, with a multi-host url and
+// target_session_attrs=read-write, may find the promoted primary.
+func (s *Store) Writable(ctx context.Context) error {
+	var recovery bool
+	var readOnly string
+	err := s.pool.QueryRow(ctx, `SELECT pg_is_in_recovery(), current_setting('transaction_read_only')`).
+		Scan(&recovery, &readOnly)
+	if err != nil {
+		return fmt.Errorf("store: writable: %w", err)
+	}
+	if recovery || readOnly == "on" {
+		s.pool.Reset()
+		return ErrReadOnly
+	}
+	return nil
+}
+
+// migrateLock names the session-level advisory lock that serialises Migrate.
+const migrateLock = `hashtextextended('intake.migrate', 0)`
+
+// Migrate applies the embedded migrations with goose. Any number of runs
+// may go at once (every pod may call it at start): each holds a
+// session-level advisory lock, on a connection of its own, around all of it.
+// CREATE SCHEMA IF NOT EXISTS is not safe against a concurrent creation (one
+// fails on a unique violation), and goose creates its version table before
+// taking its own lock (HasPending takes none), so goose's lock alone does
+// not cover an empty database.
 func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 	pc, err := pgx.ParseConfig(url)
 	if err != nil {
 		return hidePasswords(fmt.Errorf("store: postgres url: %w", err), url)
 	}
+	fail := func(what string, err error) error {
+		return hidePasswords(fmt.Errorf("store: migrate %s: %s%w", redact(pc), what, err), url)
+	}
+	lock, err := pgx.ConnectConfig(ctx, pc)
+	if err != nil {
+		return fail("", err)
+	}
+	// Closing the session releases the lock, also when unlocking fails.
+	defer lock.Close(context.WithoutCancel(ctx))
+	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock(`+migrateLock+`)`); err != nil {
+		return fail("lock: ", err)
+	}
+	defer func() { _, _ = lock.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(`+migrateLock+`)`) }()
+
 	db := stdlib.OpenDB(*pc)
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+Schema); err != nil {
-		return hidePasswords(fmt.Errorf("store: migrate %s: create schema: %w", redact(pc), err), url)
+		return fail("create schema: ", err)
 	}
 	p, err := newMigrator(db, log)
 	if err != nil {
@@ -82,7 +147,7 @@ func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 	}
 	results, err := p.Up(ctx)
 	if err != nil {
-		return hidePasswords(fmt.Errorf("store: migrate %s: %w", redact(pc), err), url)
+		return fail("", err)
 	}
 	if log != nil {
 		for _, r := range results {

@@ -1,0 +1,42 @@
+package testenv
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/intakehq/intake/internal/pgcluster"
+)
+
+// StartStandby starts a streaming standby of p named name
+// (pgcluster.StartStandby: a clone of everything p holds now, the database
+// "intake" included, replaying what p writes later) and stops it when the
+// test ends. Promote it to fail over; URL("intake") reaches its copy of the
+// database.
+func (p *PG) StartStandby(t testing.TB, name string) *pgcluster.Cluster {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "intake-pg-standby-") // not t.TempDir(): see sharedAdminURL
+	if err != nil {
+		t.Fatalf("testenv: temp dir: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("testenv: remove %s: %v", dir, err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	c, err := pgcluster.StartStandby(ctx, p.cluster, name, pgcluster.Options{Dir: dir, Fast: true})
+	if err != nil {
+		t.Fatalf("testenv: standby %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := c.Stop(ctx); err != nil {
+			t.Errorf("testenv: standby %s: %v", name, err)
+		}
+	})
+	return c
+}
