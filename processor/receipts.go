@@ -64,7 +64,7 @@ func NewReceiptFolder(o ReceiptFolderOptions) (*ReceiptFolder, error) {
 func (f *ReceiptFolder) Config() config.Processor { return f.cfg }
 
 const (
-	receiptBatch = 500
+	receiptBatch = config.ReceiptBatch
 	receiptWait  = 50 * time.Millisecond
 )
 

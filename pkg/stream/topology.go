@@ -63,6 +63,7 @@ func ReceiptsConfig(c config.Stream) jetstream.StreamConfig {
 
 // ReceiptsConsumerConfig is the durable consumer the processors fold receipts from.
 func ReceiptsConsumerConfig(p config.Processor) jetstream.ConsumerConfig {
+	p = p.WithDefaults()
 	return jetstream.ConsumerConfig{
 		Durable:       envelope.ConsumerReceipts,
 		Description:   "Intake processors: fold delivery receipts into the history",
@@ -70,7 +71,7 @@ func ReceiptsConsumerConfig(p config.Processor) jetstream.ConsumerConfig {
 		AckWait:       p.AckWait,
 		MaxDeliver:    -1, // a receipt is small and the fold idempotent: never give up
 		FilterSubject: envelope.SubjectReceiptsAll,
-		MaxAckPending: 4096,
+		MaxAckPending: p.ReceiptsMaxAckPending(),
 	}
 }
 
@@ -121,6 +122,7 @@ func retry(ctx context.Context, f func(context.Context) error) error {
 
 // ProcessorConsumerConfig is the durable pull consumer all processors share.
 func ProcessorConsumerConfig(p config.Processor) jetstream.ConsumerConfig {
+	p = p.WithDefaults()
 	return jetstream.ConsumerConfig{
 		Durable:       envelope.ConsumerName,
 		Description:   "Intake processors: inbox claim + domain change in one transaction",
@@ -129,13 +131,16 @@ func ProcessorConsumerConfig(p config.Processor) jetstream.ConsumerConfig {
 		MaxDeliver:    p.MaxDeliver,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		FilterSubject: envelope.SubjectInAll,
-		// Bound in-flight messages so a slow database does not let thousands
-		// of messages time out in client buffers.
-		MaxAckPending: 1024,
+		// The window all replicas share (processor.max_ack_pending): sized
+		// from the deployment so added replicas add batches in flight.
+		MaxAckPending: p.MaxAckPending,
 	}
 }
 
 // EnsureProcessorConsumer creates or updates the durable processor consumer.
+// Settings JetStream can edit in place (the window max_ack_pending,
+// ack_wait, max_deliver) follow the config of the processor that started
+// last; the delivered and acked state is kept.
 func EnsureProcessorConsumer(ctx context.Context, js jetstream.JetStream, p config.Processor) (jetstream.Consumer, error) {
 	var cons jetstream.Consumer
 	err := retry(ctx, func(ctx context.Context) error {
