@@ -116,6 +116,7 @@ func (p *Processor) consume(ctx, setup context.Context, consuming func(), pub *a
 	consuming()
 	stop := context.AfterFunc(ctx, it.Drain)
 	defer stop()
+	defer p.watchWindow(ctx, cons)()
 
 	batches := make(chan []jetstream.Msg)
 	// Work continues after ctx ends: drained messages are still committed
