@@ -179,6 +179,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		if a.st, err = openStore(startCtx, cfg.Postgres, a.log); err != nil {
 			return nil, err
 		}
+		a.warnConnectionBudget(startCtx, cfg)
 	}
 
 	r, err := a.routers(cfg)
