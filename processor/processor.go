@@ -62,6 +62,9 @@ func New(o Options) (*Processor, error) {
 	if err := o.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("processor: %w", err)
 	}
+	if o.Config.Shard != "" && len(o.Integrations) == 0 {
+		return nil, fmt.Errorf("processor: %w", errShardWithoutIntegrations)
+	}
 	if o.Handler == nil {
 		o.Handler = Forward()
 	}
@@ -103,7 +106,7 @@ func (p *Processor) Run(ctx context.Context, opts ...RunOption) error {
 }
 
 func (p *Processor) consume(ctx, setup context.Context, consuming func(), pub *acker) error {
-	cons, err := stream.EnsureProcessorConsumer(setup, p.o.JS, p.o.Config)
+	cons, err := stream.EnsureProcessorConsumer(setup, p.o.JS, p.o.Config, integrationNames(p.o.Integrations)...)
 	if err != nil {
 		return err
 	}

@@ -212,7 +212,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 			return nil, err
 		}
 		if a.folder, err = processor.NewReceiptFolder(processor.ReceiptFolderOptions{Store: a.st, JS: js,
-			Config: cfg.Processor, Metrics: o.Metrics, Log: a.log}); err != nil {
+			Config: cfg.Processor, Integrations: cfg.Integrations, Metrics: o.Metrics, Log: a.log}); err != nil {
 			return nil, err
 		}
 	}

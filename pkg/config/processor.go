@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 )
 
@@ -37,6 +38,13 @@ type Processor struct {
 	// Replicas is the number of processors expected to share the consumer.
 	// It only sizes MaxAckPending's default. Defaults to DefaultProcessorReplicas (2).
 	Replicas int `yaml:"replicas"`
+	// Shard, when set, makes this processor deployment one shard of a
+	// deployment split across Postgres clusters by integration: it consumes
+	// through durables of its own, "processor-{shard}" and
+	// "receipts-{shard}", only the subjects of the integrations its config
+	// lists. Empty (the default): the durables "processor" and "receipts",
+	// every integration. See docs/scaling.md.
+	Shard string `yaml:"shard"`
 }
 
 // Defaults and limits of the processor section.
@@ -54,6 +62,9 @@ const (
 	// MaxBatchSize is the largest processor.batch_size accepted.
 	MaxBatchSize = 4096
 )
+
+// shardName is what a durable name may carry after "processor-".
+var shardName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // DefaultBackoff is processor.backoff when unset: the redelivery delays
 // after handler errors. A function, so no caller can change the default.
@@ -117,6 +128,9 @@ func (p Processor) Validate() error {
 		errs.add("processor.max_ack_pending", "must be at least processor.batch_size × processor.concurrency (%d × %d = %d), "+
 			"the batches one processor has in flight, got %d (unset, it is processor.replicas × batch_size × (2 × concurrency + 1))",
 			p.BatchSize, p.Concurrency, p.BatchSize*p.Concurrency, p.MaxAckPending)
+	}
+	if p.Shard != "" && !shardName.MatchString(p.Shard) {
+		errs.add("processor.shard", "must be letters, digits, - and _ (it names NATS durables), got %q", p.Shard)
 	}
 	for i, d := range p.Backoff {
 		if d <= 0 {

@@ -61,3 +61,17 @@ func TestAWindowBelowOneProcessorsBatchesIsAnError(t *testing.T) {
 		t.Errorf("replicas -1: %v", err)
 	}
 }
+
+func TestShardNeedsANameAndIntegrations(t *testing.T) {
+	none := func(string) (string, bool) { return "", false }
+	if _, err := Parse([]byte("processor: {shard: eu.west}\nintegrations: [{name: a, provider: standard, tenant: t, secrets: [s]}]\n"), none); err == nil ||
+		!strings.Contains(err.Error(), "processor.shard: must be letters, digits") {
+		t.Errorf("a shard named eu.west: %v", err)
+	}
+	if _, err := Parse([]byte("processor: {shard: eu}\n"), none); err == nil || !strings.Contains(err.Error(), "processor.shard: a shard consumes the integrations") {
+		t.Errorf("a shard without integrations: %v", err)
+	}
+	if _, err := Parse([]byte("processor: {shard: eu-1}\nintegrations: [{name: a, provider: standard, tenant: t, secrets: [whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw]}]\n"), none); err != nil {
+		t.Errorf("shard eu-1 with one integration: %v", err)
+	}
+}

@@ -2,9 +2,13 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
@@ -77,5 +81,55 @@ func TestConsumerWindowsFollowTheConfigInPlace(t *testing.T) {
 	}
 	if got := rinfo.CachedInfo().Config.MaxAckPending; got != 2000 {
 		t.Errorf("receipts window back to 1 replica = %d, want 2,000", got)
+	}
+}
+
+func TestShardConsumersFilterOnTheirIntegrations(t *testing.T) {
+	p := config.Processor{Shard: "eu"}
+	tests := []struct {
+		name    string
+		cc      jetstream.ConsumerConfig
+		durable string
+		filter  string
+		filters []string
+	}{
+		{"unsharded", ProcessorConsumerConfig(config.Processor{}, "a", "b"), "processor", "intake.in.>", nil},
+		{"one integration: pinned in the request subject", ProcessorConsumerConfig(p, "stripe-eu"), "processor-eu", "intake.in.stripe-eu.>", nil},
+		{"several, sorted, once each", ProcessorConsumerConfig(p, "shop", "gh", "shop"), "processor-eu", "", []string{"intake.in.gh.>", "intake.in.shop.>"}},
+		{"receipts unsharded", ReceiptsConsumerConfig(config.Processor{}, "a"), "receipts", "intake.receipts.>", nil},
+		{"receipts of a shard", ReceiptsConsumerConfig(p, "gh", "shop"), "receipts-eu", "", []string{"intake.receipts.gh", "intake.receipts.shop"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.cc.Durable != tt.durable || tt.cc.FilterSubject != tt.filter || !slices.Equal(tt.cc.FilterSubjects, tt.filters) {
+				t.Errorf("durable %q, filter %q, filters %q; want %q, %q, %q", tt.cc.Durable, tt.cc.FilterSubject, tt.cc.FilterSubjects,
+					tt.durable, tt.filter, tt.filters)
+			}
+		})
+	}
+
+	js := jsFor(t, embedded(t, EmbeddedConfig{}).ClientURL())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := Ensure(ctx, js, testStream()); err != nil {
+		t.Fatal(err)
+	}
+	// A shard without integrations would take every shard's messages.
+	if _, err := EnsureProcessorConsumer(ctx, js, p); !errors.Is(err, ErrRefused) {
+		t.Fatalf("a shard without integrations: %v, want ErrRefused", err)
+	}
+	// The filter follows the shard's integrations in place.
+	if _, err := EnsureProcessorConsumer(ctx, js, p, "a"); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := EnsureProcessorConsumer(ctx, js, p, "a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cons.CachedInfo().Config.FilterSubjects; !slices.Equal(got, []string{"intake.in.a.>", "intake.in.b.>"}) {
+		t.Errorf("filters after adding b: %q", got)
+	}
+	if _, err := EnsureReceiptsConsumer(ctx, js, p, "a", "b"); err != nil {
+		t.Fatal(err)
 	}
 }
