@@ -122,9 +122,9 @@ func NewMetrics() *Metrics {
 		OutboxLag: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "outbox",
 			Name: "lag_seconds", Help: "Age of the oldest unpublished outbox row at the last relay pass."}),
 	}
-	for _, c := range []prometheus.Collector{m.Received, m.Verified, m.Handshakes, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
-		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.TxLatency, m.LastCommit, m.HandlerLatency,
-		m.AckPending, m.MaxAckPending, m.WindowFull, m.ReceiptsFolded, m.ReceiptsRefused,
+	for _, c := range []prometheus.Collector{m.AckPending, m.MaxAckPending, m.WindowFull,
+		m.Received, m.Verified, m.Handshakes, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
+		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.TxLatency, m.LastCommit, m.HandlerLatency, m.ReceiptsFolded, m.ReceiptsRefused,
 		m.OutboxPublished, m.OutboxRelayed, m.OutboxPending, m.OutboxLag} {
 		f(c)
 	}
