@@ -62,6 +62,9 @@ func New(o Options) (*Processor, error) {
 	if err := o.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("processor: %w", err)
 	}
+	if o.Config.Shard != "" && len(o.Integrations) == 0 {
+		return nil, fmt.Errorf("processor: %w", errShardWithoutIntegrations)
+	}
 	if o.Handler == nil {
 		o.Handler = Forward()
 	}
@@ -120,7 +123,7 @@ func (p *Processor) serverChanged(c store.ServerChange) {
 }
 
 func (p *Processor) consume(ctx, setup context.Context, consuming func(), pub *acker) error {
-	cons, err := stream.EnsureProcessorConsumer(setup, p.o.JS, p.o.Config)
+	cons, err := stream.EnsureProcessorConsumer(setup, p.o.JS, p.o.Config, integrationNames(p.o.Integrations)...)
 	if err != nil {
 		return err
 	}
@@ -133,6 +136,7 @@ func (p *Processor) consume(ctx, setup context.Context, consuming func(), pub *a
 	consuming()
 	stop := context.AfterFunc(ctx, it.Drain)
 	defer stop()
+	defer p.watchWindow(ctx, cons)()
 
 	batches := make(chan []jetstream.Msg)
 	// Work continues after ctx ends: drained messages are still committed

@@ -22,11 +22,13 @@ import (
 // delivery history in batches. Every processor pod runs one; they share the
 // durable consumer "receipts".
 type ReceiptFolder struct {
-	store   *store.Store
-	js      jetstream.JetStream
-	cfg     config.Processor
-	metrics *telemetry.Metrics
-	log     *slog.Logger
+	store *store.Store
+	js    jetstream.JetStream
+	cfg   config.Processor
+	// integrations are the names a shard's consumer filters on.
+	integrations []string
+	metrics      *telemetry.Metrics
+	log          *slog.Logger
 }
 
 // ReceiptFolderOptions configure a ReceiptFolder.
@@ -36,9 +38,13 @@ type ReceiptFolderOptions struct {
 	// Config is the processor section (the folder's consumer uses its
 	// ack_wait); unset fields get config's defaults
 	// (config.Processor.WithDefaults) and the result is validated.
-	Config  config.Processor
-	Metrics *telemetry.Metrics // defaults to a private registry
-	Log     *slog.Logger       // defaults to discarding
+	Config config.Processor
+	// Integrations are the configured integrations (config.Config's). With
+	// processor.shard set the folder takes only their receipts, and needs
+	// some; otherwise they are not used.
+	Integrations []config.Integration
+	Metrics      *telemetry.Metrics // defaults to a private registry
+	Log          *slog.Logger       // defaults to discarding
 }
 
 // NewReceiptFolder fills o's defaults, then validates it: a bad value
@@ -51,20 +57,24 @@ func NewReceiptFolder(o ReceiptFolderOptions) (*ReceiptFolder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("receipts: %w", err)
 	}
+	if cfg.Shard != "" && len(o.Integrations) == 0 {
+		return nil, fmt.Errorf("receipts: %w", errShardWithoutIntegrations)
+	}
 	if o.Metrics == nil {
 		o.Metrics = telemetry.NewMetrics()
 	}
 	if o.Log == nil {
 		o.Log = telemetry.Discard()
 	}
-	return &ReceiptFolder{store: o.Store, js: o.JS, cfg: cfg, metrics: o.Metrics, log: o.Log}, nil
+	return &ReceiptFolder{store: o.Store, js: o.JS, cfg: cfg, integrations: integrationNames(o.Integrations),
+		metrics: o.Metrics, log: o.Log}, nil
 }
 
 // Config is the processor configuration the folder uses, defaults filled.
 func (f *ReceiptFolder) Config() config.Processor { return f.cfg }
 
 const (
-	receiptBatch = 500
+	receiptBatch = config.ReceiptBatch
 	receiptWait  = 50 * time.Millisecond
 )
 
@@ -76,7 +86,7 @@ func (f *ReceiptFolder) Run(ctx context.Context, opts ...RunOption) error {
 }
 
 func (f *ReceiptFolder) consume(ctx, setup context.Context, consuming func()) error {
-	cons, err := stream.EnsureReceiptsConsumer(setup, f.js, f.cfg)
+	cons, err := stream.EnsureReceiptsConsumer(setup, f.js, f.cfg, f.integrations...)
 	if err != nil {
 		return err
 	}

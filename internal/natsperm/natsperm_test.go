@@ -358,8 +358,13 @@ func TestReplayerKeepsOffTheProcessorsConsumer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pcfg := roleConfig(t, url, "processor", "").Processor
-	if _, err := stream.EnsureProcessorConsumer(ctx, connect("processor"), pcfg); err != nil {
+	pcons, err := stream.EnsureProcessorConsumer(ctx, connect("processor"), pcfg)
+	if err != nil {
 		t.Fatalf("the processor's user cannot create its consumer: %v", err)
+	}
+	// It reads its consumer's info to report a full window.
+	if _, err := pcons.Info(ctx); err != nil {
+		t.Fatalf("the processor's user cannot read its consumer's info: %v", err)
 	}
 
 	js := connect("replayer")

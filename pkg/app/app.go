@@ -179,6 +179,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		if a.st, err = openStore(startCtx, cfg.Postgres, a.log); err != nil {
 			return nil, err
 		}
+		a.warnConnectionBudget(startCtx, cfg)
 	}
 
 	r, err := a.routers(cfg)
@@ -212,7 +213,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 			return nil, err
 		}
 		if a.folder, err = processor.NewReceiptFolder(processor.ReceiptFolderOptions{Store: a.st, JS: js,
-			Config: cfg.Processor, Metrics: o.Metrics, Log: a.log}); err != nil {
+			Config: cfg.Processor, Integrations: cfg.Integrations, Metrics: o.Metrics, Log: a.log}); err != nil {
 			return nil, err
 		}
 	}

@@ -175,6 +175,11 @@ func (c *Config) Validate() error {
 	p.also(c.Processor.Validate())
 	p.also(c.Outbox.Validate(c.NATS.Stream.DuplicateWindow))
 	p.also(validateIntegrations(c.Integrations))
+	if c.Processor.Shard != "" && len(c.Integrations) == 0 {
+		// A shard's consumers filter on its integrations: with none they
+		// would have nothing to filter on.
+		p.add("processor.shard", "a shard consumes the integrations its config lists, and this config lists none")
+	}
 	for i, in := range c.Integrations {
 		// An undeclared length reserves the limit plus one byte of the
 		// in-flight budget: a limit the budget cannot hold would be 503 on

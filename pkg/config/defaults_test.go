@@ -14,7 +14,8 @@ func TestZeroSectionsGetDefaultsAndValidate(t *testing.T) {
 	}
 	p := Processor{}.WithDefaults()
 	want := Processor{AckWait: 30 * time.Second, MaxDeliver: 10, BatchSize: 256, BatchWait: 20 * time.Millisecond,
-		Concurrency: 2, Backoff: []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}}
+		Concurrency: 2, Backoff: []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute},
+		MaxAckPending: 2560, Replicas: 2}
 	if !equalProcessor(p, want) || !equalProcessor(c.Processor, want) {
 		t.Errorf("Processor{}.WithDefaults() = %+v, want %+v", p, want)
 	}

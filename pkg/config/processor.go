@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 )
 
@@ -28,6 +29,22 @@ type Processor struct {
 	// delivery; the last value repeats. Defaults to DefaultBackoff()
 	// (1s, 5s, 30s, 2m, 10m).
 	Backoff []time.Duration `yaml:"backoff"`
+	// MaxAckPending is the in-flight window of the durable consumer that
+	// every processor shares: messages delivered and not yet acked, by all
+	// replicas together. A processor waits while it is full, so it must fit
+	// every replica's batches. Defaults to Replicas × Holds() (2 × 1,280 =
+	// 2,560 with the other defaults); at least BatchSize × Concurrency.
+	MaxAckPending int `yaml:"max_ack_pending"`
+	// Replicas is the number of processors expected to share the consumer.
+	// It only sizes MaxAckPending's default. Defaults to DefaultProcessorReplicas (2).
+	Replicas int `yaml:"replicas"`
+	// Shard, when set, makes this processor deployment one shard of a
+	// deployment split across Postgres clusters by integration: it consumes
+	// through durables of its own, "processor-{shard}" and
+	// "receipts-{shard}", only the subjects of the integrations its config
+	// lists. Empty (the default): the durables "processor" and "receipts",
+	// every integration. See docs/scaling.md.
+	Shard string `yaml:"shard"`
 }
 
 // Defaults and limits of the processor section.
@@ -37,11 +54,17 @@ const (
 	DefaultBatchSize   = 256
 	DefaultBatchWait   = 20 * time.Millisecond
 	DefaultConcurrency = 2
+	// DefaultProcessorReplicas is processor.replicas when unset: the smallest
+	// deployment that keeps consuming while one pod restarts.
+	DefaultProcessorReplicas = 2
 	// MinAckWait is the shortest processor.ack_wait accepted.
 	MinAckWait = time.Second
 	// MaxBatchSize is the largest processor.batch_size accepted.
 	MaxBatchSize = 4096
 )
+
+// shardName is what a durable name may carry after "processor-".
+var shardName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // DefaultBackoff is processor.backoff when unset: the redelivery delays
 // after handler errors. A function, so no caller can change the default.
@@ -59,8 +82,24 @@ func (p Processor) WithDefaults() Processor {
 	if len(p.Backoff) == 0 {
 		p.Backoff = DefaultBackoff()
 	}
+	setDefault(&p.Replicas, DefaultProcessorReplicas)
+	setDefault(&p.MaxAckPending, p.Replicas*p.Holds())
 	return p
 }
+
+// Holds is the most messages one processor keeps delivered and unacked:
+// Concurrency batches in their transactions, one batch collecting, and a
+// client prefetch buffer of BatchSize × Concurrency — BatchSize × (2 ×
+// Concurrency + 1). MaxAckPending's default is Replicas × Holds().
+func (p Processor) Holds() int { return p.BatchSize * (2*p.Concurrency + 1) }
+
+// ReceiptBatch is the most receipts one fold commits.
+const ReceiptBatch = 500
+
+// ReceiptsMaxAckPending is the in-flight window of the receipts consumer
+// the processors share: Replicas × 4 × ReceiptBatch — each folder holds
+// one batch folding, one collecting and a prefetch buffer of two.
+func (p Processor) ReceiptsMaxAckPending() int { return p.Replicas * 4 * ReceiptBatch }
 
 // Validate checks the section; errors name the YAML field.
 func (p Processor) Validate() error {
@@ -79,6 +118,19 @@ func (p Processor) Validate() error {
 	}
 	if p.BatchWait < 0 || p.BatchWait*10 > p.AckWait {
 		errs.add("processor.batch_wait", "must be positive and at most a tenth of processor.ack_wait, got %s", p.BatchWait)
+	}
+	if p.Replicas < 1 {
+		errs.add("processor.replicas", "must be at least 1, got %d", p.Replicas)
+	}
+	// Below one processor's batches the consumer never delivers a full
+	// round of batches: a stall that looks like a slow database.
+	if p.BatchSize >= 1 && p.Concurrency >= 1 && p.MaxAckPending < p.BatchSize*p.Concurrency {
+		errs.add("processor.max_ack_pending", "must be at least processor.batch_size × processor.concurrency (%d × %d = %d), "+
+			"the batches one processor has in flight, got %d (unset, it is processor.replicas × batch_size × (2 × concurrency + 1))",
+			p.BatchSize, p.Concurrency, p.BatchSize*p.Concurrency, p.MaxAckPending)
+	}
+	if p.Shard != "" && !shardName.MatchString(p.Shard) {
+		errs.add("processor.shard", "must be letters, digits, - and _ (it names NATS durables), got %q", p.Shard)
 	}
 	for i, d := range p.Backoff {
 		if d <= 0 {

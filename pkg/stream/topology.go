@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -61,17 +62,25 @@ func ReceiptsConfig(c config.Stream) jetstream.StreamConfig {
 	}
 }
 
-// ReceiptsConsumerConfig is the durable consumer the processors fold receipts from.
-func ReceiptsConsumerConfig(p config.Processor) jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:       envelope.ConsumerReceipts,
+// ReceiptsConsumerConfig is the durable consumer the processors fold
+// receipts from: "receipts" on every integration's receipts or, for a
+// shard (processor.shard), "receipts-{shard}" on its integrations' only.
+func ReceiptsConsumerConfig(p config.Processor, integrations ...string) jetstream.ConsumerConfig {
+	p = p.WithDefaults()
+	cc := jetstream.ConsumerConfig{
+		Durable:       ReceiptsDurable(p.Shard),
 		Description:   "Intake processors: fold delivery receipts into the history",
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       p.AckWait,
 		MaxDeliver:    -1, // a receipt is small and the fold idempotent: never give up
 		FilterSubject: envelope.SubjectReceiptsAll,
-		MaxAckPending: 4096,
+		MaxAckPending: p.ReceiptsMaxAckPending(),
 	}
+	if p.Shard != "" {
+		cc.Description += " (shard " + p.Shard + ")"
+		filter(&cc, integrations, envelope.SubjectReceipt)
+	}
+	return cc
 }
 
 // Ensure creates or updates the streams. It is idempotent and needs
@@ -119,46 +128,99 @@ func retry(ctx context.Context, f func(context.Context) error) error {
 	}
 }
 
-// ProcessorConsumerConfig is the durable pull consumer all processors share.
-func ProcessorConsumerConfig(p config.Processor) jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:       envelope.ConsumerName,
+// ProcessorConsumerConfig is the durable pull consumer all processors
+// share: "processor" on every integration's subjects or, for a shard
+// (processor.shard), "processor-{shard}" on the subjects of integrations
+// only — the shard's, as its config lists them.
+func ProcessorConsumerConfig(p config.Processor, integrations ...string) jetstream.ConsumerConfig {
+	p = p.WithDefaults()
+	cc := jetstream.ConsumerConfig{
+		Durable:       ProcessorDurable(p.Shard),
 		Description:   "Intake processors: inbox claim + domain change in one transaction",
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       p.AckWait,
 		MaxDeliver:    p.MaxDeliver,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		FilterSubject: envelope.SubjectInAll,
-		// Bound in-flight messages so a slow database does not let thousands
-		// of messages time out in client buffers.
-		MaxAckPending: 1024,
+		// The window all replicas share (processor.max_ack_pending): sized
+		// from the deployment so added replicas add batches in flight.
+		MaxAckPending: p.MaxAckPending,
+	}
+	if p.Shard != "" {
+		cc.Description += " (shard " + p.Shard + ")"
+		filter(&cc, integrations, func(name string) string { return envelope.SubjectInPrefix(name) + ">" })
+	}
+	return cc
+}
+
+// ProcessorDurable is the processors' durable on INTAKE_IN: "processor",
+// or "processor-{shard}".
+func ProcessorDurable(shard string) string {
+	if shard == "" {
+		return envelope.ConsumerName
+	}
+	return envelope.ConsumerName + "-" + shard
+}
+
+// ReceiptsDurable is the processors' durable on INTAKE_RECEIPTS:
+// "receipts", or "receipts-{shard}".
+func ReceiptsDurable(shard string) string {
+	if shard == "" {
+		return envelope.ConsumerReceipts
+	}
+	return envelope.ConsumerReceipts + "-" + shard
+}
+
+// filter sets cc's filter to the subjects of integrations (sorted, so that
+// the same list is the same config): one in FilterSubject, where a
+// permission can pin it, several in FilterSubjects.
+func filter(cc *jetstream.ConsumerConfig, integrations []string, subject func(string) string) {
+	subjects := make([]string, 0, len(integrations))
+	for _, name := range integrations {
+		subjects = append(subjects, subject(name))
+	}
+	slices.Sort(subjects)
+	subjects = slices.Compact(subjects)
+	cc.FilterSubject, cc.FilterSubjects = "", nil
+	if len(subjects) == 1 {
+		cc.FilterSubject = subjects[0]
+	} else {
+		cc.FilterSubjects = subjects
 	}
 }
 
-// EnsureProcessorConsumer creates or updates the durable processor consumer.
-func EnsureProcessorConsumer(ctx context.Context, js jetstream.JetStream, p config.Processor) (jetstream.Consumer, error) {
-	var cons jetstream.Consumer
-	err := retry(ctx, func(ctx context.Context) error {
-		var err error
-		cons, err = js.CreateOrUpdateConsumer(ctx, envelope.StreamIn, ProcessorConsumerConfig(p))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("stream %s: consumer %s: %w", envelope.StreamIn, envelope.ConsumerName, err)
-	}
-	return cons, nil
+// errShardWithoutIntegrations ends a shard's consumer set-up that was given
+// no integrations: a consumer without a filter would take every shard's
+// messages.
+var errShardWithoutIntegrations = fmt.Errorf("%w: processor.shard is set but no integrations were given to filter on", ErrRefused)
+
+// EnsureProcessorConsumer creates or updates the durable processor consumer
+// (see ProcessorConsumerConfig; integrations matter for a shard only).
+// Settings JetStream can edit in place (the window max_ack_pending,
+// ack_wait, max_deliver, a shard's filter) follow the config of the
+// processor that started last; the delivered and acked state is kept.
+func EnsureProcessorConsumer(ctx context.Context, js jetstream.JetStream, p config.Processor, integrations ...string) (jetstream.Consumer, error) {
+	return ensureConsumer(ctx, js, envelope.StreamIn, p.Shard, ProcessorConsumerConfig(p, integrations...), len(integrations))
 }
 
-// EnsureReceiptsConsumer creates or updates the durable receipts consumer.
-func EnsureReceiptsConsumer(ctx context.Context, js jetstream.JetStream, p config.Processor) (jetstream.Consumer, error) {
+// EnsureReceiptsConsumer creates or updates the durable receipts consumer
+// (see ReceiptsConsumerConfig).
+func EnsureReceiptsConsumer(ctx context.Context, js jetstream.JetStream, p config.Processor, integrations ...string) (jetstream.Consumer, error) {
+	return ensureConsumer(ctx, js, envelope.StreamReceipts, p.Shard, ReceiptsConsumerConfig(p, integrations...), len(integrations))
+}
+
+func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream, shard string, cc jetstream.ConsumerConfig, integrations int) (jetstream.Consumer, error) {
+	if shard != "" && integrations == 0 {
+		return nil, fmt.Errorf("stream %s: consumer %s: %w", stream, cc.Durable, errShardWithoutIntegrations)
+	}
 	var cons jetstream.Consumer
 	err := retry(ctx, func(ctx context.Context) error {
 		var err error
-		cons, err = js.CreateOrUpdateConsumer(ctx, envelope.StreamReceipts, ReceiptsConsumerConfig(p))
+		cons, err = js.CreateOrUpdateConsumer(ctx, stream, cc)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: consumer %s: %w", envelope.StreamReceipts, envelope.ConsumerReceipts, err)
+		return nil, fmt.Errorf("stream %s: consumer %s: %w", stream, cc.Durable, err)
 	}
 	return cons, nil
 }

@@ -39,6 +39,16 @@ type Metrics struct {
 	LastCommit prometheus.Gauge
 	// HandlerLatency times domain handler runs: integration, result.
 	HandlerLatency *prometheus.HistogramVec
+	// AckPending and MaxAckPending are the processor consumer's messages
+	// delivered and not yet acked (by every replica together) and its
+	// window, at a processor's last look (every few seconds); every
+	// replica reports the same consumer, so aggregate with max, not sum.
+	AckPending    prometheus.Gauge
+	MaxAckPending prometheus.Gauge
+	// WindowFull counts the looks that found the window full while
+	// messages waited in the stream: processors wait for acks, and more
+	// replicas would add nothing until processor.max_ack_pending grows.
+	WindowFull prometheus.Counter
 	// ReceiptsFolded counts receipts folded into the delivery history.
 	ReceiptsFolded prometheus.Counter
 	// ReceiptsRefused counts receipts the database refused for good (a
@@ -105,6 +115,12 @@ func NewMetrics() *Metrics {
 			Name: "last_commit_timestamp_seconds", Help: "When the processor last committed a batch (Unix time)."}),
 		HandlerLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "handler_seconds", Help: "Domain handler duration.", Buckets: lat}, []string{"integration", "result"}),
+		AckPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "ack_pending", Help: "Messages the processor consumer has delivered and not yet had acked, all replicas together, at this processor's last look (aggregate with max)."}),
+		MaxAckPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "max_ack_pending", Help: "The processor consumer's in-flight window (processor.max_ack_pending as the consumer has it), at this processor's last look."}),
+		WindowFull: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "window_full_total", Help: "Looks (every few seconds) that found the consumer's in-flight window full while messages waited in the stream: processors wait for acks; raise processor.max_ack_pending."}),
 		ReceiptsFolded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "receipts_folded_total", Help: "Delivery receipts folded into the delivery history."}),
 		ReceiptsRefused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
@@ -119,7 +135,8 @@ func NewMetrics() *Metrics {
 			Name: "lag_seconds", Help: "Age of the oldest unpublished outbox row at the last relay pass."}),
 		PostgresServerChanges: NewPostgresServerChanges(),
 	}
-	for _, c := range []prometheus.Collector{m.Received, m.Verified, m.Handshakes, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
+	for _, c := range []prometheus.Collector{m.AckPending, m.MaxAckPending, m.WindowFull,
+		m.Received, m.Verified, m.Handshakes, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
 		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.TxLatency, m.LastCommit, m.HandlerLatency, m.ReceiptsFolded, m.ReceiptsRefused,
 		m.OutboxPublished, m.OutboxRelayed, m.OutboxPending, m.OutboxLag, m.PostgresServerChanges} {
 		f(c)
