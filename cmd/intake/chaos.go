@@ -31,9 +31,9 @@ stream leader) and stops and starts Postgres.
 With --failover Postgres is a primary and a streaming standby (synchronous, or
 asynchronous with --async) that every process reaches through one multi-host URL,
 and the Postgres fault is a failover: the standby is cut off for 2s (its WAL stream
-ends), the primary is killed with SIGKILL, the standby is promoted; later the old primary rejoins as a
-standby of the new one (pg_rewind). An intake replayer runs as well, for the
-re-drive of events whose acknowledged commit was lost with the primary.
+ends), the primary is killed with SIGKILL, the standby is promoted; later the old
+primary rejoins as a standby of the new one (pg_rewind). An intake replayer runs as
+well, for the re-drive of events whose acknowledged commit was lost with the primary.
 
 The verdict comes from independent evidence: the business table the processors'
 domain handler writes (one row per applied event), the client's own record of which

@@ -280,13 +280,21 @@ func (h *harness) apiYAML() string {
   # The re-drive: events on INTAKE_IN the inbox lacks (a commit lost with a
   # failed-over primary) are published again.
 `, h.apiToken)
-	keys := fmt.Sprintf("redrive_interval: %s\n  redrive_lookback: %s\n", redriveInterval, redriveLookback)
+	keys := fmt.Sprintf("redrive_interval: %s\n  redrive_lookback: %s\n", yamlDuration(redriveInterval), yamlDuration(redriveLookback))
 	if h.redrive {
 		return s + "  " + keys
 	}
 	// TODO(redrive): this build's config does not know the keys yet (the
 	// loader rejects unknown keys); redriveKeysKnown turns them on.
-	return s + "  # not known to this build's config yet:\n  # " + strings.ReplaceAll(keys, "\n  ", "\n  # ")
+	return s + "  # TODO(redrive): not known to this build's config yet\n  # " + strings.ReplaceAll(keys, "\n  ", "\n  # ")
+}
+
+// yamlDuration writes whole minutes as "2m" rather than "2m0s".
+func yamlDuration(d time.Duration) string {
+	if d >= time.Minute && d%time.Minute == 0 {
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	}
+	return d.String()
 }
 
 // redriveCount is how many events the re-drive published, from the replays
