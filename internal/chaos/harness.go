@@ -488,7 +488,7 @@ func (h *harness) startRoles(ctx context.Context) error {
 	h.logf("ingress: %d processes, processors: %d processes", len(h.ingress), len(h.procs))
 	if h.replayer != nil {
 		if h.redrive {
-			h.logf("replayer: 1 process, re-drive every %s over the last %s", redriveInterval, redriveLookback)
+			h.logf("replayer: 1 process, re-drive every %s over the last %s", yamlDuration(redriveInterval), yamlDuration(redriveLookback))
 		} else {
 			h.logf("replayer: 1 process; this build's config has no re-drive keys (api.redrive_interval): commits lost with the primary stay lost")
 		}
@@ -636,9 +636,13 @@ func (h *harness) settle(ctx context.Context, ld *load) error {
 			if idleSince.IsZero() {
 				idleSince = time.Now()
 			}
-			if n := h.missingFromInbox(ctx, ld); n != 0 && time.Since(idleSince) < redriveGrace {
+			switch n := h.missingFromInbox(ctx, ld); {
+			case n == 0:
+			case time.Since(idleSince) < redriveGrace:
 				state += fmt.Sprintf("; %d acknowledged events not in the inbox: waiting up to %s for the re-drive", n, redriveGrace)
 				idle = false
+			default:
+				state += fmt.Sprintf("; %d acknowledged events still not in the inbox after %s for the re-drive", n, redriveGrace)
 			}
 		}
 		if state != last {
