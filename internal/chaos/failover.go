@@ -317,8 +317,9 @@ func (h *harness) redriveCount(ctx context.Context) (audit, metric int) {
 }
 
 // redrivenFromAudit counts the events the re-drive published, from its
-// records in intake.replays. How the re-drive names itself there is a
-// guess: a requested_by or reason mentioning "redrive" (or "re-drive").
+// records in intake.replays: replays requested_by "redrive"
+// (replayer.RedriveRequester, which this package's base predates) with a
+// reason starting "redrive (… pass)"; either matches.
 func redrivenFromAudit(ctx context.Context, db *pgxpool.Pool) (int, error) {
 	var n int
 	err := db.QueryRow(ctx, `SELECT coalesce(sum(published), 0)::bigint FROM intake.replays
