@@ -21,13 +21,15 @@ test: fmt-check vet ## gofmt and vet checks, then every test (the fuzz targets: 
 
 # The chaos and soak harness (internal/chaos): 10,000 events through separate
 # NATS, ingress, processor and Postgres processes under kill -9, restarts and
-# concurrent duplicates, on one NATS node and then on a 3-node cluster. A
-# 1,000-event run of each is part of `make test` (internal/chaos TestChaos).
-# Extra flags: make chaos CHAOS_FLAGS="--events 50000 --seed 42".
+# concurrent duplicates, on one NATS node, then on a 3-node cluster, then
+# with a Postgres failover (primary and synchronous standby). A 1,000-event
+# run of each is part of `make test` (internal/chaos TestChaos,
+# TestChaosFailover). Extra flags: make chaos CHAOS_FLAGS="--events 50000 --seed 42".
 CHAOS_FLAGS ?=
-chaos: build ## full chaos runs: single node, then a 3-node NATS cluster
+chaos: build ## full chaos runs: single node, a 3-node NATS cluster, a Postgres failover
 	bin/intake bench chaos $(CHAOS_FLAGS)
 	bin/intake bench chaos --cluster $(CHAOS_FLAGS)
+	bin/intake bench chaos --failover $(CHAOS_FLAGS)
 
 test-race: ## every test under the race detector (slower)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)

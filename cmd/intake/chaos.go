@@ -28,11 +28,19 @@ responses on purpose. Meanwhile it kills processors with SIGKILL (half of them r
 between a commit and its acks), kills and restarts NATS (in a cluster: the INTAKE_IN
 stream leader) and stops and starts Postgres.
 
+With --failover Postgres is a primary and a streaming standby (synchronous, or
+asynchronous with --async) that every process reaches through one multi-host URL,
+and the Postgres fault is a failover: the standby is cut off for 2s (its WAL stream
+ends), the primary is killed with SIGKILL, the standby is promoted; later the old
+primary rejoins as a standby of the new one (pg_rewind). An intake replayer runs as
+well, for the re-drive of events whose acknowledged commit was lost with the primary.
+
 The verdict comes from independent evidence: the business table the processors'
 domain handler writes (one row per applied event), the client's own record of which
 events got a 2xx, intake.conflicts and the inbox's stale rows, and the messages on
 INTAKE_OUT. It prints one closing line and exits 1 on any violation. Needs the
-PostgreSQL server binaries (initdb, postgres) on PATH or in /usr/lib/postgresql/*/bin.`,
+PostgreSQL server binaries (initdb, postgres; with --failover also pg_basebackup and
+pg_rewind) on PATH or in /usr/lib/postgresql/*/bin.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Binary == "" {
@@ -68,7 +76,9 @@ PostgreSQL server binaries (initdb, postgres) on PATH or in /usr/lib/postgresql/
 	f.BoolVar(&o.Cluster, "cluster", false, "3-node NATS cluster with R3 streams; the INTAKE_IN stream leader is killed mid-run")
 	f.IntVar(&o.ProcessorKills, "kills", d.ProcessorKills, "processor kills (kill -9; half between a commit and its acks); -1 for none")
 	f.BoolVar(&o.NoNATSFault, "no-nats-fault", false, "skip the NATS kill and restart")
-	f.BoolVar(&o.NoPostgresFault, "no-postgres-fault", false, "skip the Postgres stop and start")
+	f.BoolVar(&o.NoPostgresFault, "no-postgres-fault", false, "skip the Postgres fault (stop and start, or with --failover the failover and rejoin)")
+	f.BoolVar(&o.Failover, "failover", false, "Postgres primary and streaming standby; the fault is a failover (standby cut off, primary kill -9, standby promoted, old primary rejoins); runs a replayer for the re-drive")
+	f.BoolVar(&o.Async, "async", false, "with --failover: asynchronous replication (acknowledged commits can be lost with the primary; the re-drive must bring them back)")
 	f.DurationVar(&o.DuplicateWindow, "duplicate-window", d.DuplicateWindow, "JetStream duplicate window (short, so late deliveries reach the inbox)")
 	f.DurationVar(&o.AckWait, "ack-wait", d.AckWait, "processor ack deadline (how soon a killed processor's messages come back)")
 	f.Float64Var(&o.TripleShare, "triple-share", d.TripleShare, "share of events delivered 3 times instead of 2")

@@ -65,6 +65,70 @@ func TestChaos(t *testing.T) {
 	}
 }
 
+// TestChaosFailover is the CI-sized run of `intake bench chaos --failover`:
+// Postgres as a primary and a streaming standby, failed over mid-run (the
+// standby cut off for 2s, the primary killed with SIGKILL, the standby
+// promoted, the old primary back as a standby), with processor kills, the
+// NATS fault and every delivery at least twice in parallel — and the same
+// verdict: no duplicate effect, no lost event. Synchronously replicated,
+// the commits in flight at the kill have an unknown outcome the inbox
+// resolves; asynchronously, acknowledged commits are lost with the primary
+// and only the re-drive brings their events back.
+func TestChaosFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run: skipped with -short")
+	}
+	bin := buildIntake(t)
+	for _, tc := range []struct {
+		name  string
+		async bool
+	}{
+		{"sync", false},
+		{"async", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.async && !chaos.RedriveKeysKnown() {
+				t.Skip("asynchronous failover loses acknowledged commits with the primary, and only the replayer's " +
+					"re-drive brings their events back: this build's config has no api.redrive_interval yet")
+			}
+			o := chaos.Options{
+				Binary:         bin,
+				Events:         1000,
+				Rate:           60,
+				ProcessorKills: 2,
+				Failover:       true,
+				Async:          tc.async,
+				Seed:           uint64(time.Now().UnixNano()),
+				Timeout:        4 * time.Minute,
+				Log:            testLog{t},
+			}
+			res, err := chaos.Run(context.Background(), o)
+			if errors.Is(err, pgcluster.ErrNoBinaries) {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatalf("chaos run (seed %d): %v", o.Seed, err)
+			}
+			t.Log("\n" + res.Summary())
+			t.Log(res.Line())
+			if !res.OK() {
+				t.Errorf("chaos verdict (seed %d): %s", o.Seed, res.Line())
+			}
+			if res.PostgresFaults != 1 || res.PostgresRejoins != 1 {
+				t.Errorf("failover not carried out: %d failovers, %d rejoins", res.PostgresFaults, res.PostgresRejoins)
+			}
+			// Asynchronously, the 2s of commits the standby never saw are lost
+			// with the primary: a run with nothing re-driven did not test the
+			// re-drive (or the count is read from the wrong place: see
+			// redrivenFromAudit).
+			if tc.async && max(res.RedrivenAudit, res.RedrivenMetric) <= 0 {
+				t.Errorf("nothing re-driven after an asynchronous failover (intake.replays %d, metric %d)",
+					res.RedrivenAudit, res.RedrivenMetric)
+			}
+		})
+	}
+}
+
 // TestChaosNegativeControl runs the harness against processors that write
 // the business row outside the inbox transaction and retry after it: the
 // verdict must catch the duplicates, or a passing TestChaos proves nothing.

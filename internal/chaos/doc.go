@@ -10,7 +10,9 @@
 // own — one node, or three in a cluster with R3 streams), 2+ `intake
 // ingress`, 2+ `intake bench chaos-processor` (the production processor with the
 // harness's business-row handler and a crash switch), and a
-// private Postgres (internal/pgcluster) that the harness can stop and start. The
+// private Postgres (internal/pgcluster) that the harness can stop and start
+// — or, with Options.Failover (`--failover`), two: a primary and a streaming
+// standby, plus an `intake replayer` for the re-drive. The
 // processors run Effects, a domain handler that writes one row per applied
 // event into chaos.effects in the inbox transaction and forwards the event
 // to INTAKE_OUT.
@@ -34,6 +36,30 @@
 // with SIGKILL and restarted (in a cluster: the INTAKE_IN stream leader);
 // Postgres is stopped and started.
 //
+// # Failover
+//
+// With Options.Failover every role and the harness reach Postgres through
+// one multi-host URL (target_session_attrs=read-write) over a primary and a
+// standby cloned from it with pg_basebackup, replicated synchronously
+// (synchronous_standby_names on the primary) or, with Options.Async
+// (`--async`), asynchronously. The Postgres fault is then a failover:
+//  1. the standby is cut off (primary_conninfo emptied: its walreceiver
+//     exits and drops whatever its socket held) for 2s, so commits reach
+//     the primary only — synchronously they hang waiting for the standby,
+//     asynchronously they are acknowledged;
+//  2. the primary is killed with SIGKILL, taking those commits with it:
+//     synchronously their outcome is unknown to the processors and the
+//     inbox must resolve it on redelivery; asynchronously events the
+//     processors acknowledged to JetStream are gone from the inbox and only
+//     the replayer's re-drive (events on INTAKE_IN the inbox lacks,
+//     published again) brings them back;
+//  3. the standby is promoted, and the clients find it through the URL;
+//  4. later, the old primary rejoins as a standby of the new one
+//     (pg_rewind) and, synchronously, becomes its synchronous standby.
+//
+// A paused standby (SIGSTOP) would not do for step 1: its socket keeps
+// taking in the primary's WAL, and it replays it once resumed.
+//
 // # The verdict
 //
 // After the load, the faults and the drain, the verdict compares what the
@@ -47,9 +73,17 @@
 //     conflict is recorded for an event sent with one payload;
 //   - per object, versions were applied in increasing order, the newest was
 //     applied, and the others are stale in the inbox;
-//   - INTAKE_OUT carries exactly one outbox message (by Nats-Msg-Id) per
-//     applied event and none for the others;
+//   - INTAKE_OUT carries exactly one outbox message id (Nats-Msg-Id) per
+//     applied event and none for the others; copies under the same id
+//     past the short duplicate window (a relay re-publish; a re-driven
+//     event's outbox message, whose id is deterministic) are counted apart
+//     and are no violation, as subscribers deduplicate by Nats-Msg-Id (one
+//     nats.stream.duplicate_window covers both streams, so INTAKE_OUT
+//     cannot be given a long one);
 //   - no role exited by itself while running.
+//
+// With Failover it also reports how many events the re-drive published,
+// from intake.replays and from the replayer's intake_redriven_events_total.
 //
 // The negative control (Options.Control, `--control`) runs the same harness
 // against processors that write the business row outside the inbox

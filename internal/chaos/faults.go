@@ -26,7 +26,8 @@ type faultKind int
 const (
 	faultKill faultKind = iota
 	faultNATS
-	faultPostgres
+	faultPostgres // a stop and start, or with Failover the failover
+	faultRejoin   // Failover: the old primary rejoins as a standby
 )
 
 type plannedFault struct {
@@ -50,6 +51,7 @@ type faults struct {
 	kills      int
 	natsFaults int
 	pgFaults   int
+	pgRejoins  int
 }
 
 func newFaults(h *harness, ld *load) *faults {
@@ -66,6 +68,9 @@ func newFaults(h *harness, ld *load) *faults {
 	}
 	if !o.NoPostgresFault {
 		f.plan = append(f.plan, plannedFault{at: 0.55 + 0.1*rng.Float64(), kind: faultPostgres})
+		if o.Failover {
+			f.plan = append(f.plan, plannedFault{at: 0.8 + 0.05*rng.Float64(), kind: faultRejoin})
+		}
 	}
 	slices.SortFunc(f.plan, func(a, b plannedFault) int { return cmp.Compare(a.at, b.at) })
 	return f
@@ -81,7 +86,12 @@ func (f *faults) describe() string {
 			s += ", NATS kill -9 and restart"
 		}
 	}
-	if !o.NoPostgresFault {
+	switch {
+	case o.NoPostgresFault:
+	case o.Failover:
+		s += fmt.Sprintf(", Postgres failover (%s replication: standby cut off %s, primary kill -9, standby promoted), then the old primary rejoins as a standby (pg_rewind)",
+			f.h.replication(), standbyCut)
+	default:
 		s += ", Postgres stop and start"
 	}
 	return s + fmt.Sprintf(", %.0f%% of responses dropped", 100*o.LostShare)
@@ -121,7 +131,13 @@ func (f *faults) runLane(ctx context.Context, lane []plannedFault) error {
 		case faultNATS:
 			err = f.natsFault(ctx)
 		case faultPostgres:
-			err = f.postgresFault(ctx)
+			if f.h.o.Failover {
+				err = f.failover(ctx)
+			} else {
+				err = f.postgresFault(ctx)
+			}
+		case faultRejoin:
+			err = f.rejoin(ctx)
 		}
 		if err != nil {
 			return fmt.Errorf("fault: %w", err)

@@ -40,13 +40,25 @@ type harness struct {
 	runID string
 	start time.Time
 
-	pg    *pgcluster.Cluster
-	dbURL string
-	db    *pgxpool.Pool
+	// pg is the primary (the one server without Failover). With Failover,
+	// standby streams from it (nil from the failover until the old primary
+	// rejoins), fallen is the killed primary until it rejoins, and pgAll
+	// are both servers in the multi-host URL's order.
+	pg      *pgServer
+	standby *pgServer
+	fallen  *pgServer
+	pgAll   []*pgcluster.Cluster
+	dbURL   string
+	db      *pgxpool.Pool
+	// apiToken is the replayer's operator token (Failover); redrive: the
+	// re-drive keys are in its config.
+	apiToken string
+	redrive  bool
 
 	nats     []*natsNode
 	ingress  []*child
 	procs    []*child
+	replayer *child   // Failover: the re-drive
 	children []*child // all of the above, for supervision and shutdown
 
 	ports   portPool
@@ -112,6 +124,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if h.o.Cluster {
 		topo = "3-node NATS cluster (R3 streams)"
 	}
+	if h.o.Failover {
+		topo += ", Postgres primary and " + h.replication() + " standby"
+	}
 	h.logf("chaos: %d events, %d ingress, %d processors, %s, seed %d, dir %s",
 		h.o.Events, h.o.Ingress, h.o.Processors, topo, h.o.Seed, h.dir)
 	if h.o.Control {
@@ -174,7 +189,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	settleStart := time.Now()
-	if err := h.settle(ctx); err != nil {
+	if err := h.settle(ctx, ld); err != nil {
 		h.logf("settle: %v (judging what is there)", err)
 	}
 	h.logf("settled in %s", time.Since(settleStart).Round(100*time.Millisecond))
@@ -185,12 +200,16 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	}
 	res := judge(h.o, events, ev)
 	res.Cluster, res.Control = h.o.Cluster, h.o.Control
+	res.Failover, res.Async, res.RedriveConfigured = h.o.Failover, h.o.Async, h.redrive
+	if h.o.Failover {
+		res.RedrivenAudit, res.RedrivenMetric = h.redriveCount(ctx)
+	}
 	res.HTTPDeliveries = int(ld.httpAttempts.Load())
 	res.LostResponses = int(ld.lostResponses.Load())
 	res.Answers = ld.answerCounts()
 	res.Faults = f.log
 	res.ProcessorKills = f.kills
-	res.NATSFaults, res.PostgresFaults = f.natsFaults, f.pgFaults
+	res.NATSFaults, res.PostgresFaults, res.PostgresRejoins = f.natsFaults, f.pgFaults, f.pgRejoins
 	h.crashMu.Lock()
 	res.Notes = append([]string(nil), h.notes...)
 	for _, c := range h.crashes {
@@ -322,15 +341,23 @@ func (h *harness) natsURL() string {
 	return strings.Join(urls, ",")
 }
 
+// startPostgres starts one server, or with Failover a primary and a
+// standby (startPair), and creates the database.
 func (h *harness) startPostgres(ctx context.Context) error {
-	// Fast: fsync off. A stop/start loses nothing either way; the run
-	// only spares the shared disk.
-	c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: h.path("postgres"), Fast: true})
-	if err != nil {
-		return fmt.Errorf("chaos: %w", err)
+	if h.o.Failover {
+		if err := h.startPair(ctx); err != nil {
+			return err
+		}
+	} else {
+		// Fast: fsync off. A stop/start loses nothing either way; the run
+		// only spares the shared disk.
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: h.path("postgres"), Fast: true})
+		if err != nil {
+			return fmt.Errorf("chaos: %w", err)
+		}
+		h.pg = &pgServer{Cluster: c}
 	}
-	h.pg = c
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	conn, err := pgx.Connect(ctx, h.postgresURL("postgres"))
 	if err != nil {
 		return fmt.Errorf("chaos: postgres: %w", err)
 	}
@@ -339,7 +366,7 @@ func (h *harness) startPostgres(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("chaos: create database: %w", err)
 	}
-	h.dbURL = c.URL("intake")
+	h.dbURL = h.postgresURL("intake")
 	h.logf("postgres: %s", h.dbURL)
 	return nil
 }
@@ -351,6 +378,12 @@ func (h *harness) writeConfig() error {
 	replicas := 1
 	if h.o.Cluster {
 		replicas = 3
+	}
+	api := ""
+	if h.o.Failover {
+		h.apiToken = randomHex(16)
+		h.redrive = redriveKeysKnown()
+		api = h.apiYAML()
 	}
 	cfg := fmt.Sprintf(`# Written by the chaos harness (internal/chaos) for one run.
 nats:
@@ -377,7 +410,7 @@ integrations:
     # no object and no ordering.
     object_id: {field: object.id}
     object_version: {field: object.version}
-`, h.natsURL(), replicas, h.o.DuplicateWindow, h.dbURL, h.o.AckWait, integration, tenant, account, h.secret)
+%s`, h.natsURL(), replicas, h.o.DuplicateWindow, h.dbURL, h.o.AckWait, integration, tenant, account, h.secret, api)
 	h.cfgPath = h.path("intake.yaml")
 	return os.WriteFile(h.cfgPath, []byte(cfg), 0o600)
 }
@@ -440,13 +473,36 @@ func (h *harness) startRoles(ctx context.Context) error {
 		}
 		h.procs = append(h.procs, c)
 	}
-	for _, c := range append(append([]*child{}, h.ingress...), h.procs...) {
+	if h.o.Failover {
+		c, err := mk("replayer", 0, []string{"replayer"})
+		if err != nil {
+			return err
+		}
+		h.replayer = c
+	}
+	for _, c := range h.roles() {
 		if err := h.startOnFreePort(ctx, c); err != nil {
 			return err
 		}
 	}
 	h.logf("ingress: %d processes, processors: %d processes", len(h.ingress), len(h.procs))
+	if h.replayer != nil {
+		if h.redrive {
+			h.logf("replayer: 1 process, re-drive every %s over the last %s", yamlDuration(redriveInterval), yamlDuration(redriveLookback))
+		} else {
+			h.logf("replayer: 1 process; this build's config has no re-drive keys (api.redrive_interval): commits lost with the primary stay lost")
+		}
+	}
 	return nil
+}
+
+// roles are the Intake processes: ingress, processors and the replayer.
+func (h *harness) roles() []*child {
+	r := append(append([]*child{}, h.ingress...), h.procs...)
+	if h.replayer != nil {
+		r = append(r, h.replayer)
+	}
+	return r
 }
 
 // startOnFreePort starts c; when it dies at once (its port was taken in
@@ -566,13 +622,29 @@ func (h *harness) progress(ld *load) (stop func()) {
 
 // settle waits until the processor consumer has nothing pending or
 // unacknowledged and the outbox is empty, twice in a row a second apart.
-func (h *harness) settle(ctx context.Context) error {
+// With the re-drive it also waits, up to redriveGrace, for acknowledged
+// events the inbox lacks (commits lost with a failed-over primary).
+func (h *harness) settle(ctx context.Context, ld *load) error {
 	ctx, cancel := context.WithTimeout(ctx, h.o.SettleTimeout)
 	defer cancel()
 	calm := 0
 	var last string
+	var idleSince time.Time
 	err := poll(ctx, time.Second, func() error {
 		state, idle := h.pipelineState(ctx)
+		if idle && h.redrive {
+			if idleSince.IsZero() {
+				idleSince = time.Now()
+			}
+			switch n := h.missingFromInbox(ctx, ld); {
+			case n == 0:
+			case time.Since(idleSince) < redriveGrace:
+				state += fmt.Sprintf("; %d acknowledged events not in the inbox: waiting up to %s for the re-drive", n, redriveGrace)
+				idle = false
+			default:
+				state += fmt.Sprintf("; %d acknowledged events still not in the inbox after %s for the re-drive", n, redriveGrace)
+			}
+		}
 		if state != last {
 			h.logf("settle: %s", state)
 			last = state
@@ -611,6 +683,26 @@ func (h *harness) pipelineState(ctx context.Context) (string, bool) {
 	return state, ci.NumPending == 0 && ci.NumAckPending == 0 && pending == 0
 }
 
+// missingFromInbox is how many acknowledged events have no inbox row
+// (-1 when the database does not answer).
+func (h *harness) missingFromInbox(ctx context.Context, ld *load) int {
+	acked := 0
+	for _, e := range ld.events {
+		if e.first2xx.Load() != 0 {
+			acked++
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var rows int
+	err := h.db.QueryRow(cctx, `SELECT count(*) FROM intake.inbox WHERE integration = $1 AND account = $2`,
+		integration, account).Scan(&rows)
+	if err != nil {
+		return -1
+	}
+	return max(0, acked-rows)
+}
+
 // shutdown stops everything: roles first (they drain), then NATS, then
 // Postgres.
 func (h *harness) shutdown() {
@@ -618,7 +710,7 @@ func (h *harness) shutdown() {
 		h.superviseStop()
 	}
 	var wg sync.WaitGroup
-	for _, c := range append(append([]*child{}, h.ingress...), h.procs...) {
+	for _, c := range h.roles() {
 		wg.Go(func() { c.Stop(30 * time.Second) })
 	}
 	wg.Wait()
@@ -632,11 +724,14 @@ func (h *harness) shutdown() {
 	if h.db != nil {
 		h.db.Close()
 	}
-	if h.pg != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := h.pg.Stop(ctx); err != nil {
-			h.logf("stop postgres: %v", err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, s := range []*pgServer{h.pg, h.standby, h.fallen} {
+		if s == nil {
+			continue
+		}
+		if err := s.Stop(ctx); err != nil {
+			h.logf("stop postgres %s: %v", s.name, err)
 		}
 	}
 }

@@ -39,6 +39,21 @@ type Options struct {
 	// and restarted.
 	Cluster bool
 
+	// Failover runs Postgres as a primary and a streaming standby (two
+	// servers) that every role and the harness reach through one multi-host
+	// URL, and turns the Postgres fault into a failover: the standby is
+	// cut off, the primary killed with SIGKILL, the standby promoted; later
+	// the old primary rejoins as a standby of the new one. An `intake
+	// replayer` runs too, for the re-drive of events whose commit was lost
+	// with the primary. Defaults to false: one server, stopped and started.
+	Failover bool
+	// Async replicates asynchronously: commits the primary acknowledged
+	// can be lost with it, and only the re-drive brings their events back.
+	// Defaults to false: synchronous replication, where a commit waiting
+	// for the cut-off standby has an unknown outcome when the primary dies.
+	// Requires Failover.
+	Async bool
+
 	// Control runs the negative control: the processors write the business
 	// row outside the inbox transaction (EffectsOutsideTx), so the verdict
 	// must find duplicate effects. Defaults to false.
@@ -50,7 +65,8 @@ type Options struct {
 	ProcessorKills int
 	// NoNATSFault turns off the NATS fault: kill -9 and restart of the node
 	// (of the INTAKE_IN stream leader in a cluster). NoPostgresFault turns
-	// off the Postgres stop and start ("database failover").
+	// off the Postgres fault: a stop and start, or with Failover the
+	// failover and the old primary's rejoin.
 	NoNATSFault     bool
 	NoPostgresFault bool
 	// DuplicateWindow is the JetStream dedup window, short so that late
@@ -172,6 +188,9 @@ func (o Options) validate() error {
 	}
 	if s := o.TripleShare + o.LateShare + o.ConflictShare + o.OrderShare; s > 0.9 {
 		bad("TripleShare+LateShare+ConflictShare+OrderShare", "must leave plain events (sum %.2f > 0.9)", s)
+	}
+	if o.Async && !o.Failover {
+		bad("Async", "requires Failover (asynchronous replication needs a standby)")
 	}
 	if o.VersionsPerObject < 2 {
 		bad("VersionsPerObject", "at least 2 (one object version cannot be out of order)")

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,10 @@ type Result struct {
 	Events  int
 	Cluster bool
 	Control bool // the negative control (Options.Control): it must fail
+	// Failover: a primary and a standby, failed over mid-run (Async:
+	// replicated asynchronously).
+	Failover bool
+	Async    bool
 
 	// What the client did.
 	HTTPDeliveries int            // HTTP attempts, retries and dropped ones included
@@ -32,7 +37,16 @@ type Result struct {
 	ProcessorKills int
 	NATSFaults     int
 	PostgresFaults int
-	Notes          []string // roles that failed a start while a dependency was down
+	// PostgresRejoins: with Failover, the old primary back as a standby.
+	PostgresRejoins int
+	Notes           []string // roles that failed a start while a dependency was down
+
+	// The re-drive (Failover): whether the replayer ran with it, and how
+	// many events it published again, from the replays audit table and
+	// from its metric intake_redriven_events_total (-1: no answer).
+	RedriveConfigured bool
+	RedrivenAudit     int
+	RedrivenMetric    int
 
 	// The evidence.
 	Effects           int // rows in the business table
@@ -49,7 +63,12 @@ type Result struct {
 	LatePastWindow    int // late events whose late delivery is on INTAKE_IN as a second copy
 	OutMessages       int // messages on INTAKE_OUT
 	OutEvents         int // distinct events on INTAKE_OUT
-	OutRepublished    int // extra copies of one outbox message id (relay re-publish past the window)
+	// OutSameIDRepeats are copies of one outbox message beyond the first
+	// under the same Nats-Msg-Id, past the duplicate window: a relay
+	// re-publish, or a re-driven event's outbox message (its id is
+	// deterministic). Informational: subscribers deduplicate by
+	// Nats-Msg-Id; the verdict counts distinct ids per event.
+	OutSameIDRepeats int
 
 	// From the client's first 2xx to the inbox's processed_at.
 	P50, P95, P99, Max time.Duration
@@ -76,6 +95,9 @@ func (r *Result) Line() string {
 	if r.Cluster {
 		tag = " (3-node NATS cluster)"
 	}
+	if r.Failover {
+		tag += fmt.Sprintf(" (Postgres failover, %s replication, %s)", replicationMode(r.Async), r.redriven())
+	}
 	if r.Control {
 		tag += " (negative control: effects outside the inbox transaction)"
 	}
@@ -91,8 +113,12 @@ func (r *Result) Line() string {
 // Summary is the detail printed above the closing line.
 func (r *Result) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "faults: %d processor kills, %d NATS, %d Postgres, %d responses dropped\n",
-		r.ProcessorKills, r.NATSFaults, r.PostgresFaults, r.LostResponses)
+	pg := fmt.Sprintf("%d Postgres", r.PostgresFaults)
+	if r.Failover {
+		pg = fmt.Sprintf("%d Postgres failover, %d rejoin", r.PostgresFaults, r.PostgresRejoins)
+	}
+	fmt.Fprintf(&b, "faults: %d processor kills, %d NATS, %s, %d responses dropped\n",
+		r.ProcessorKills, r.NATSFaults, pg, r.LostResponses)
 	for _, f := range r.Faults {
 		fmt.Fprintf(&b, "  %8s  %3.0f%%  %s\n", f.At.Round(100*time.Millisecond), 100*f.Progress, f.What)
 	}
@@ -104,8 +130,11 @@ func (r *Result) Summary() string {
 	fmt.Fprintf(&b, "answers: %s\n", strings.Join(parts, ", "))
 	fmt.Fprintf(&b, "INTAKE_IN: %d messages; %d same-payload copies past the stream's dedup, stopped by the inbox (%d of %d late deliveries among them)\n",
 		r.InMessages, r.InboxCaught, r.LatePastWindow, r.LateDeliveries)
-	fmt.Fprintf(&b, "evidence: %d business effects; %d ordered events on %d objects, %d stale; INTAKE_OUT %d messages for %d events (%d relay re-publishes of one outbox id)\n",
-		r.Effects, r.Ordered, r.Objects, r.Stale, r.OutMessages, r.OutEvents, r.OutRepublished)
+	fmt.Fprintf(&b, "evidence: %d business effects; %d ordered events on %d objects, %d stale; INTAKE_OUT %d messages for %d events, one Nats-Msg-Id each (%d same-id repeats past the window: informational, subscribers deduplicate by Nats-Msg-Id)\n",
+		r.Effects, r.Ordered, r.Objects, r.Stale, r.OutMessages, r.OutEvents, r.OutSameIDRepeats)
+	if r.Failover {
+		fmt.Fprintf(&b, "re-drive: %s\n", r.redriveDetail())
+	}
 	fmt.Fprintf(&b, "latency 2xx→processed: p50 %s p95 %s p99 %s max %s; longest pause in processing %s; load %s, run %s\n",
 		ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max), ms(r.LongestPause), r.LoadDuration.Round(100*time.Millisecond), r.Duration.Round(100*time.Millisecond))
 	for _, n := range r.Notes {
@@ -115,6 +144,39 @@ func (r *Result) Summary() string {
 		fmt.Fprintf(&b, "VIOLATION: %s\n", v)
 	}
 	return b.String()
+}
+
+func replicationMode(async bool) string {
+	if async {
+		return "asynchronous"
+	}
+	return "synchronous"
+}
+
+// redriven says, for the closing line, how many events were re-driven.
+func (r *Result) redriven() string {
+	switch {
+	case !r.RedriveConfigured:
+		return "no re-drive"
+	case r.RedrivenAudit >= 0:
+		return strconv.Itoa(r.RedrivenAudit) + " re-driven"
+	case r.RedrivenMetric >= 0:
+		return strconv.Itoa(r.RedrivenMetric) + " re-driven"
+	}
+	return "re-driven: no count"
+}
+
+func (r *Result) redriveDetail() string {
+	if !r.RedriveConfigured {
+		return "not configured (this build's config has no api.redrive_interval): commits lost with the primary stay lost"
+	}
+	count := func(n int) string {
+		if n < 0 {
+			return "no answer"
+		}
+		return strconv.Itoa(n) + " events"
+	}
+	return fmt.Sprintf("intake.replays %s, %s %s", count(r.RedrivenAudit), redrivenMetric, count(r.RedrivenMetric))
 }
 
 func ms(d time.Duration) string {
@@ -133,6 +195,9 @@ func (r *Result) checkFaults(o Options) {
 	}
 	if !o.NoPostgresFault && r.PostgresFaults == 0 {
 		r.violate("the Postgres fault did not happen")
+	}
+	if !o.NoPostgresFault && o.Failover && r.PostgresRejoins == 0 {
+		r.violate("the old primary did not rejoin as a standby")
 	}
 }
 
@@ -440,14 +505,15 @@ func judge(o Options, events []*event, ev *evidence) *Result {
 		if len(copies) > 0 {
 			r.OutEvents++
 		}
+		// copies is by Nats-Msg-Id: an applied event has exactly one id.
 		for _, n := range copies {
-			r.OutRepublished += n - 1
+			r.OutSameIDRepeats += n - 1
 		}
 		switch {
 		case applied && len(copies) == 0:
 			bad("applied but missing on INTAKE_OUT", e.id)
 		case len(copies) > 1:
-			bad("several outbox messages on INTAKE_OUT for one event", e.id)
+			bad("several outbox message ids on INTAKE_OUT for one event", fmt.Sprintf("%s ×%d", e.id, len(copies)))
 		case !applied && len(copies) > 0:
 			bad("on INTAKE_OUT but never applied", e.id)
 		}

@@ -112,3 +112,42 @@ func TestJudge(t *testing.T) {
 		t.Fatal("a run with violations is OK")
 	}
 }
+
+// TestJudgeOutboxByMessageID: INTAKE_OUT is judged by distinct Nats-Msg-Ids
+// per event. A second copy under the same id (a relay re-publish, or a
+// re-driven event's outbox message, past the duplicate window) is counted
+// apart and is no violation: subscribers deduplicate by Nats-Msg-Id. Two
+// ids for one event are: a subscriber would apply it twice.
+func TestJudgeOutboxByMessageID(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		out        map[string]int // Nats-Msg-Id → copies of the one event
+		repeats    int
+		violations []string
+	}{
+		{"one id, one copy", map[string]int{"m1": 1}, 0, nil},
+		{"one id, repeated past the window", map[string]int{"m1": 3}, 2, nil},
+		{"two ids", map[string]int{"m1": 1, "m2": 1}, 0, []string{"several outbox message ids on INTAKE_OUT for one event: 1 (e.g. e ×2)"}},
+		{"none", map[string]int{}, 0, []string{"applied but missing on INTAKE_OUT: 1 (e.g. e)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &event{id: "e", kind: kindPlain, sha: "s"}
+			e.first2xx.Store(time.Now().UnixNano())
+			p := time.Now()
+			ev := &evidence{
+				effects:   map[string][]effectRow{"e": {{id: 1, sha: "s"}}},
+				inbox:     map[string]inboxRow{"e": {status: "processed", sha: "s", processedAt: &p}},
+				conflicts: map[string][]conflictRow{}, objVersions: map[string]int64{},
+				out: map[string]map[string]int{"e": tc.out},
+				in:  map[string]map[string]int{"e": {"s": 1}},
+			}
+			r := judge(Options{}, []*event{e}, ev)
+			if r.OutSameIDRepeats != tc.repeats {
+				t.Errorf("same-id repeats %d, want %d", r.OutSameIDRepeats, tc.repeats)
+			}
+			if strings.Join(r.Violations, "\n") != strings.Join(tc.violations, "\n") {
+				t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(r.Violations, "\n"), strings.Join(tc.violations, "\n"))
+			}
+		})
+	}
+}

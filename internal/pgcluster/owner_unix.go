@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // osUser is the OS account initdb and postgres run as when we are root.
@@ -68,13 +69,43 @@ func sysProcAttr(owner *osUser, server bool) *syscall.SysProcAttr {
 	return attr
 }
 
-// killGroup SIGKILLs the process group led by the postmaster, i.e. postgres
-// with all its backends and auxiliary processes.
+// killGroup SIGKILLs postgres: the postmaster (its process group) and all
+// its backends and auxiliary processes (see signalServer), and waits until
+// the children are gone.
 func killGroup(pgid int) error {
-	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill process group %d: %w", pgid, err)
+	kids, err := signalServer(pgid, syscall.SIGKILL)
+	if err != nil {
+		return fmt.Errorf("kill postgres %d: %w", pgid, err)
 	}
+	waitGone(kids, 10*time.Second)
 	return nil
+}
+
+// signalServer sends sig to the postmaster's process group and to each of
+// the postmaster's children, and returns the children. Every postgres child
+// calls setsid() when it starts, so the postmaster's group holds the
+// postmaster alone and a group signal reaches none of them. The postmaster
+// is stopped first: it forks no child while they are found and signalled,
+// and it cannot die and hand them to init before they are found.
+func signalServer(pgid int, sig syscall.Signal) ([]int, error) {
+	if sig != syscall.SIGCONT {
+		if err := syscall.Kill(-pgid, syscall.SIGSTOP); err != nil {
+			if errors.Is(err, syscall.ESRCH) {
+				return nil, nil
+			}
+			return nil, err
+		}
+	}
+	kids := serverChildren(pgid)
+	for _, pid := range kids {
+		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return kids, fmt.Errorf("signal backend %d: %w", pid, err)
+		}
+	}
+	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return kids, err
+	}
+	return kids, nil
 }
 
 // checkReach verifies the user can search every directory from dir up to /:
@@ -140,8 +171,8 @@ func signalGroup(pgid int, sig groupSignal) error {
 	if sig == sigCont {
 		s = syscall.SIGCONT
 	}
-	if err := syscall.Kill(-pgid, s); err != nil {
-		return fmt.Errorf("pgcluster: signal process group %d: %w", pgid, err)
+	if _, err := signalServer(pgid, s); err != nil {
+		return fmt.Errorf("pgcluster: signal postgres %d: %w", pgid, err)
 	}
 	return nil
 }

@@ -78,6 +78,57 @@ func groupHasLiveMember(pgid int) bool {
 	return false
 }
 
+// serverChildren lists the processes whose parent is pid.
+func serverChildren(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var kids []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, ok := procParent(child); ok && ppid == pid {
+			kids = append(kids, child)
+		}
+	}
+	return kids
+}
+
+// waitGone waits until none of pids is a live (non-zombie) process, at most
+// timeout.
+func waitGone(pids []int, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) {
+			if state, _, ok := procStat(pid); !ok || state == 'Z' {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// procParent reads the parent pid from /proc/PID/stat.
+func procParent(pid int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	fields := bytes.Fields(b[i+1:])
+	if len(fields) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(string(fields[1]))
+	return ppid, err == nil
+}
+
 // procStat reads state and process group from /proc/PID/stat. The command
 // name in parentheses may contain spaces, so fields are counted after the
 // last ')': state ppid pgrp ...

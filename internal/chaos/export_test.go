@@ -1,0 +1,4 @@
+package chaos
+
+// RedriveKeysKnown is redriveKeysKnown, for the failover test's gate.
+func RedriveKeysKnown() bool { return redriveKeysKnown() }

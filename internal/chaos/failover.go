@@ -1,0 +1,380 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/intakehq/intake/internal/pgcluster"
+	"github.com/intakehq/intake/pkg/config"
+)
+
+// Postgres with Options.Failover: a primary and a streaming standby, two
+// servers that every role and the harness reach through one multi-host URL
+// with target_session_attrs=read-write, so each finds the primary after a
+// failover by itself, as behind a managed database's endpoint.
+
+// The servers' names: their application_name as a standby, the name
+// synchronous_standby_names lists.
+const (
+	firstPrimary = "pg_a"
+	firstStandby = "pg_b"
+)
+
+// standbyCut is how long the standby receives nothing before the primary
+// dies: the commits of that time are on the primary only.
+const standbyCut = 2 * time.Second
+
+// Re-drive settings of the run's replayer (api.redrive_interval,
+// api.redrive_lookback), and how long the settle waits for it to bring back
+// acknowledged events the inbox lacks.
+const (
+	redriveInterval = 5 * time.Second
+	redriveLookback = 2 * time.Minute
+	redriveGrace    = 6 * redriveInterval
+)
+
+// pgServer is one Postgres server of the run.
+type pgServer struct {
+	*pgcluster.Cluster
+	name string // as a standby (synchronous_standby_names)
+}
+
+// rewindable are the settings pg_rewind (Follow) needs from a server's
+// first start, on both servers: either may be the one rewound.
+func rewindable() []string {
+	return []string{"wal_log_hints=on", "full_page_writes=on", "wal_keep_size=1GB"}
+}
+
+// startPair starts the primary and a standby cloned from it (pg_basebackup).
+// With synchronous replication the primary names the standby in
+// synchronous_standby_names from its first start, so even CREATE DATABASE
+// waits for it.
+func (h *harness) startPair(ctx context.Context) error {
+	settings := rewindable()
+	mode := "asynchronous"
+	if !h.o.Async {
+		settings = append(settings, "synchronous_standby_names="+firstStandby, "synchronous_commit=on")
+		mode = "synchronous"
+	}
+	// Fast (fsync off) as in a single-server run; full_page_writes back on
+	// (rewindable) for pg_rewind.
+	a, err := pgcluster.Start(ctx, pgcluster.Options{Dir: h.path("postgres-" + firstPrimary), Fast: true, Settings: settings})
+	if err != nil {
+		return fmt.Errorf("chaos: primary: %w", err)
+	}
+	h.pg = &pgServer{a, firstPrimary}
+	h.pgAll = []*pgcluster.Cluster{a}
+	// The standby's own settings leave synchronous_standby_names out: set on
+	// the command line it would win over the ALTER SYSTEM that names the
+	// old primary once it rejoins.
+	b, err := pgcluster.StartStandby(ctx, a, firstStandby,
+		pgcluster.Options{Dir: h.path("postgres-" + firstStandby), Fast: true, Settings: rewindable()})
+	if err != nil {
+		return fmt.Errorf("chaos: standby: %w", err)
+	}
+	h.standby = &pgServer{b, firstStandby}
+	h.pgAll = append(h.pgAll, b)
+	h.logf("postgres: primary %s (port %d), %s streaming standby %s (port %d)", firstPrimary, a.Port(), mode, firstStandby, b.Port())
+	return nil
+}
+
+// postgresURL is database's URL for every client of the run: the one
+// server's, or with Failover the multi-host URL over both.
+func (h *harness) postgresURL(database string) string {
+	if h.o.Failover {
+		return pgcluster.MultiHostURL(database, h.pgAll...)
+	}
+	return h.pg.URL(database)
+}
+
+// failover fails the primary over to the standby. The standby is cut off
+// first, so the primary dies with commits the standby never saw: with
+// synchronous replication they hang waiting for it and their outcome is
+// unknown to the processors (the inbox resolves them on redelivery); with
+// asynchronous replication they were acknowledged and are lost with the
+// primary (the re-drive brings their events back).
+//
+// Cut off, not paused (SIGSTOP): a paused standby's socket still takes in
+// the WAL the primary streams (megabytes on loopback), and the standby
+// reads it once resumed, so the commits of the pause survive the primary.
+func (f *faults) failover(ctx context.Context) error {
+	h := f.h
+	primary, standby := h.pg, h.standby
+	if standby == nil {
+		return errors.New("failover: no standby")
+	}
+	start, progress := time.Now(), f.progress()
+	from := walPosition(ctx, primary)
+	if err := cutReplication(ctx, standby); err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	h.stepf("failover: standby %s cut off (primary_conninfo emptied, its walreceiver gone) for %s: commits from now on reach the primary only",
+		standby.name, standbyCut)
+	f.sleep(ctx, standbyCut)
+	written := walSince(ctx, primary, from)
+	if err := primary.Kill(); err != nil {
+		return fmt.Errorf("failover: kill %s: %w", primary.name, err)
+	}
+	f.mu.Lock()
+	f.pgFaults++
+	f.mu.Unlock()
+	h.stepf("failover: primary %s killed (SIGKILL) with %s of WAL written since the cut, none of it on the standby", primary.name, written)
+	if err := standby.Promote(ctx); err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	h.stepf("failover: %s promoted: the primary now (the multi-host URL finds it)", standby.name)
+	h.pg, h.standby, h.fallen = standby, nil, primary
+	f.record(start, progress, fmt.Sprintf("failover (%s replication): standby %s cut off %s, primary %s killed (kill -9), %s promoted",
+		h.replication(), standby.name, standbyCut, primary.name, standby.name))
+	return nil
+}
+
+// cutReplication ends the standby's WAL stream for good: with
+// primary_conninfo empty its walreceiver exits, dropping whatever its
+// socket holds, and no new one starts.
+func cutReplication(ctx context.Context, standby *pgServer) error {
+	conn, err := pgx.Connect(ctx, standby.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("cut %s off: %w", standby.name, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "ALTER SYSTEM SET primary_conninfo = ''"); err != nil {
+		return fmt.Errorf("cut %s off: %w", standby.name, err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		return fmt.Errorf("cut %s off: %w", standby.name, err)
+	}
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err = poll(wait, 20*time.Millisecond, func() error {
+		var n int
+		if err := conn.QueryRow(wait, "SELECT count(*) FROM pg_stat_wal_receiver").Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return errors.New("walreceiver still running")
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cut %s off: %w", standby.name, err)
+	}
+	return nil
+}
+
+// walPosition is the primary's current WAL position ("" when it does not
+// answer); walSince how much WAL it wrote since then, for the log.
+func walPosition(ctx context.Context, primary *pgServer) string {
+	var lsn string
+	_ = queryPrimary(ctx, primary, "SELECT pg_current_wal_lsn()::text", nil, &lsn)
+	return lsn
+}
+
+func walSince(ctx context.Context, primary *pgServer, from string) string {
+	var n int64
+	if from == "" || queryPrimary(ctx, primary, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint", []any{from}, &n) != nil {
+		return "an unknown amount"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+func queryPrimary(ctx context.Context, primary *pgServer, sql string, args []any, dest ...any) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, primary.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return conn.QueryRow(ctx, sql, args...).Scan(dest...)
+}
+
+// rejoin brings the killed primary back as a standby of the new one
+// (pg_rewind, then streaming) and, with synchronous replication, makes it
+// the new primary's synchronous standby.
+func (f *faults) rejoin(ctx context.Context) error {
+	h := f.h
+	old := h.fallen
+	if old == nil {
+		return errors.New("rejoin: no failed primary (the failover did not happen)")
+	}
+	start, progress := time.Now(), f.progress()
+	if err := old.Follow(ctx, h.pg.Cluster, old.name); err != nil {
+		return fmt.Errorf("rejoin: %w", err)
+	}
+	h.stepf("rejoin: old primary %s rewound (pg_rewind) and streaming from %s", old.name, h.pg.name)
+	what := fmt.Sprintf("old primary %s rewound (pg_rewind), standby of %s", old.name, h.pg.name)
+	if !h.o.Async {
+		if err := setSynchronousStandby(ctx, h.pg, old.name); err != nil {
+			return fmt.Errorf("rejoin: %w", err)
+		}
+		h.stepf("rejoin: %s is %s's synchronous standby (ALTER SYSTEM, pg_reload_conf)", old.name, h.pg.name)
+		what += ", its synchronous standby"
+	}
+	h.standby, h.fallen = old, nil
+	f.mu.Lock()
+	f.pgRejoins++
+	f.mu.Unlock()
+	f.record(start, progress, what)
+	return nil
+}
+
+// setSynchronousStandby makes name the synchronous standby of primary.
+func setSynchronousStandby(ctx context.Context, primary *pgServer, name string) error {
+	conn, err := pgx.Connect(ctx, primary.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	// ALTER SYSTEM takes no parameters; name is checked by pgcluster
+	// (lower-case letters, digits, _) and ours.
+	if _, err := conn.Exec(ctx, "ALTER SYSTEM SET synchronous_standby_names = '"+name+"'"); err != nil {
+		return fmt.Errorf("set synchronous_standby_names on %s: %w", primary.name, err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		return fmt.Errorf("reload %s: %w", primary.name, err)
+	}
+	return nil
+}
+
+func (h *harness) replication() string {
+	if h.o.Async {
+		return "asynchronous"
+	}
+	return "synchronous"
+}
+
+// stepf logs one step of a Postgres fault with the wall clock, to match
+// with the servers' logs.
+func (h *harness) stepf(format string, args ...any) {
+	h.logf("%s [%s UTC]", fmt.Sprintf(format, args...), time.Now().UTC().Format("15:04:05.000"))
+}
+
+// redriveKeysKnown reports whether this build's config knows the re-drive
+// keys (api.redrive_interval, api.redrive_lookback). The config loader
+// rejects unknown keys, so the harness writes them only when known: the
+// child processes run the same build (`intake bench chaos` its own binary,
+// the tests one built from this tree).
+func redriveKeysKnown() bool {
+	dec := yaml.NewDecoder(strings.NewReader("redrive_interval: 5s\nredrive_lookback: 2m\n"))
+	dec.KnownFields(true)
+	var api config.API
+	return dec.Decode(&api) == nil
+}
+
+// apiYAML is the run config's api section (Failover): the replayer's token
+// and its re-drive settings.
+func (h *harness) apiYAML() string {
+	s := fmt.Sprintf(`api:
+  tokens: [{name: chaos, token: %q, role: operator}]
+  # The re-drive: events on INTAKE_IN the inbox lacks (a commit lost with a
+  # failed-over primary) are published again.
+`, h.apiToken)
+	keys := fmt.Sprintf("redrive_interval: %s\n  redrive_lookback: %s\n", yamlDuration(redriveInterval), yamlDuration(redriveLookback))
+	if h.redrive {
+		return s + "  " + keys
+	}
+	// TODO(redrive): this build's config does not know the keys yet (the
+	// loader rejects unknown keys); redriveKeysKnown turns them on.
+	return s + "  # TODO(redrive): not known to this build's config yet\n  # " + strings.ReplaceAll(keys, "\n  ", "\n  # ")
+}
+
+// yamlDuration writes whole minutes as "2m" rather than "2m0s".
+func yamlDuration(d time.Duration) string {
+	if d >= time.Minute && d%time.Minute == 0 {
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	}
+	return d.String()
+}
+
+// redriveCount is how many events the re-drive published, from the replays
+// audit table and from the replayer's metrics (-1 where there is no answer).
+func (h *harness) redriveCount(ctx context.Context) (audit, metric int) {
+	audit, metric = -1, -1
+	if n, err := redrivenFromAudit(ctx, h.db); err == nil {
+		audit = n
+	} else {
+		h.logf("re-drive count from intake.replays: %v", err)
+	}
+	if h.replayer != nil {
+		if n, err := redrivenFromMetrics(ctx, h.replayer.addr()); err == nil {
+			metric = n
+		} else {
+			h.logf("re-drive count from the replayer's metrics: %v", err)
+		}
+	}
+	return audit, metric
+}
+
+// redrivenFromAudit counts the events the re-drive published, from its
+// records in intake.replays: replays requested_by "redrive"
+// (replayer.RedriveRequester, which this package's base predates) with a
+// reason starting "redrive (… pass)"; either matches.
+func redrivenFromAudit(ctx context.Context, db *pgxpool.Pool) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, `SELECT coalesce(sum(published), 0)::bigint FROM intake.replays
+		WHERE requested_by ~* 're-?drive' OR reason ~* 're-?drive'`).Scan(&n)
+	return n, err
+}
+
+// redrivenMetric is the replayer's counter of re-driven events.
+const redrivenMetric = "intake_redriven_events_total"
+
+// redrivenFromMetrics reads redrivenMetric (summed over its labels) from
+// the replayer's /metrics; an error when the replayer does not export it.
+func redrivenFromMetrics(ctx context.Context, addr string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("/metrics: %s", resp.Status)
+	}
+	found, sum := false, 0.0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		name, rest, _ := strings.Cut(line, " ")
+		if name != redrivenMetric && !strings.HasPrefix(name, redrivenMetric+"{") {
+			continue
+		}
+		if strings.HasPrefix(name, redrivenMetric+"{") && !strings.HasSuffix(name, "}") {
+			// a label value with a space: the value is after the closing brace
+			_, rest, _ = strings.Cut(line, "} ")
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %q: %w", redrivenMetric, line, err)
+		}
+		found, sum = true, sum+v
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, fmt.Errorf("%s not exported", redrivenMetric)
+	}
+	return int(sum), nil
+}
