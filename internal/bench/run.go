@@ -85,6 +85,9 @@ type Report struct {
 	Figures  []Figure  `json:"figures"`
 	Ratios   []Ratio   `json:"ratios"`
 	Duration string    `json:"duration"`
+	// Postgres is the cluster's work per event during each processor
+	// drain (pgcost.go).
+	Postgres []PGCost `json:"postgres_per_event,omitempty"`
 }
 
 // benchSecret signs the benchmark's deliveries. Not one of the example's
@@ -317,6 +320,10 @@ integrations:
 	if err != nil {
 		return err
 	}
+	pgw, err := openPGWindow(ctx, st, pg.PID())
+	if err != nil {
+		return err
+	}
 	proc, err := startChild("processor", c.Binary, filepath.Join(dir, fmt.Sprintf("processor-%d.log", size)), nil,
 		"processor", "--config", cfgPath, "--http-addr", procAddr, "--log-level", "error")
 	if err != nil {
@@ -336,6 +343,11 @@ integrations:
 		return err
 	}
 	procRate := dr.Rate
+	cost, err := pgw.close(ctx, "intake processor", size, satRes.OK)
+	if err != nil {
+		return err
+	}
+	rep.Postgres = append(rep.Postgres, cost)
 	if err := c.writeStatements(ctx, st, fmt.Sprintf("postgres-%d.txt", size)); err != nil {
 		return err
 	}
@@ -549,7 +561,10 @@ func (r *Report) Print(w io.Writer, asJSON bool) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%s\n", q.Name, q.Payload, q.Value, q.Target, met)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printPGCosts(w, r.Postgres)
 }
 
 func opt(v float64) string {
