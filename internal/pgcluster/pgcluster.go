@@ -155,9 +155,9 @@ func (c *Cluster) Port() int { return c.port }
 // Dir is the data directory; the server log is LogFile inside it.
 func (c *Cluster) Dir() string { return c.dir }
 
-// PID is the postmaster's process id, 0 while the cluster is stopped. The
-// server runs in a process group of its own led by this pid, so the group
-// is postgres with all its backends and auxiliary processes.
+// PID is the postmaster's process id, 0 while the cluster is stopped.
+// Every other postgres process (backends, auxiliary processes) is its
+// child.
 func (c *Cluster) PID() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
