@@ -54,7 +54,11 @@ type Config struct {
 	// Replication runs only the comparison of a synchronous and an
 	// asynchronous Postgres standby (replication.go).
 	Replication bool
-	Log         *slog.Logger
+	// Processors, when set, runs only the processor-count stage
+	// (procs.go): the same backlog drained by each of these numbers of
+	// processor processes, e.g. 1, 2, 4.
+	Processors []int
+	Log        *slog.Logger
 }
 
 // Figure is one measured number.
@@ -121,6 +125,12 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
+	if err := checkProcessors(c.Processors); err != nil {
+		return nil, err
+	}
+	if len(c.Processors) > 0 && (c.Durability || c.Replication) {
+		return nil, errors.New("bench: processor counts, durability and replication are separate runs: choose one")
+	}
 	rep := &Report{Started: time.Now(), Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
 		Config: fmt.Sprintf("%s per stage, %d connections, payloads %v", c.Duration, c.Connections, c.Payloads)}
 
@@ -164,6 +174,17 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		defer cancel()
 		_ = pg.Stop(sctx)
 	}()
+
+	if len(c.Processors) > 0 {
+		rep.Config += fmt.Sprintf(", processor counts %v", c.Processors)
+		for _, size := range c.Payloads {
+			if err := runProcessors(ctx, c, rep, dir, pg, size); err != nil {
+				return rep, fmt.Errorf("payload %d: %w", size, err)
+			}
+		}
+		rep.Duration = time.Since(rep.Started).Round(time.Second).String()
+		return rep, nil
+	}
 
 	bareAddr, err := freeAddr()
 	if err != nil {
