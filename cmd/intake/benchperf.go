@@ -15,7 +15,9 @@ func attachPerf(cmd *cobra.Command, g *globals) {
 	)
 	cmd.Long = `bench measures ingress, processor and end to end against limits measured in the
 same run (bare HTTP, raw JetStream publish, the Postgres batched-insert limit, one
-transaction per event) and prints figures and ratios. --quick finishes in under a minute.
+transaction per event) and prints figures and ratios, and Postgres's cost per event
+(WAL, CPU, rows, index entries, bytes) while the processor drains. --quick finishes in
+under a minute. --durability, --replication and --processors each run one comparison instead.
 Subcommands run other harnesses.`
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -36,6 +38,7 @@ Subcommands run other harnesses.`
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	f.BoolVar(&c.Durability, "durability", false, "only compare JetStream's per-write sync with its default, for ingress and raw publish")
 	f.BoolVar(&c.Replication, "replication", false, "only compare the processor's Postgres writes with a synchronous and an asynchronous standby")
+	f.IntSliceVar(&c.Processors, "processors", nil, "only drain the same backlog with each of these numbers of processor processes (e.g. 1,2,4): committed rate, shares, Postgres per event")
 	f.StringVar(&c.ProfileDir, "profile-dir", "", "write CPU profiles of ingress and processor here (go tool pprof)")
 
 	var addr string

@@ -14,9 +14,15 @@
 // (so their peak RSS is their own), against an embedded nats-server and a
 // private, durable (fsync on) Postgres cluster started by the harness.
 //
-// Two comparisons run instead of the stages, each on its own flag:
+// While the processor drains, Postgres's cost per event is measured too
+// (pgcost.go): WAL bytes, CPU of all postgres processes, and per table
+// live rows, index entries and bytes.
+//
+// Three comparisons run instead of the stages, each on its own flag:
 // --durability (durability.go) sets ingress and raw publish against
 // JetStream with per-write fsync beside the default; --replication
 // (replication.go) sets the processor's Postgres writes against a
-// synchronous standby beside an asynchronous one.
+// synchronous standby beside an asynchronous one; --processors 1,2,4
+// (procs.go) drains the same backlog with each count of processor
+// processes.
 package bench

@@ -54,7 +54,11 @@ type Config struct {
 	// Replication runs only the comparison of a synchronous and an
 	// asynchronous Postgres standby (replication.go).
 	Replication bool
-	Log         *slog.Logger
+	// Processors, when set, runs only the processor-count stage
+	// (procs.go): the same backlog drained by each of these numbers of
+	// processor processes, e.g. 1, 2, 4.
+	Processors []int
+	Log        *slog.Logger
 }
 
 // Figure is one measured number.
@@ -85,6 +89,9 @@ type Report struct {
 	Figures  []Figure  `json:"figures"`
 	Ratios   []Ratio   `json:"ratios"`
 	Duration string    `json:"duration"`
+	// Postgres is the cluster's work per event during each processor
+	// drain (pgcost.go).
+	Postgres []PGCost `json:"postgres_per_event,omitempty"`
 }
 
 // benchSecret signs the benchmark's deliveries. Not one of the example's
@@ -117,6 +124,12 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := checkProcessors(c.Processors); err != nil {
+		return nil, err
+	}
+	if len(c.Processors) > 0 && (c.Durability || c.Replication) {
+		return nil, errors.New("bench: processor counts, durability and replication are separate runs: choose one")
 	}
 	rep := &Report{Started: time.Now(), Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
 		Config: fmt.Sprintf("%s per stage, %d connections, payloads %v", c.Duration, c.Connections, c.Payloads)}
@@ -161,6 +174,17 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		defer cancel()
 		_ = pg.Stop(sctx)
 	}()
+
+	if len(c.Processors) > 0 {
+		rep.Config += fmt.Sprintf(", processor counts %v", c.Processors)
+		for _, size := range c.Payloads {
+			if err := runProcessors(ctx, c, rep, dir, pg, size); err != nil {
+				return rep, fmt.Errorf("payload %d: %w", size, err)
+			}
+		}
+		rep.Duration = time.Since(rep.Started).Round(time.Second).String()
+		return rep, nil
+	}
 
 	bareAddr, err := freeAddr()
 	if err != nil {
@@ -317,6 +341,10 @@ integrations:
 	if err != nil {
 		return err
 	}
+	pgw, err := openPGWindow(ctx, st, pg.PID())
+	if err != nil {
+		return err
+	}
 	proc, err := startChild("processor", c.Binary, filepath.Join(dir, fmt.Sprintf("processor-%d.log", size)), nil,
 		"processor", "--config", cfgPath, "--http-addr", procAddr, "--log-level", "error")
 	if err != nil {
@@ -336,6 +364,11 @@ integrations:
 		return err
 	}
 	procRate := dr.Rate
+	cost, err := pgw.close(ctx, "intake processor", size, satRes.OK)
+	if err != nil {
+		return err
+	}
+	rep.Postgres = append(rep.Postgres, cost)
 	if err := c.writeStatements(ctx, st, fmt.Sprintf("postgres-%d.txt", size)); err != nil {
 		return err
 	}
@@ -549,7 +582,10 @@ func (r *Report) Print(w io.Writer, asJSON bool) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%s\n", q.Name, q.Payload, q.Value, q.Target, met)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printPGCosts(w, r.Postgres)
 }
 
 func opt(v float64) string {

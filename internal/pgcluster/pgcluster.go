@@ -155,6 +155,18 @@ func (c *Cluster) Port() int { return c.port }
 // Dir is the data directory; the server log is LogFile inside it.
 func (c *Cluster) Dir() string { return c.dir }
 
+// PID is the postmaster's process id, 0 while the cluster is stopped.
+// Every other postgres process (backends, auxiliary processes) is its
+// child.
+func (c *Cluster) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.proc == nil {
+		return 0
+	}
+	return c.proc.pid
+}
+
 // Start starts the server again after Stop or Kill, on the same port and data
 // directory, and waits until it accepts connections. After Kill, postgres
 // runs crash recovery first. Start on a running cluster does nothing.
