@@ -206,6 +206,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		a.rp.Mount(r)
 	}
 	if o.Roles.Processor {
+		a.warnOverlappingDurables(startCtx, js, cfg)
 		a.proc, err = processor.New(processor.Options{Store: a.st, JS: js, Config: cfg.Processor, Integrations: cfg.Integrations, Handler: o.Handler,
 			Metrics: o.Metrics, Log: a.log})
 		if err != nil {
