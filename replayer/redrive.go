@@ -23,7 +23,8 @@ import (
 // RedriveInterval over the range not checked yet, and over the last
 // RedriveLookback at start and whenever the Postgres server behind the pool
 // changes. Messages the processor has not acked (pending) or refused on
-// purpose (rejected) are never re-driven.
+// purpose (rejected) are never re-driven. A shard's replayer re-drives its
+// shard's: the ack floor of processor-{shard}, its integrations' messages.
 
 // RedriveTrigger says why a re-drive pass ran.
 type RedriveTrigger string
