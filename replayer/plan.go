@@ -151,7 +151,7 @@ func (r *Replayer) planReplay(ctx context.Context, id string, req ReplayRequest)
 		return nil, fmt.Errorf("stream %s: %w", envelope.StreamIn, err)
 	}
 	matches := func(st store.InboxState) bool {
-		return (s.Integration == "" || st.Key.Integration == s.Integration) &&
+		return r.mine(st.Key.Integration) && (s.Integration == "" || st.Key.Integration == s.Integration) &&
 			(s.Tenant == "" || st.Tenant == s.Tenant) &&
 			(s.EventType == "" || st.EventType == s.EventType) &&
 			(s.Status == "" || string(st.Status) == s.Status)
@@ -239,9 +239,7 @@ type candidate struct {
 func (r *Replayer) planFromStream(ctx context.Context, id string, req ReplayRequest) (*plan, error) {
 	s := req.Selector
 	rg := newScanRange(s.StreamSeq, s.Since, s.Until)
-	if s.Integration != "" {
-		rg.Subjects = []string{"intake.in." + envelope.Token(s.Integration) + ".>"}
-	}
+	rg.Subjects = r.inSubjects(s.Integration)
 	var keyFilter map[envelope.Key]bool
 	if len(s.Keys) > 0 {
 		keyFilter = map[envelope.Key]bool{}
@@ -261,7 +259,7 @@ func (r *Replayer) planFromStream(ctx context.Context, id string, req ReplayRequ
 			return nil // not an Intake delivery
 		}
 		tenant, typ := m.Header.Get(envelope.HeaderTenant), m.Header.Get(envelope.HeaderEventType)
-		if (s.Integration != "" && k.Integration != s.Integration) || (s.Tenant != "" && tenant != s.Tenant) ||
+		if !r.mine(k.Integration) || (s.Integration != "" && k.Integration != s.Integration) || (s.Tenant != "" && tenant != s.Tenant) ||
 			(s.EventType != "" && typ != s.EventType) || (keyFilter != nil && !keyFilter[k]) {
 			return nil
 		}
@@ -352,6 +350,9 @@ func (r *Replayer) planRedelivery(ctx context.Context, id string, req Redelivery
 		}
 		seen := map[string]bool{}
 		err = r.o.Store.SelectPublishedOutbox(ctx, sel, func(o store.OutboxRef) error {
+			if !r.mine(o.Key.Integration) {
+				return nil // an integration moved to another shard: its replayer's now
+			}
 			if seen[o.MsgID] {
 				// Rows that share a message id (the event ran again as an
 				// original once its inbox row was gone): one message to
@@ -373,18 +374,10 @@ func (r *Replayer) planRedelivery(ctx context.Context, id string, req Redelivery
 	}
 
 	rg := newScanRange(s.StreamSeq, s.Since, s.Until)
-	switch {
-	case s.Subject != "":
+	if s.Subject != "" {
 		rg.Subjects = []string{s.Subject}
-	case s.Tenant != "" || s.Integration != "":
-		tenant, integ := "*", "*"
-		if s.Tenant != "" {
-			tenant = envelope.Token(s.Tenant)
-		}
-		if s.Integration != "" {
-			integ = envelope.Token(s.Integration)
-		}
-		rg.Subjects = []string{"intake.out." + tenant + "." + integ + ".>"}
+	} else {
+		rg.Subjects = r.outSubjects(s.Tenant, s.Integration)
 	}
 	seen := map[string]bool{}
 	last, err := scanStream(ctx, r.o.JS, envelope.StreamOut, rg, func(m scanned) error {
@@ -396,7 +389,7 @@ func (r *Replayer) planRedelivery(ctx context.Context, id string, req Redelivery
 			return nil
 		}
 		tenant, typ := m.Header.Get(envelope.HeaderTenant), m.Header.Get(envelope.HeaderEventType)
-		if (s.Integration != "" && k.Integration != s.Integration) || (s.Tenant != "" && tenant != s.Tenant) ||
+		if !r.mine(k.Integration) || (s.Integration != "" && k.Integration != s.Integration) || (s.Tenant != "" && tenant != s.Tenant) ||
 			(s.EventType != "" && typ != s.EventType) || (keyFilter != nil && !keyFilter[k]) {
 			return nil
 		}

@@ -39,8 +39,12 @@ type MissingEvent struct {
 
 // ReconcileResult is the answer of GET /api/v1/reconcile.
 type ReconcileResult struct {
+	// Shard is the replayer's processor.shard: the range was checked for
+	// the shard's integrations only, against its durable's ack floor.
+	Shard string `json:"shard,omitempty"`
 	// Checked counts the ingress messages in the range (replay copies are
-	// not deliveries and are skipped).
+	// not deliveries and are skipped); a shard's replayer counts its
+	// integrations' only (other shards' messages are not read).
 	Checked int `json:"checked"`
 	// Missing lists, once per key, messages acknowledged to the provider
 	// (and acked by the processor) whose event has no inbox row.
@@ -53,7 +57,8 @@ type ReconcileResult struct {
 	// Rejected counts messages without an inbox row that the processor
 	// refused on purpose (GET /api/v1/rejections): not missing.
 	Rejected int `json:"rejected"`
-	// AckFloor is the processor consumer's ack floor (stream sequence):
+	// AckFloor is the processor consumer's ack floor (stream sequence; the
+	// shard's durable for a shard's replayer):
 	// every message up to it has been acked or terminated.
 	AckFloor uint64 `json:"ack_floor"`
 	// LastSeq is the stream's last sequence when the check started.
@@ -74,6 +79,9 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 	if !req.Since.IsZero() && !req.Until.IsZero() && !req.Until.After(req.Since) {
 		return ReconcileResult{}, badRequest("until: must be after since")
 	}
+	if err := r.checkMine("integration", req.Integration); err != nil {
+		return ReconcileResult{}, err
+	}
 	span := uint64(r.o.ReconcileMaxSpan)
 	if req.MaxSpan > 0 {
 		span = min(span, uint64(req.MaxSpan))
@@ -91,7 +99,7 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 		return ReconcileResult{}, ErrBusy
 	}
 
-	res := ReconcileResult{Missing: []MissingEvent{}}
+	res := ReconcileResult{Shard: r.o.Shard, Missing: []MissingEvent{}}
 	// The ack floor first: a message at or below it was settled before the
 	// scan read the inbox, so no inbox row then means missing.
 	ackFloor, err := r.ackFloor(ctx)
@@ -116,10 +124,8 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 		}
 	}
 
-	rg := scanRange{From: req.FromSeq, To: req.ToSeq, Since: req.Since, Until: req.Until}
-	if req.Integration != "" {
-		rg.Subjects = []string{"intake.in." + envelope.Token(req.Integration) + ".>"}
-	}
+	rg := scanRange{From: req.FromSeq, To: req.ToSeq, Since: req.Since, Until: req.Until,
+		Subjects: r.inSubjects(req.Integration)}
 	type msg struct {
 		key envelope.Key
 		seq uint64
@@ -134,7 +140,7 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 			return nil
 		}
 		k, ok := envelope.ParseKey(m.Header.Get(envelope.HeaderKey))
-		if !ok || (req.Integration != "" && k.Integration != req.Integration) {
+		if !ok || (req.Integration != "" && k.Integration != req.Integration) || !r.mine(k.Integration) {
 			return nil
 		}
 		if len(msgs) >= r.o.MaxMatched {
@@ -212,15 +218,18 @@ func streamBounds(ctx context.Context, js jetstream.JetStream, name string) (fir
 	return st.FirstSeq, st.LastSeq, nil
 }
 
-// ackFloor is the processor consumer's ack floor; 0 when it does not exist
-// (nothing was ever processed: every message is pending).
+// ackFloor is the ack floor of the processors' durable (the shard's for a
+// shard's replayer); 0 when it does not exist (nothing was ever processed:
+// every message is pending). A shard's durable sees its integrations'
+// messages only: every one of them up to the floor is settled.
 func (r *Replayer) ackFloor(ctx context.Context) (uint64, error) {
-	c, err := r.o.JS.Consumer(ctx, envelope.StreamIn, envelope.ConsumerName)
+	name := r.durable()
+	c, err := r.o.JS.Consumer(ctx, envelope.StreamIn, name)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("consumer %s: %w", envelope.ConsumerName, err)
+		return 0, fmt.Errorf("consumer %s: %w", name, err)
 	}
 	return c.CachedInfo().AckFloor.Stream, nil
 }

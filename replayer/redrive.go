@@ -23,7 +23,8 @@ import (
 // RedriveInterval over the range not checked yet, and over the last
 // RedriveLookback at start and whenever the Postgres server behind the pool
 // changes. Messages the processor has not acked (pending) or refused on
-// purpose (rejected) are never re-driven.
+// purpose (rejected) are never re-driven. A shard's replayer re-drives its
+// shard's: the ack floor of processor-{shard}, its integrations' messages.
 
 // RedriveTrigger says why a re-drive pass ran.
 type RedriveTrigger string
@@ -224,11 +225,11 @@ func (r *Replayer) reconcileWhenFree(ctx context.Context, req ReconcileRequest) 
 	}
 }
 
-// firstSeqSince is the sequence of INTAKE_IN's first message at or after t;
-// 0 when there is none.
+// firstSeqSince is the sequence of INTAKE_IN's first message (of this
+// replayer's integrations) at or after t; 0 when there is none.
 func (r *Replayer) firstSeqSince(ctx context.Context, t time.Time) (uint64, error) {
 	var seq uint64
-	_, err := scanStream(ctx, r.o.JS, envelope.StreamIn, scanRange{Since: t}, func(m scanned) error {
+	_, err := scanStream(ctx, r.o.JS, envelope.StreamIn, scanRange{Since: t, Subjects: r.inSubjects("")}, func(m scanned) error {
 		seq = m.Seq
 		return errStopScan
 	})

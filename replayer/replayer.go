@@ -38,6 +38,16 @@ type Options struct {
 	Log    *slog.Logger        // defaults to discarding
 	// Registry, when set, gets the replayer's metrics.
 	Registry prometheus.Registerer
+	// Shard, when set, makes this replayer one shard's (processor.shard;
+	// give it the shard's config and database): reconcile and re-drive read
+	// the ack floor of the durable "processor-{shard}", and reconciles,
+	// re-drives, replays and redeliveries cover Integrations' events only;
+	// a request naming another integration is refused. Empty (the
+	// default): the durable "processor", every integration.
+	Shard string
+	// Integrations are the names of the shard's integrations (its config's
+	// integrations[].name). Required with Shard, unused without.
+	Integrations []string
 	// Auth bounds failed authentications per client address; its Log and
 	// Failures default to Log and the replayer's
 	// intake_api_auth_failures_total.
@@ -158,6 +168,9 @@ func (o Options) Validate() error {
 	}
 	if o.Store == nil || o.JS == nil {
 		bad("Store and Options.JS are required")
+	}
+	if o.Shard != "" && len(o.Integrations) == 0 {
+		bad("Integrations: required with Options.Shard (%q): a shard's replayer answers for the integrations its config lists", o.Shard)
 	}
 	if o.MaxRate < 1 {
 		bad("MaxRate: must be at least 1, got %d", o.MaxRate)

@@ -131,6 +131,12 @@ func (r *Replayer) normalizeReplay(req *ReplayRequest) error {
 	if err := checkKeys(s.Keys); err != nil {
 		return err
 	}
+	if err := r.checkMine("selector.integration", s.Integration); err != nil {
+		return err
+	}
+	if err := r.checkKeysMine(s.Keys); err != nil {
+		return err
+	}
 	if s.Status != "" && !slices.Contains(replayStatuses, s.Status) {
 		return badRequest("selector.status: must be one of %s, got %q", strings.Join(replayStatuses, ", "), s.Status)
 	}
@@ -157,6 +163,12 @@ func (r *Replayer) normalizeRedelivery(req *RedeliveryRequest) error {
 	}
 	s := &req.Selector
 	if err := checkKeys(s.Keys); err != nil {
+		return err
+	}
+	if err := r.checkMine("selector.integration", s.Integration); err != nil {
+		return err
+	}
+	if err := r.checkKeysMine(s.Keys); err != nil {
 		return err
 	}
 	if err := checkRange(s.StreamSeq, s.Since, s.Until); err != nil {

@@ -73,6 +73,13 @@ integrations:
 // in a temporary directory.
 func startServer(t *testing.T) *server.Server {
 	t.Helper()
+	return startServerWith(t, nil)
+}
+
+// startServerWith is startServer with edit applied to the options the
+// shipped file gives, before the server starts.
+func startServerWith(t *testing.T, edit func(*server.Options)) *server.Server {
+	t.Helper()
 	for user, pw := range passwords {
 		t.Setenv("INTAKE_NATS_"+strings.ToUpper(user)+"_PASSWORD", pw)
 	}
@@ -87,6 +94,9 @@ func startServer(t *testing.T) *server.Server {
 	opts.StoreDir = t.TempDir()
 	opts.SyncAlways = false // the tests' disk is shared; the setting itself is checked above
 	opts.NoLog, opts.NoSigs = true, true
+	if edit != nil {
+		edit(opts)
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -512,5 +522,91 @@ func TestProcessorAndAdminUsersAreConfined(t *testing.T) {
 	}
 	if _, ok := streams(t, srv)[envelope.StreamIn]; !ok {
 		t.Error("INTAKE_IN was deleted")
+	}
+}
+
+// shardProcessorUser stands in for a shard's processor user, which a
+// sharded deployment writes itself (docs/scaling.md): unrestricted, in the
+// INTAKE account.
+const shardProcessorUser, shardProcessorPassword = "shard-processor", "shard-processor-test-password"
+
+// TestShardReplayerReadsItsShardsDurable: a shard's replayer (processor.shard,
+// the shipped replayer user) reads the ack floor of its shard's durable,
+// "processor-{shard}", and reconciles with it, refused nothing.
+func TestShardReplayerReadsItsShardsDurable(t *testing.T) {
+	srv := startServerWith(t, func(o *server.Options) {
+		var acc *server.Account
+		for _, u := range o.Users {
+			if u.Username == "processor" {
+				acc = u.Account
+			}
+		}
+		if acc == nil {
+			t.Fatal("no processor user in the shipped file")
+		}
+		o.Users = append(o.Users, &server.User{Username: shardProcessorUser, Password: shardProcessorPassword, Account: acc})
+	})
+	url := srv.ClientURL()
+	migrateStreams(t, url)
+	db := testrig.Database(t)
+
+	var logs testenv.Buffer
+	const shard = "a"
+	shardConfig := func(user string) *config.Config {
+		if user == shardProcessorUser {
+			cfg := roleConfig(t, url, "processor", db)
+			cfg.Processor.Shard = shard
+			cfg.NATS.User, cfg.NATS.Password = shardProcessorUser, shardProcessorPassword
+			return cfg
+		}
+		cfg := roleConfig(t, url, user, db)
+		cfg.Processor.Shard = shard
+		return cfg
+	}
+	proc := testrig.StartApp(t, shardConfig(shardProcessorUser), app.Options{Roles: app.Roles{Processor: true},
+		Log: logger(&logs).With("user", shardProcessorUser)})
+	rp := testrig.StartApp(t, shardConfig("replayer"), app.Options{Roles: app.Roles{API: true}, Log: logger(&logs).With("user", "replayer")})
+	ing := testrig.StartApp(t, roleConfig(t, url, "ingress", db), app.Options{Roles: app.Roles{Ingress: true},
+		Log: logger(&logs).With("user", "ingress")})
+
+	body := []byte(`{"type":"invoice.paid","n":1}`)
+	h, err := provider.Sign(proc.Config.Integrations[0].Config, 0, "evt_1", body, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, ing.URL+"/webhooks/demo", bytes.NewReader(body))
+	req.Header = h
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("ingress answered %d\n%s", resp.StatusCode, logs.String())
+	}
+
+	api := rp.Client(operatorToken)
+	ctx := context.Background()
+	var rec replayer.ReconcileResult
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		rec, err = api.Reconcile(ctx, replayer.ReconcileRequest{FromSeq: 1, ToSeq: 10})
+		return err == nil && rec.AckFloor >= 1
+	}, "the shard's replayer never read its durable's ack floor (last: %+v, %v):\n%s", &rec, &err, &logs)
+	if rec.Shard != shard || rec.Checked != 1 || rec.Pending != 0 || len(rec.Missing) != 0 {
+		t.Fatalf("reconcile: %+v, want shard %s, 1 checked, nothing pending or missing", rec, shard)
+	}
+	d, err := srv.JszAccount(&server.JSzOptions{Account: "INTAKE", Streams: true, Consumer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range d.Streams {
+		for _, c := range s.Consumer {
+			if s.Name == envelope.StreamIn && c.Name == envelope.ConsumerName {
+				t.Errorf("a durable %q exists beside the shard's", envelope.ConsumerName)
+			}
+		}
+	}
+	if strings.Contains(logs.String(), permDenied) {
+		t.Fatalf("a role was refused a permission:\n%s", logs.String())
 	}
 }

@@ -195,14 +195,18 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		a.maxConns = cfg.Ingress.MaxConnections
 	}
 	if o.Roles.API {
+		// A shard's replayer (processor.shard) answers for the shard's
+		// integrations and reads its durable: the same config as its processors.
 		a.rp, err = replayer.New(replayer.Options{Store: a.st, JS: js, Tokens: cfg.API.Tokens, Log: a.log, Registry: o.Metrics.Registry,
-			RedriveInterval: cfg.API.RedriveInterval, RedriveLookback: cfg.API.RedriveLookback})
+			RedriveInterval: cfg.API.RedriveInterval, RedriveLookback: cfg.API.RedriveLookback,
+			Shard: cfg.Processor.Shard, Integrations: integrationNames(cfg.Integrations)})
 		if err != nil {
 			return nil, err
 		}
 		a.rp.Mount(r)
 	}
 	if o.Roles.Processor {
+		a.warnOverlappingDurables(startCtx, js, cfg)
 		a.proc, err = processor.New(processor.Options{Store: a.st, JS: js, Config: cfg.Processor, Integrations: cfg.Integrations, Handler: o.Handler,
 			Metrics: o.Metrics, Log: a.log})
 		if err != nil {
@@ -408,4 +412,13 @@ func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = w.Write([]byte("ready\n"))
+}
+
+// integrationNames are the names of the configured integrations.
+func integrationNames(ins []config.Integration) []string {
+	names := make([]string, 0, len(ins))
+	for _, in := range ins {
+		names = append(names, in.Name)
+	}
+	return names
 }

@@ -42,8 +42,10 @@ type Processor struct {
 	// deployment split across Postgres clusters by integration: it consumes
 	// through durables of its own, "processor-{shard}" and
 	// "receipts-{shard}", only the subjects of the integrations its config
-	// lists. Empty (the default): the durables "processor" and "receipts",
-	// every integration. See docs/scaling.md.
+	// lists. The shard's replayer (the api role with the same config)
+	// reconciles and re-drives against "processor-{shard}" and answers for
+	// those integrations only. Empty (the default): the durables
+	// "processor" and "receipts", every integration. See docs/scaling.md.
 	Shard string `yaml:"shard"`
 }
 
