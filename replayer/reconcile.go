@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
+	"github.com/intakehq/intake/pkg/store"
 )
 
 // ReconcileRequest is a range of INTAKE_IN to compare with the inbox:
@@ -66,6 +68,13 @@ type ReconcileResult struct {
 	// Fix is the replay that would process the missing events (POST it to
 	// /api/v1/replays, with "dry_run": false to start it).
 	Fix *ReplayRequest `json:"fix,omitempty"`
+	// LostConflicts lists conflicting deliveries the processor acknowledged
+	// whose conflict record is gone (a commit lost in a Postgres failover).
+	// A replay cannot bring them back (it runs the message the key's row
+	// names); the re-drive writes the records itself.
+	LostConflicts []MissingEvent `json:"lost_conflicts,omitempty"`
+
+	lostConflicts []store.ConflictRow
 }
 
 const maxMissingListed = 10_000
@@ -127,8 +136,10 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 	rg := scanRange{From: req.FromSeq, To: req.ToSeq, Since: req.Since, Until: req.Until,
 		Subjects: r.inSubjects(req.Integration)}
 	type msg struct {
-		key envelope.Key
-		seq uint64
+		key     envelope.Key
+		seq     uint64
+		subject string
+		h       nats.Header
 	}
 	var msgs []msg
 	var scannedMsgs uint64
@@ -146,7 +157,7 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 		if len(msgs) >= r.o.MaxMatched {
 			return ErrTooMany
 		}
-		msgs = append(msgs, msg{key: k, seq: m.Seq})
+		msgs = append(msgs, msg{key: k, seq: m.Seq, subject: m.Subject, h: m.Header})
 		return nil
 	})
 	if err != nil {
@@ -161,15 +172,33 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 	if err != nil {
 		return res, err
 	}
+	// Messages settled without an inbox row of their own are missing,
+	// unless refused on purpose; settled messages whose payload differs
+	// from their key's row must have a conflict record.
 	var noRow []uint64
+	var conflicting []store.ConflictRow
 	for _, m := range msgs {
-		if _, ok := rows[m.key]; !ok {
+		row, ok := rows[m.key]
+		switch {
+		case !ok:
 			noRow = append(noRow, m.seq)
+		case m.seq <= ackFloor && m.seq != row.StreamSeq && m.h.Get(envelope.HeaderPayloadSHA256) != row.PayloadSHA256 &&
+			// The checks the processor made before recording a conflict:
+			// a message that fails them was rejected instead.
+			m.h.Get(envelope.HeaderTenant) == row.Tenant &&
+			envelope.IsSubjectIn(m.subject, m.key.Integration):
+			conflicting = append(conflicting, conflictOf(m.key, m.seq, m.h, row))
 		}
 	}
-	rejected, err := r.o.Store.RejectedSeqs(ctx, noRow)
+	rejected, err := r.o.Store.RejectedSeqs(ctx, append(noRow, seqsOf(conflicting)...))
 	if err != nil {
 		return res, err
+	}
+	if res.lostConflicts, err = r.lostConflicts(ctx, conflicting, rejected); err != nil {
+		return res, err
+	}
+	for _, c := range res.lostConflicts {
+		res.LostConflicts = append(res.LostConflicts, MissingEvent{Key: c.Key.String(), StreamSeq: c.StreamSeq})
 	}
 	listed := map[envelope.Key]bool{}
 	var from, to uint64
@@ -206,6 +235,51 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 		}
 	}
 	return res, nil
+}
+
+// conflictOf is the conflict record of message seq (headers h) against its
+// key's inbox row.
+func conflictOf(k envelope.Key, seq uint64, h nats.Header, row store.InboxState) store.ConflictRow {
+	c := store.ConflictRow{
+		Claim: store.Claim{Key: k, Tenant: h.Get(envelope.HeaderTenant), EventType: h.Get(envelope.HeaderEventType),
+			PayloadSHA256: h.Get(envelope.HeaderPayloadSHA256), StreamSeq: seq},
+		Original: inbox.Row{PayloadSHA256: row.PayloadSHA256, StreamSeq: row.StreamSeq, Status: row.Status},
+	}
+	if t, err := time.Parse(time.RFC3339Nano, h.Get(envelope.HeaderReceivedAt)); err == nil {
+		c.ReceivedAt = t
+	}
+	return c
+}
+
+func seqsOf(cs []store.ConflictRow) []uint64 {
+	out := make([]uint64, len(cs))
+	for i, c := range cs {
+		out[i] = c.StreamSeq
+	}
+	return out
+}
+
+// lostConflicts keeps the conflicting messages whose conflict record is
+// gone: neither recorded nor refused on purpose (a rejection).
+func (r *Replayer) lostConflicts(ctx context.Context, cs []store.ConflictRow, rejected map[uint64]bool) ([]store.ConflictRow, error) {
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	claims := make([]store.Claim, len(cs))
+	for i, c := range cs {
+		claims[i] = c.Claim
+	}
+	recorded, err := r.o.Store.ConflictSeqs(ctx, claims)
+	if err != nil {
+		return nil, err
+	}
+	var lost []store.ConflictRow
+	for _, c := range cs {
+		if !recorded[c.StreamSeq] && !rejected[c.StreamSeq] {
+			lost = append(lost, c)
+		}
+	}
+	return lost, nil
 }
 
 // streamBounds is the stream's first and last sequence now.

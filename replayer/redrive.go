@@ -74,9 +74,13 @@ type Redrive struct {
 	Redriven int `json:"redriven"`
 	// Truncated: more were missing than one reconcile lists; the next pass
 	// goes on from ToSeq.
-	Truncated bool     `json:"truncated,omitempty"`
-	ReplayIDs []string `json:"replay_ids"`
-	Error     string   `json:"error,omitempty"`
+	Truncated bool `json:"truncated,omitempty"`
+	// ConflictsRecorded counts conflict records the pass wrote again:
+	// conflicting deliveries the processor acknowledged whose record is
+	// gone (ReconcileResult.LostConflicts).
+	ConflictsRecorded int      `json:"conflicts_recorded"`
+	ReplayIDs         []string `json:"replay_ids"`
+	Error             string   `json:"error,omitempty"`
 }
 
 // redriveState is a replayer's re-drive memory: in-process only; a new
@@ -115,10 +119,10 @@ func (r *Replayer) RedrivePass(ctx context.Context, trigger RedriveTrigger) (Red
 	case err != nil && ctx.Err() == nil:
 		r.o.Log.Error("re-drive pass failed", "trigger", trigger, "from_seq", rec.FromSeq, "to_seq", rec.ToSeq,
 			"redriven", rec.Redriven, "replay_ids", rec.ReplayIDs, "err", err)
-	case rec.Redriven > 0:
+	case rec.Redriven > 0 || rec.ConflictsRecorded > 0:
 		r.o.Log.Warn("re-drove events the processor acknowledged without an inbox row (a commit lost in a Postgres "+
 			"failover?)", "trigger", trigger, "redriven", rec.Redriven, "missing", rec.Missing, "from_seq", rec.FromSeq,
-			"to_seq", rec.ToSeq, "truncated", rec.Truncated, "replay_ids", rec.ReplayIDs)
+			"to_seq", rec.ToSeq, "truncated", rec.Truncated, "replay_ids", rec.ReplayIDs, "conflicts_recorded", rec.ConflictsRecorded)
 	}
 	return rec, err
 }
@@ -156,6 +160,14 @@ func (r *Replayer) redrivePass(ctx context.Context, rec *Redrive) error {
 		}
 		rec.Checked += res.Checked
 		rec.Missing += len(res.Missing)
+		if len(res.lostConflicts) > 0 {
+			n, err := r.o.Store.RecordConflicts(ctx, res.lostConflicts)
+			rec.ConflictsRecorded += n
+			r.metrics.redrivenConflicts.Add(float64(n))
+			if err != nil {
+				return err
+			}
+		}
 		if res.Fix != nil {
 			if err := r.redriveFix(ctx, rec, *res.Fix, lo, hi); err != nil {
 				return err

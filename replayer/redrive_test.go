@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -241,6 +242,77 @@ func TestRedriveAfterServerChange(t *testing.T) {
 intake_postgres_server_changes_total 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "intake_postgres_server_changes_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRedriveRecordsLostConflicts: a conflicting delivery the processor
+// acknowledged whose conflict record is gone (lost with a failed-over
+// primary) is recorded again by a re-drive pass, once; a forged copy under
+// another tenant, whose rejection is gone, is not taken for a conflict.
+func TestRedriveRecordsLostConflicts(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	r.start()
+	ctx := context.Background()
+	r.publish("evt_1")
+	other := envelope.NewDelivery(key("evt_1"), "acme", "invoice.paid", []byte(`{"id":"evt_1","other":true}`), time.Now()).Msg()
+	forged := envelope.NewDelivery(key("evt_1"), "mallory", "invoice.paid", []byte(`{"id":"evt_1","forged":true}`), time.Now()).Msg()
+	var seqs []uint64
+	for _, m := range []*nats.Msg{other, forged} {
+		ack, err := r.js.PublishMsg(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, ack.Sequence)
+	}
+	r.settled()
+	if n := r.count(`SELECT count(*) FROM intake.conflicts WHERE conflicting_stream_seq = $1`, int64(seqs[0])); n != 1 {
+		t.Fatalf("%d conflict records for the other payload, want 1", n)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.rejected_messages WHERE stream_seq = $1`, int64(seqs[1])); n != 1 {
+		t.Fatalf("%d rejections of the forged copy, want 1", n)
+	}
+	// Both records are lost behind Intake's back.
+	if _, err := r.db.Exec(ctx, `DELETE FROM intake.conflicts`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.db.Exec(ctx, `DELETE FROM intake.rejected_messages`); err != nil {
+		t.Fatal(err)
+	}
+
+	reg := prometheus.NewRegistry()
+	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: -1, Registry: reg})
+	res, err := rp.Reconcile(ctx, replayer.ReconcileRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Missing) != 0 || len(res.LostConflicts) != 1 || res.LostConflicts[0].StreamSeq != seqs[0] {
+		t.Fatalf("reconcile: missing %v, lost conflicts %v; want only the other payload (seq %d)", res.Missing, res.LostConflicts, seqs[0])
+	}
+	pass, err := rp.RedrivePass(ctx, replayer.RedriveFailover)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pass.ConflictsRecorded != 1 || pass.Redriven != 0 {
+		t.Fatalf("pass: %+v, want one conflict recorded and nothing replayed", pass)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.conflicts WHERE conflicting_stream_seq = $1 AND tenant = 'acme'
+		AND original_stream_seq = 1`, int64(seqs[0])); n != 1 {
+		t.Fatalf("%d conflict records for the other payload after the pass, want 1", n)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.conflicts`); n != 1 {
+		t.Fatalf("%d conflict records, want 1: the forged copy is no conflict", n)
+	}
+	if pass, err = rp.RedrivePass(ctx, replayer.RedriveFailover); err != nil || pass.ConflictsRecorded != 0 {
+		t.Fatalf("second pass: %+v, %v; want nothing recorded", pass, err)
+	}
+	want := `
+# HELP intake_redrive_conflicts_recorded_total Conflict records a re-drive pass wrote again: conflicting deliveries acknowledged by the processor whose record was lost.
+# TYPE intake_redrive_conflicts_recorded_total counter
+intake_redrive_conflicts_recorded_total 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "intake_redrive_conflicts_recorded_total"); err != nil {
 		t.Fatal(err)
 	}
 }

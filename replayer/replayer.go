@@ -234,9 +234,10 @@ type replayMetrics struct {
 	authFailures *prometheus.CounterVec // reason
 	gaps         *prometheus.GaugeVec   // stream, kind
 
-	redrivePasses *prometheus.CounterVec // trigger
-	redriven      prometheus.Counter
-	serverChanges prometheus.Counter
+	redrivePasses     *prometheus.CounterVec // trigger
+	redriven          prometheus.Counter
+	serverChanges     prometheus.Counter
+	redrivenConflicts prometheus.Counter
 }
 
 // New fills o's defaults, then validates it: a bad value is an error
@@ -261,6 +262,8 @@ func New(o Options) (*Replayer, error) {
 			Help: "Re-drive passes run (see RedrivePass), by trigger (start, scheduled, failover)."}, []string{"trigger"}),
 		redriven: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Name: "redriven_events_total",
 			Help: "Events acknowledged by the processor without an inbox row that a re-drive pass replayed."}),
+		redrivenConflicts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Name: "redrive_conflicts_recorded_total",
+			Help: "Conflict records a re-drive pass wrote again: conflicting deliveries acknowledged by the processor whose record was lost."}),
 		serverChanges: telemetry.NewPostgresServerChanges(),
 	}
 	if o.Registry != nil {
@@ -275,7 +278,9 @@ func New(o Options) (*Replayer, error) {
 		if err == nil {
 			if m.redrivePasses, err = register(o.Registry, m.redrivePasses); err == nil {
 				if m.redriven, err = register(o.Registry, m.redriven); err == nil {
-					m.serverChanges, err = register(o.Registry, m.serverChanges)
+					if m.serverChanges, err = register(o.Registry, m.serverChanges); err == nil {
+						m.redrivenConflicts, err = register(o.Registry, m.redrivenConflicts)
+					}
 				}
 			}
 		}

@@ -215,12 +215,7 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 			ids, integ, acct, evID, mode, replay, seq)
 	}
 	for _, c := range w.Conflicts {
-		b.Queue(`INSERT INTO intake.conflicts (integration, account, event_id, tenant, original_sha256,
-				conflicting_sha256, original_stream_seq, conflicting_stream_seq, received_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			ON CONFLICT (integration, account, event_id, conflicting_stream_seq) DO NOTHING`,
-			c.Key.Integration, c.Key.Account, c.Key.EventID, c.Tenant, c.Original.PayloadSHA256, c.PayloadSHA256,
-			int64(c.Original.StreamSeq), int64(c.StreamSeq), c.ReceivedAt)
+		queueConflict(b, c)
 	}
 	if len(w.Rejections) > 0 {
 		queueRejections(b, w.Rejections)
