@@ -69,6 +69,14 @@ type Result struct {
 	// deterministic). Informational: subscribers deduplicate by
 	// Nats-Msg-Id; the verdict counts distinct ids per event.
 	OutSameIDRepeats int
+	// OutFromLostCommits are events on INTAKE_OUT that are not applied:
+	// their execution was published and then lost with an asynchronous
+	// primary, and when the re-drive ran them again a newer version of
+	// their object had been applied, so the ordering guard recorded them
+	// stale. Allowed only with Async, for re-driven stale events: the cost
+	// of asynchronous replication docs/failover.md describes. Anywhere
+	// else it is a violation.
+	OutFromLostCommits int
 
 	// From the client's first 2xx to the inbox's processed_at.
 	P50, P95, P99, Max time.Duration
@@ -134,6 +142,11 @@ func (r *Result) Summary() string {
 		r.Effects, r.Ordered, r.Objects, r.Stale, r.OutMessages, r.OutEvents, r.OutSameIDRepeats)
 	if r.Failover {
 		fmt.Fprintf(&b, "re-drive: %s\n", r.redriveDetail())
+	}
+	if r.OutFromLostCommits > 0 {
+		fmt.Fprintf(&b, "INTAKE_OUT: %d events published by an execution the failover lost, re-driven and then stale "+
+			"(a newer version of their object had been applied meanwhile): subscribers saw an output the database no "+
+			"longer records — the cost of asynchronous replication (docs/failover.md)\n", r.OutFromLostCommits)
 	}
 	fmt.Fprintf(&b, "latency 2xx→processed: p50 %s p95 %s p99 %s max %s; longest pause in processing %s; load %s, run %s\n",
 		ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max), ms(r.LongestPause), r.LoadDuration.Round(100*time.Millisecond), r.Duration.Round(100*time.Millisecond))
@@ -218,6 +231,7 @@ type evidence struct {
 	outMessages    int
 	in             map[string]map[string]int // event id → payload sha256 → copies on INTAKE_IN
 	inMessages     int
+	redriven       map[string]bool // event ids a re-drive replay covered
 }
 
 type effectRow struct {
@@ -277,6 +291,21 @@ func (h *harness) collect(ctx context.Context) (*evidence, error) {
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("chaos: read inbox: %w", err)
+	}
+
+	ev.redriven = map[string]bool{}
+	rows, err = h.db.Query(ctx, `SELECT i.integration, i.account, i.event_id FROM intake.replay_items i
+		JOIN intake.replays r ON r.id = i.replay_id WHERE r.requested_by = 'redrive'`)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: read re-driven events: %w", err)
+	}
+	if _, err := pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID}, func() error {
+		if ours(k) {
+			ev.redriven[k.EventID] = true
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("chaos: read re-driven events: %w", err)
 	}
 
 	rows, err = h.db.Query(ctx, `SELECT integration, account, event_id, original_sha256, conflicting_sha256 FROM intake.conflicts`)
@@ -514,6 +543,8 @@ func judge(o Options, events []*event, ev *evidence) *Result {
 			bad("applied but missing on INTAKE_OUT", e.id)
 		case len(copies) > 1:
 			bad("several outbox message ids on INTAKE_OUT for one event", fmt.Sprintf("%s ×%d", e.id, len(copies)))
+		case !applied && len(copies) > 0 && o.Async && stale && ev.redriven[e.id]:
+			r.OutFromLostCommits++
 		case !applied && len(copies) > 0:
 			bad("on INTAKE_OUT but never applied", e.id)
 		}

@@ -151,3 +151,43 @@ func TestJudgeOutboxByMessageID(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeOutputOfALostCommit: an event on INTAKE_OUT that the database
+// does not record as applied is a violation — except, with asynchronous
+// replication only, a re-driven event the ordering guard judged stale: its
+// first execution was published and lost with the primary.
+func TestJudgeOutputOfALostCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		async     bool
+		redriven  bool
+		lost      int
+		violation bool
+	}{
+		{"async, re-driven, stale", true, true, 1, false},
+		{"async, never re-driven", true, false, 0, true},
+		{"synchronous replication", false, true, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &event{id: "e", kind: kindPlain, sha: "s"}
+			e.first2xx.Store(time.Now().UnixNano())
+			p := time.Now()
+			ev := &evidence{
+				effects:   map[string][]effectRow{},
+				inbox:     map[string]inboxRow{"e": {status: "stale", sha: "s", processedAt: &p}},
+				conflicts: map[string][]conflictRow{}, objVersions: map[string]int64{},
+				out:      map[string]map[string]int{"e": {"m1": 1}},
+				in:       map[string]map[string]int{"e": {"s": 1}},
+				redriven: map[string]bool{"e": tc.redriven},
+			}
+			r := judge(Options{Failover: true, Async: tc.async}, []*event{e}, ev)
+			if r.OutFromLostCommits != tc.lost {
+				t.Errorf("outputs of lost commits %d, want %d", r.OutFromLostCommits, tc.lost)
+			}
+			got := strings.Contains(strings.Join(r.Violations, "\n"), "on INTAKE_OUT but never applied")
+			if got != tc.violation {
+				t.Errorf("violations %q; want the INTAKE_OUT one: %v", r.Violations, tc.violation)
+			}
+		})
+	}
+}
