@@ -330,9 +330,18 @@ func redrivenFromAudit(ctx context.Context, db *pgxpool.Pool) (int, error) {
 // redrivenMetric is the replayer's counter of re-driven events.
 const redrivenMetric = "intake_redriven_events_total"
 
+// redrivePassesMetric counts the replayer's completed re-drive passes.
+const redrivePassesMetric = "intake_redrive_passes_total"
+
 // redrivenFromMetrics reads redrivenMetric (summed over its labels) from
 // the replayer's /metrics; an error when the replayer does not export it.
 func redrivenFromMetrics(ctx context.Context, addr string) (int, error) {
+	return metricSum(ctx, addr, redrivenMetric)
+}
+
+// metricSum reads metric (summed over its labels) from /metrics at addr;
+// an error when it is not exported.
+func metricSum(ctx context.Context, addr, metric string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
@@ -353,10 +362,10 @@ func redrivenFromMetrics(ctx context.Context, addr string) (int, error) {
 	for sc.Scan() {
 		line := sc.Text()
 		name, rest, _ := strings.Cut(line, " ")
-		if name != redrivenMetric && !strings.HasPrefix(name, redrivenMetric+"{") {
+		if name != metric && !strings.HasPrefix(name, metric+"{") {
 			continue
 		}
-		if strings.HasPrefix(name, redrivenMetric+"{") && !strings.HasSuffix(name, "}") {
+		if strings.HasPrefix(name, metric+"{") && !strings.HasSuffix(name, "}") {
 			// a label value with a space: the value is after the closing brace
 			_, rest, _ = strings.Cut(line, "} ")
 		}
@@ -366,7 +375,7 @@ func redrivenFromMetrics(ctx context.Context, addr string) (int, error) {
 		}
 		v, err := strconv.ParseFloat(fields[0], 64)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %q: %w", redrivenMetric, line, err)
+			return 0, fmt.Errorf("%s: %q: %w", metric, line, err)
 		}
 		found, sum = true, sum+v
 	}
@@ -374,7 +383,7 @@ func redrivenFromMetrics(ctx context.Context, addr string) (int, error) {
 		return 0, err
 	}
 	if !found {
-		return 0, fmt.Errorf("%s not exported", redrivenMetric)
+		return 0, fmt.Errorf("%s not exported", metric)
 	}
 	return int(sum), nil
 }

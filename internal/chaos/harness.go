@@ -630,19 +630,29 @@ func (h *harness) settle(ctx context.Context, ld *load) error {
 	calm := 0
 	var last string
 	var idleSince time.Time
+	passesAtIdle := -1
 	err := poll(ctx, time.Second, func() error {
 		state, idle := h.pipelineState(ctx)
 		if idle && h.redrive {
 			if idleSince.IsZero() {
 				idleSince = time.Now()
+				passesAtIdle, _ = metricSum(ctx, h.replayer.addr(), redrivePassesMetric)
 			}
+			passes, perr := metricSum(ctx, h.replayer.addr(), redrivePassesMetric)
 			switch n := h.missingFromInbox(ctx, ld); {
-			case n == 0:
-			case time.Since(idleSince) < redriveGrace:
+			case time.Since(idleSince) >= redriveGrace:
+				if n != 0 {
+					state += fmt.Sprintf("; %d acknowledged events still not in the inbox after %s for the re-drive", n, redriveGrace)
+				}
+			case n != 0:
 				state += fmt.Sprintf("; %d acknowledged events not in the inbox: waiting up to %s for the re-drive", n, redriveGrace)
 				idle = false
-			default:
-				state += fmt.Sprintf("; %d acknowledged events still not in the inbox after %s for the re-drive", n, redriveGrace)
+			case perr != nil || passesAtIdle < 0 || passes < passesAtIdle+2:
+				// A pass counts when it ends: the second to end after
+				// the drain began after it, and saw everything (a lost
+				// conflict record leaves no trace in the inbox count).
+				state += "; waiting for a re-drive pass that began after the drain"
+				idle = false
 			}
 		}
 		if state != last {
