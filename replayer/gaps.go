@@ -19,7 +19,11 @@ import (
 // from an older copy, writes lost to a crash), is a loss of acknowledged
 // events: CheckGaps finds both, Run checks every GapCheckInterval, and each
 // check sets intake_stream_gap_messages and logs at error while a gap
-// stands, so a loss is seen within minutes.
+// stands, so a loss is seen within minutes. A third sign comes from the
+// other side: a delivery receipt whose answer was "duplicate" proves the
+// stream held the event's message; if that message is settled (older than
+// the one at the processor's ack floor) and the event has neither an inbox
+// row nor a rejection, the message vanished before the processor saw it.
 
 // Gaps is the result of one gap check (GET /api/v1/gaps).
 type Gaps struct {
@@ -37,10 +41,53 @@ type Gaps struct {
 	// under the same name).
 	InboxMaxSeq uint64 `json:"inbox_max_seq"`
 	RolledBack  uint64 `json:"rolled_back"`
+	// ReceiptsWithoutEvent counts events of the last hour whose delivery
+	// receipt says ingress answered "duplicate" — INTAKE_IN held their
+	// message — received before the message at the processor's ack floor
+	// was stored (so their message is settled), that have neither an
+	// inbox row nor a rejection: their message vanished before the
+	// processor saw it. ReceiptsSample names some of them.
+	ReceiptsWithoutEvent uint64   `json:"receipts_without_event"`
+	ReceiptsSample       []string `json:"receipts_sample,omitempty"`
 }
 
 // Found reports whether the check found a gap.
-func (g Gaps) Found() bool { return g.Deleted > 0 || g.RolledBack > 0 }
+func (g Gaps) Found() bool { return g.Deleted > 0 || g.RolledBack > 0 || g.ReceiptsWithoutEvent > 0 }
+
+// receiptWindow is how far back the gap check reads receipts; receiptSkew
+// allows for ingress's clock (received_at) running ahead of the
+// nats-server's (stored times).
+const (
+	receiptWindow = time.Hour
+	receiptSkew   = time.Minute
+)
+
+// receiptGaps fills the receipt half of a gap check.
+func (r *Replayer) receiptGaps(ctx context.Context, s jetstream.Stream, g *Gaps) error {
+	floor, err := r.ackFloor(ctx)
+	if err != nil || floor == 0 || floor < g.FirstSeq {
+		return err // nothing settled yet, or the floor aged out of the stream
+	}
+	m, err := s.GetMsg(ctx, floor)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil // deleted: the deleted count reports it
+		}
+		return fmt.Errorf("stream %s: message %d: %w", envelope.StreamIn, floor, err)
+	}
+	until := m.Time.Add(-receiptSkew)
+	n, keys, err := r.o.Store.ReceiptsWithoutEvent(ctx, g.CheckedAt.Add(-receiptWindow), until, gapSample)
+	if err != nil {
+		return err
+	}
+	g.ReceiptsWithoutEvent = uint64(n)
+	for _, k := range keys {
+		if r.mine(k.Integration) {
+			g.ReceiptsSample = append(g.ReceiptsSample, k.String())
+		}
+	}
+	return nil
+}
 
 const gapSample = 100
 
@@ -69,8 +116,12 @@ func (r *Replayer) CheckGaps(ctx context.Context) (Gaps, error) {
 	if g.InboxMaxSeq > g.LastSeq {
 		g.RolledBack = g.InboxMaxSeq - g.LastSeq
 	}
+	if err := r.receiptGaps(ctx, s, &g); err != nil {
+		return Gaps{}, err
+	}
 	r.metrics.gaps.WithLabelValues(g.Stream, "deleted").Set(float64(g.Deleted))
 	r.metrics.gaps.WithLabelValues(g.Stream, "rolled_back").Set(float64(g.RolledBack))
+	r.metrics.gaps.WithLabelValues(g.Stream, "receipt_without_event").Set(float64(g.ReceiptsWithoutEvent))
 	return g, nil
 }
 
@@ -87,7 +138,8 @@ func (r *Replayer) watchGaps(ctx context.Context) {
 		case err == nil && g.Found():
 			r.o.Log.Error("acknowledged messages are missing from the stream: run `intake reconcile` over the range and "+
 				"look for lost events (see README, Guarantees)", "stream", g.Stream, "deleted", g.Deleted,
-				"deleted_sample", g.DeletedSample, "rolled_back", g.RolledBack, "last_seq", g.LastSeq, "inbox_max_seq", g.InboxMaxSeq)
+				"deleted_sample", g.DeletedSample, "rolled_back", g.RolledBack, "last_seq", g.LastSeq, "inbox_max_seq", g.InboxMaxSeq,
+				"receipts_without_event", g.ReceiptsWithoutEvent, "receipts_sample", g.ReceiptsSample)
 		}
 		select {
 		case <-ctx.Done():

@@ -69,16 +69,48 @@ func TestGapsBehindIntakesBackAreReported(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, func() bool {
 		return strings.Contains(logs.String(), "acknowledged messages are missing from the stream")
 	}, "the periodic check logged no gap")
-	if n, err := testutil.GatherAndCount(reg, "intake_stream_gap_messages"); err != nil || n != 2 {
+	if n, err := testutil.GatherAndCount(reg, "intake_stream_gap_messages"); err != nil || n != 3 {
 		t.Fatalf("gap gauges: %d, %v", n, err)
 	}
 	want := `
-# HELP intake_stream_gap_messages Acknowledged messages missing from a stream at the last gap check, by kind (deleted: inside the stream's range; rolled_back: past its last sequence, which the inbox has seen).
+# HELP intake_stream_gap_messages Acknowledged messages missing from a stream at the last gap check, by kind (deleted: inside the stream's range; rolled_back: past its last sequence, which the inbox has seen; receipt_without_event: events a duplicate receipt proves were stored, settled with no inbox row or rejection).
 # TYPE intake_stream_gap_messages gauge
 intake_stream_gap_messages{kind="deleted",stream="INTAKE_IN"} 2
+intake_stream_gap_messages{kind="receipt_without_event",stream="INTAKE_IN"} 0
 intake_stream_gap_messages{kind="rolled_back",stream="INTAKE_IN"} 3
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "intake_stream_gap_messages"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReceiptsWithoutEventAreReported: a delivery receipt answered
+// "duplicate" proves INTAKE_IN held the event's message; once everything
+// stored before it is settled, an event with neither an inbox row nor a
+// rejection lost its message before the processor saw it (a store restored
+// from an older copy that also reused its sequences leaves no other trace).
+func TestReceiptsWithoutEventAreReported(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	r.start()
+	r.publish("evt_1")
+	r.settled()
+	ctx := context.Background()
+	receipt := func(id string, age time.Duration) {
+		t.Helper()
+		if _, err := r.db.Exec(ctx, `INSERT INTO intake.deliveries (receipt_id, integration, account, event_id, received_at,
+			instance, status_code, answer) VALUES ($1, $2, $3, $4, $5, 'ingress-test', 200, 'duplicate')`,
+			"r-"+id, key(id).Integration, key(id).Account, id, time.Now().Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receipt("evt_1", 5*time.Minute)    // its event is in the inbox
+	receipt("evt_gone", 5*time.Minute) // its message vanished
+	receipt("evt_late", 0)             // newer than the settled messages: not judged yet
+
+	var g replayer.Gaps
+	r.api("GET", "/api/v1/gaps", nil, 200, &g)
+	if g.ReceiptsWithoutEvent != 1 || !slices.Equal(g.ReceiptsSample, []string{key("evt_gone").String()}) || !g.Found() {
+		t.Fatalf("gaps: %+v, want evt_gone alone", g)
 	}
 }

@@ -256,7 +256,8 @@ func New(o Options) (*Replayer, error) {
 			Name: "auth_failures_total", Help: "Operator API requests refused authentication, by reason (missing, invalid, throttled)."}, []string{"reason"}),
 		gaps: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "stream",
 			Name: "gap_messages", Help: "Acknowledged messages missing from a stream at the last gap check, by kind " +
-				"(deleted: inside the stream's range; rolled_back: past its last sequence, which the inbox has seen)."},
+				"(deleted: inside the stream's range; rolled_back: past its last sequence, which the inbox has seen; " +
+				"receipt_without_event: events a duplicate receipt proves were stored, settled with no inbox row or rejection)."},
 			[]string{"stream", "kind"}),
 		redrivePasses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Name: "redrive_passes_total",
 			Help: "Re-drive passes run (see RedrivePass), by trigger (start, scheduled, failover)."}, []string{"trigger"}),
