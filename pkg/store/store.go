@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -53,12 +54,19 @@ func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 		pc.MaxConns = maxConns
 	}
 	var reset atomic.Pointer[pgxpool.Pool] // set once the pool exists
+	var lastReset atomic.Int64             // unix nanoseconds
 	onPgError := pc.ConnConfig.OnPgError
 	pc.ConnConfig.OnPgError = func(c *pgconn.PgConn, e *pgconn.PgError) bool {
 		if p := reset.Load(); p != nil && serverGone(e.Code) {
 			// Safe with connections checked out: they are closed as
-			// they come back, this one included.
-			p.Reset()
+			// they come back, this one included. At most once a second:
+			// a failover brings a burst of these errors, and an
+			// administrator terminating one backend (57P01) must not
+			// empty the pool over and over.
+			now, last := time.Now().UnixNano(), lastReset.Load()
+			if now-last >= int64(time.Second) && lastReset.CompareAndSwap(last, now) {
+				p.Reset()
+			}
 		}
 		return onPgError == nil || onPgError(c, e) // pgx's: close on FATAL
 	}

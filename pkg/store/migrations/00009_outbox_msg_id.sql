@@ -7,6 +7,10 @@
 -- INTAKE_OUT's duplicate window drops the repeat. Nullable without a
 -- default, so adding it rewrites nothing: rows written before it publish
 -- under their id, as they always did.
+-- The brief exclusive lock must not queue behind a long reader of the
+-- outbox and stall every processor's insert meanwhile: fail instead, and
+-- let `intake migrate` be run again.
+SET LOCAL lock_timeout = '10s';
 ALTER TABLE intake.outbox ADD COLUMN msg_id text;
 COMMENT ON COLUMN intake.outbox.msg_id IS 'Nats-Msg-Id on INTAKE_OUT; NULL: the id';
 
