@@ -22,7 +22,11 @@ import (
 // key without an inbox row is the event's first execution. Run passes every
 // RedriveInterval over the range not checked yet, and over the last
 // RedriveLookback at start and whenever the Postgres server behind the pool
-// changes. Messages the processor has not acked (pending) or refused on
+// changes — from the first message published in it, the ack floor of a
+// lookback ago, or where a scheduled pass would go on, whichever is lowest:
+// the cursor never passes a sequence no pass checked. A message a re-drive
+// replay already ran for that is still missing is unfixable, not replayed
+// again. Messages the processor has not acked (pending) or refused on
 // purpose (rejected) are never re-driven. A shard's replayer re-drives its
 // shard's: the ack floor of processor-{shard}, its integrations' messages.
 
