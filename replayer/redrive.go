@@ -22,7 +22,11 @@ import (
 // key without an inbox row is the event's first execution. Run passes every
 // RedriveInterval over the range not checked yet, and over the last
 // RedriveLookback at start and whenever the Postgres server behind the pool
-// changes. Messages the processor has not acked (pending) or refused on
+// changes — from the first message published in it, the ack floor of a
+// lookback ago, or where a scheduled pass would go on, whichever is lowest:
+// the cursor never passes a sequence no pass checked. A message a re-drive
+// replay already ran for that is still missing is unfixable, not replayed
+// again. Messages the processor has not acked (pending) or refused on
 // purpose (rejected) are never re-driven. A shard's replayer re-drives its
 // shard's: the ack floor of processor-{shard}, its integrations' messages.
 
@@ -55,6 +59,14 @@ const (
 	redriveMaxChunks = 10
 	// redriveKept is how many passes GET /api/v1/redrive shows.
 	redriveKept = 20
+	// redriveFloorSamples: the ack floor is sampled at most this many
+	// times per RedriveLookback (the ring a lookback pass reads).
+	redriveFloorSamples = 128
+	// redriveAttemptsKept bounds the sequences remembered as re-driven; one
+	// forgotten early is at worst replayed once more.
+	redriveAttemptsKept = 100_000
+	// redriveUnfixableLogged bounds the sequences one error log names.
+	redriveUnfixableLogged = 100
 )
 
 // Redrive is the record of one re-drive pass (GET /api/v1/redrive).
@@ -78,9 +90,14 @@ type Redrive struct {
 	// ConflictsRecorded counts conflict records the pass wrote again:
 	// conflicting deliveries the processor acknowledged whose record is
 	// gone (ReconcileResult.LostConflicts).
-	ConflictsRecorded int      `json:"conflicts_recorded"`
-	ReplayIDs         []string `json:"replay_ids"`
-	Error             string   `json:"error,omitempty"`
+	ConflictsRecorded int `json:"conflicts_recorded"`
+	// Unfixable counts missing messages a re-drive replay of this replayer
+	// already ran for that are still missing (a rejection or termination
+	// the processor kept no record of): not replayed again; the first time
+	// each is found, an error log names its stream sequence.
+	Unfixable int      `json:"unfixable"`
+	ReplayIDs []string `json:"replay_ids"`
+	Error     string   `json:"error,omitempty"`
 }
 
 // redriveState is a replayer's re-drive memory: in-process only; a new
@@ -92,6 +109,27 @@ type redriveState struct {
 	mu     sync.Mutex
 	cursor uint64 // highest sequence checked by a pass
 	passes []Redrive
+
+	// Guarded by pass.
+	floors   []floorSample              // the ack floor over the last RedriveLookback, oldest first
+	attempts map[uint64]*redriveAttempt // source sequences a re-drive replay covered
+}
+
+// floorSample is the processor's ack floor read by a pass at (or just
+// before) at.
+type floorSample struct {
+	at    time.Time
+	floor uint64
+}
+
+// redriveAttempt is a source sequence a re-drive replay was started for.
+type redriveAttempt struct {
+	replayID string
+	seen     time.Time // last pass that found it missing (or started the replay)
+	// settleSeq is INTAKE_IN's last sequence once the replay had finished:
+	// its copies are at or below, settled when the ack floor reaches it.
+	settleSeq uint64
+	reported  bool // logged as unfixable
 }
 
 // RedrivePass runs one re-drive pass now: a scheduled pass checks from where
@@ -122,35 +160,70 @@ func (r *Replayer) RedrivePass(ctx context.Context, trigger RedriveTrigger) (Red
 	case rec.Redriven > 0 || rec.ConflictsRecorded > 0:
 		r.o.Log.Warn("re-drove events the processor acknowledged without an inbox row (a commit lost in a Postgres "+
 			"failover?)", "trigger", trigger, "redriven", rec.Redriven, "missing", rec.Missing, "from_seq", rec.FromSeq,
-			"to_seq", rec.ToSeq, "truncated", rec.Truncated, "replay_ids", rec.ReplayIDs, "conflicts_recorded", rec.ConflictsRecorded)
+			"to_seq", rec.ToSeq, "truncated", rec.Truncated, "replay_ids", rec.ReplayIDs, "conflicts_recorded", rec.ConflictsRecorded,
+			"unfixable", rec.Unfixable)
 	}
 	return rec, err
 }
 
 func (r *Replayer) redrivePass(ctx context.Context, rec *Redrive) error {
 	ackFloor, err := r.ackFloor(ctx)
-	if err != nil || ackFloor == 0 {
+	if err != nil {
 		return err
+	}
+	st := &r.redrive
+	now := time.Now()
+	floorThen, sampled := st.floorAt(now.Add(-r.o.RedriveLookback))
+	st.sampleFloor(now, ackFloor, r.o.RedriveLookback)
+	st.pruneAttempts(now, 2*max(r.o.RedriveLookback, r.o.RedriveInterval))
+	if ackFloor == 0 {
+		return nil
 	}
 	first, _, err := streamBounds(ctx, r.o.JS, envelope.StreamIn)
 	if err != nil {
 		return err
 	}
-	st := &r.redrive
 	st.mu.Lock()
 	cursor := st.cursor
 	st.mu.Unlock()
+	overlap := r.redriveOverlap()
 	var from uint64
 	if rec.Trigger == RedriveScheduled && cursor > 0 {
-		from = cursor + 1 - min(cursor, redriveOverlap)
-	} else if from, err = r.firstSeqSince(ctx, time.Now().Add(-r.o.RedriveLookback)); err != nil || from == 0 {
-		return err // or nothing arrived in the lookback
+		from = cursor + 1 - min(cursor, overlap)
+	} else {
+		// A lookback pass starts at the lowest of: the first message
+		// published in the lookback; the first a pass may not have checked
+		// (what a scheduled pass would re-check), so the cursor never
+		// passes a range nobody checked; the first above the ack floor of
+		// RedriveLookback ago, for a message published long before it was
+		// acked (handler retries, a backlog) whose commit is as recent.
+		if from, err = r.firstSeqSince(ctx, now.Add(-r.o.RedriveLookback)); err != nil {
+			return err
+		}
+		lower := func(seq uint64) {
+			if from == 0 || seq < from {
+				from = seq
+			}
+		}
+		if cursor > 0 {
+			lower(cursor + 1 - min(cursor, overlap))
+		}
+		if sampled {
+			lower(floorThen + 1)
+		}
+		if from == 0 {
+			return nil // nothing arrived in the lookback, nothing was checked before
+		}
 	}
 	from = max(from, first)
 	if from > ackFloor {
 		return nil
 	}
 	rec.FromSeq = from
+	// checked: every sequence from..checked was checked. The cursor moves
+	// to it however the pass ends, so the next passes go on from there.
+	checked, complete := from-1, false
+	defer func() { st.advance(checked, complete, overlap) }()
 	span := uint64(r.o.ReconcileMaxSpan)
 	for lo, chunks := from, 0; lo <= ackFloor && chunks < redriveMaxChunks; chunks++ {
 		hi := min(ackFloor, lo+span-1)
@@ -169,7 +242,7 @@ func (r *Replayer) redrivePass(ctx context.Context, rec *Redrive) error {
 			}
 		}
 		if res.Fix != nil {
-			if err := r.redriveFix(ctx, rec, *res.Fix, lo, hi); err != nil {
+			if err := r.redriveFix(ctx, rec, res, lo, hi); err != nil {
 				return err
 			}
 		}
@@ -178,35 +251,99 @@ func (r *Replayer) redrivePass(ctx context.Context, rec *Redrive) error {
 			// Go on after the last listed one next time, even if a
 			// scheduled pass had gone further.
 			rec.ToSeq, rec.Truncated = res.Missing[len(res.Missing)-1].StreamSeq, true
-			st.mu.Lock()
-			st.cursor = rec.ToSeq
-			st.mu.Unlock()
+			checked = rec.ToSeq
 			return nil
 		}
-		st.mu.Lock()
-		st.cursor = max(st.cursor, hi)
-		st.mu.Unlock()
-		lo = hi + 1
+		checked, lo = hi, hi+1
 	}
+	complete = checked == ackFloor
 	return nil
 }
 
+// redriveOverlap is how many sequences a scheduled pass re-checks below the
+// cursor: redriveOverlap, or less when a pass checks fewer than twice that
+// (a small ReconcileMaxSpan), so that passes still make progress.
+func (r *Replayer) redriveOverlap() uint64 {
+	return min(redriveOverlap, uint64(r.o.ReconcileMaxSpan)*redriveMaxChunks/2)
+}
+
+// advance moves the cursor after a pass that checked up to checked (all of
+// its range when complete). A pass that stopped short (out of chunks,
+// truncated, failed) below where the next scheduled pass would start leaves
+// the cursor there, lower than before: the rest is checked next.
+func (st *redriveState) advance(checked uint64, complete bool, overlap uint64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !complete && checked+1 < st.cursor+1-min(st.cursor, overlap) {
+		st.cursor = checked
+		return
+	}
+	st.cursor = max(st.cursor, checked)
+}
+
+// floorAt is the ack floor sampled last at or before t (the oldest sample
+// when none is that old: the replayer is younger than the lookback);
+// ok is false before the first sample.
+func (st *redriveState) floorAt(t time.Time) (floor uint64, ok bool) {
+	for i, s := range st.floors {
+		if i > 0 && s.at.After(t) {
+			break
+		}
+		floor, ok = s.floor, true
+	}
+	return floor, ok
+}
+
+// sampleFloor adds the ack floor read at now to the ring (at most
+// redriveFloorSamples per lookback), dropping samples no future floorAt
+// can return: the ring spans the last lookback and one sample more.
+func (st *redriveState) sampleFloor(now time.Time, floor uint64, lookback time.Duration) {
+	if n := len(st.floors); n == 0 || now.Sub(st.floors[n-1].at) >= lookback/redriveFloorSamples {
+		st.floors = append(st.floors, floorSample{at: now, floor: floor})
+	}
+	cut := 0
+	for cut+1 < len(st.floors) && !st.floors[cut+1].at.After(now.Add(-lookback)) {
+		cut++
+	}
+	st.floors = st.floors[cut:]
+}
+
+// pruneAttempts forgets sequences no pass has found missing for keep, and
+// any beyond redriveAttemptsKept.
+func (st *redriveState) pruneAttempts(now time.Time, keep time.Duration) {
+	for seq, a := range st.attempts {
+		if now.Sub(a.seen) > keep || len(st.attempts) > redriveAttemptsKept {
+			delete(st.attempts, seq)
+		}
+	}
+}
+
 // redriveFix starts fix for real, without the keys a running replay has yet
-// to publish.
-func (r *Replayer) redriveFix(ctx context.Context, rec *Redrive, fix ReplayRequest, lo, hi uint64) error {
+// to publish and the messages a re-drive replay already ran for (counted
+// unfixable once their replay's copies are settled).
+func (r *Replayer) redriveFix(ctx context.Context, rec *Redrive, res ReconcileResult, lo, hi uint64) error {
+	fix := *res.Fix
 	keys := parseKeys(fix.Selector.Keys)
 	queued, err := r.o.Store.QueuedForReplay(ctx, keys)
 	if err != nil {
 		return err
 	}
-	fix.Selector.Keys = fix.Selector.Keys[:0]
-	for _, k := range keys {
-		if !queued[k] {
-			fix.Selector.Keys = append(fix.Selector.Keys, k.String())
+	var waiting []MissingEvent
+	for _, m := range res.Missing {
+		if k, ok := envelope.ParseKey(m.Key); ok && !queued[k] {
+			waiting = append(waiting, m)
 		}
 	}
-	if len(fix.Selector.Keys) == 0 {
+	fresh, err := r.triage(ctx, rec, waiting, res.AckFloor)
+	if err != nil {
+		return err
+	}
+	if len(fresh) == 0 {
 		return nil
+	}
+	fix.Selector.Keys = make([]string, len(fresh))
+	for i, m := range fresh {
+		fix.Selector.Keys[i] = m.Key
 	}
 	dryRun := false
 	fix.DryRun = &dryRun
@@ -216,11 +353,88 @@ func (r *Replayer) redriveFix(ctx context.Context, rec *Redrive, fix ReplayReque
 	if err != nil {
 		return fmt.Errorf("redrive: start replay: %w", err)
 	}
+	st := &r.redrive
+	if st.attempts == nil {
+		st.attempts = map[uint64]*redriveAttempt{}
+	}
+	now := time.Now()
+	for _, m := range fresh {
+		st.attempts[m.StreamSeq] = &redriveAttempt{replayID: rep.ID, seen: now}
+	}
 	n := int(rep.Matched - rep.Outcomes[Missing])
 	rec.Redriven += n
 	rec.ReplayIDs = append(rec.ReplayIDs, rep.ID)
 	r.metrics.redriven.Add(float64(n))
 	return nil
+}
+
+// triage returns the missing messages no re-drive replay of this replayer
+// ran for yet. The others are in flight (their replay runs, or its copies
+// are not settled) or unfixable: still missing after their copy was
+// settled — the processor rejected it again under the copy's sequence, or
+// terminated it without a record. Replaying those again would loop.
+func (r *Replayer) triage(ctx context.Context, rec *Redrive, missing []MissingEvent, ackFloor uint64) ([]MissingEvent, error) {
+	st := &r.redrive
+	now := time.Now()
+	states := map[string]string{} // replay id → state, read once per call
+	var lastSeq uint64
+	var fresh []MissingEvent
+	var found []uint64
+	for _, m := range missing {
+		a := st.attempts[m.StreamSeq]
+		if a == nil {
+			fresh = append(fresh, m)
+			continue
+		}
+		a.seen = now
+		if a.settleSeq == 0 {
+			state, ok := states[a.replayID]
+			if !ok {
+				rep, err := r.o.Store.GetReplay(ctx, a.replayID)
+				switch {
+				case errors.Is(err, store.ErrNotFound):
+					state = store.ReplayFailed
+				case err != nil:
+					return nil, err
+				default:
+					state = rep.State
+				}
+				states[a.replayID] = state
+			}
+			switch state {
+			case store.ReplayRunning:
+				continue
+			case store.ReplayFailed: // it may not have published: try again
+				delete(st.attempts, m.StreamSeq)
+				fresh = append(fresh, m)
+				continue
+			}
+			if lastSeq == 0 {
+				var err error
+				if _, lastSeq, err = streamBounds(ctx, r.o.JS, envelope.StreamIn); err != nil {
+					return nil, err
+				}
+			}
+			a.settleSeq = lastSeq
+		}
+		if ackFloor < a.settleSeq {
+			continue
+		}
+		rec.Unfixable++
+		if !a.reported {
+			a.reported = true
+			found = append(found, m.StreamSeq)
+		}
+	}
+	if len(found) > 0 {
+		r.metrics.redriveUnfixable.Add(float64(len(found)))
+		r.o.Log.Error("re-drive cannot fix messages the processor acknowledged without an inbox row: a re-drive "+
+			"replay ran for them and they are still missing (rejected again under the copy's sequence, or terminated "+
+			"without a record, e.g. no tenant header); not replayed again. Inspect GET /api/v1/rejections and the "+
+			"messages at these INTAKE_IN sequences; once the cause is fixed, run `intake replay` for them by hand",
+			"stream_seqs", found[:min(len(found), redriveUnfixableLogged)], "count", len(found), "trigger", rec.Trigger)
+	}
+	return fresh, nil
 }
 
 // reconcileWhenFree is Reconcile, waiting (up to a minute) for a slot while

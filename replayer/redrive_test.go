@@ -2,6 +2,7 @@ package replayer_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -313,6 +314,229 @@ func TestRedriveRecordsLostConflicts(t *testing.T) {
 intake_redrive_conflicts_recorded_total 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "intake_redrive_conflicts_recorded_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fillers publishes n deliveries named prefix_0.. and returns their
+// sequences.
+func (r *rig) fillers(prefix string, n int) []uint64 {
+	r.t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s_%d", prefix, i)
+	}
+	return r.publish(ids...)
+}
+
+// loseCommits removes the inbox rows and business rows of ids, as a
+// failover with asynchronous replication loses their commits.
+func (r *rig) loseCommits(ids ...string) {
+	r.t.Helper()
+	for _, q := range []string{`DELETE FROM intake.inbox WHERE integration || '/' || account || '/' || event_id = ANY($1)`,
+		`DELETE FROM effects WHERE key = ANY($1)`} {
+		if _, err := r.db.Exec(context.Background(), q, keysOf(ids...)); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// processedOnce fails unless each of ids has one processed inbox row and
+// one business row.
+func (r *rig) processedOnce(ids ...string) {
+	r.t.Helper()
+	for _, k := range keysOf(ids...) {
+		if n := r.count(`SELECT count(*) FROM intake.inbox WHERE integration || '/' || account || '/' || event_id = $1
+			AND status = 'processed'`, k); n != 1 {
+			r.t.Errorf("%s: %d processed inbox rows, want 1", k, n)
+		}
+		if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, k); n != 1 {
+			r.t.Errorf("%s: %d business rows, want 1", k, n)
+		}
+	}
+}
+
+// TestRedriveFailoverPassBelowCursor is the reviewer's scenario: the cursor
+// at a low sequence, a lost commit just above it, many newer messages, a
+// failover pass with a lookback that covers none of them. The pass starts
+// below the cursor (not at the lookback), and when its range is more than
+// one pass checks it leaves the cursor where it stopped, so the scheduled
+// passes go on from there instead of past what nobody checked.
+func TestRedriveFailoverPassBelowCursor(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	r.start()
+	ctx := context.Background()
+	const lookback = 2 * time.Second
+	// 100 × 10 chunks: a pass checks 1,000 sequences, re-checking 500.
+	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: -1, RedriveLookback: lookback, ReconcileMaxSpan: 100})
+	r.runReplayer(rp)
+
+	r.publish("evt_0")
+	r.settled()
+	if pass, err := rp.RedrivePass(ctx, replayer.RedriveScheduled); err != nil || rp.RedriveStatus().Cursor != 1 {
+		t.Fatalf("first pass: %+v, %v; want the cursor at 1", pass, err)
+	}
+	lost := r.publish("evt_lost")[0]
+	r.fillers("early", 1000)
+	lost2 := r.publish("evt_lost2")[0]
+	r.fillers("late", 199)
+	published := time.Now()
+	r.settled()
+	r.loseCommits("evt_lost", "evt_lost2")
+	if lost != 2 || lost2 != 1003 {
+		t.Fatalf("lost commits at %d and %d, want 2 and 1003", lost, lost2)
+	}
+	// The lookback covers only the two newest messages.
+	testenv.Eventually(t, 10*time.Second, func() bool { return time.Since(published) > lookback }, "clock")
+	last := r.publish("evt_new_1", "evt_new_2")[1]
+	r.settled()
+
+	failover, err := rp.RedrivePass(ctx, replayer.RedriveFailover)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failover.FromSeq != 1 || failover.ToSeq != 1000 || failover.Redriven != 1 || rp.RedriveStatus().Cursor != 1000 {
+		t.Fatalf("failover pass: %+v, cursor %d; want 1..1000 checked, evt_lost re-driven, the cursor at 1000",
+			failover, rp.RedriveStatus().Cursor)
+	}
+	scheduled, err := rp.RedrivePass(ctx, replayer.RedriveScheduled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Up to the ack floor: past last once the first re-drive's copy is acked.
+	if scheduled.FromSeq != 501 || scheduled.ToSeq < last || scheduled.Redriven != 1 || rp.RedriveStatus().Cursor != scheduled.ToSeq {
+		t.Fatalf("scheduled pass: %+v; want 501..%d (at least) checked and evt_lost2 re-driven", scheduled, last)
+	}
+	for _, id := range append(failover.ReplayIDs, scheduled.ReplayIDs...) {
+		r.waitReplay(id, "done")
+	}
+	r.settled()
+	r.processedOnce("evt_lost", "evt_lost2")
+	if n := r.count(`SELECT count(*) FROM effects`); n != int(last) {
+		t.Fatalf("%d business rows, want %d: the others ran again", n, last)
+	}
+}
+
+// TestRedriveLookbackCoversLateAcks: a lookback pass also checks what the
+// processor acked within the lookback although it was published long before
+// (handler retries, a backlog): from the ack floor of a lookback ago, below
+// both the lookback's first message and the cursor's overlap.
+func TestRedriveLookbackCoversLateAcks(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	r.start()
+	ctx := context.Background()
+	const lookback = 5 * time.Second
+	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: -1, RedriveLookback: lookback})
+	r.runReplayer(rp)
+
+	// evt_slow waits in the stream (the processor paused) longer than the
+	// lookback; a pass samples the ack floor meanwhile.
+	if _, err := r.js.PauseConsumer(ctx, envelope.StreamIn, envelope.ConsumerName, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	slow := r.publish("evt_slow")[0]
+	if _, err := rp.RedrivePass(ctx, replayer.RedriveStart); err != nil {
+		t.Fatal(err)
+	}
+	sampled := time.Now()
+	testenv.Eventually(t, 20*time.Second, func() bool { return time.Since(sampled) > lookback }, "clock")
+	if _, err := r.js.ResumeConsumer(ctx, envelope.StreamIn, envelope.ConsumerName); err != nil {
+		t.Fatal(err)
+	}
+	r.fillers("filler", 1200)
+	r.settled()
+
+	// A pass checks it all (its commit is there) and moves the cursor far
+	// above; then the commit is lost.
+	checkedAt := time.Now()
+	pass, err := rp.RedrivePass(ctx, replayer.RedriveScheduled)
+	if err != nil || pass.FromSeq != slow || pass.Redriven != 0 || rp.RedriveStatus().Cursor != slow+1200 {
+		t.Fatalf("pass: %+v, %v; want %d..%d checked, nothing re-driven", pass, err, slow, slow+1200)
+	}
+	r.loseCommits("evt_slow")
+	failover, err := rp.RedrivePass(ctx, replayer.RedriveFailover)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failover.Redriven != 1 && time.Since(checkedAt) >= lookback {
+		t.Skipf("the failover pass ran %s after the ack floor passed evt_slow, more than the lookback (%s): too slow a machine",
+			time.Since(checkedAt), lookback)
+	}
+	if failover.FromSeq != slow || failover.Redriven != 1 || len(failover.ReplayIDs) != 1 {
+		t.Fatalf("failover pass: %+v; want evt_slow (seq %d) re-driven", failover, slow)
+	}
+	r.waitReplay(failover.ReplayIDs[0], "done")
+	r.settled()
+	r.processedOnce("evt_slow")
+}
+
+// TestRedriveUnfixable: a keyed message the processor terminates without a
+// record (no tenant header) looks missing to every pass. The first replays
+// it once; the later ones count it unfixable, log it once (its stream
+// sequence, what to do) and start no replay.
+func TestRedriveUnfixable(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	r.start()
+	ctx := context.Background()
+	r.publish("evt_1")
+	bad := envelope.NewDelivery(key("evt_bad"), "acme", "invoice.paid", body("evt_bad"), time.Now()).Msg()
+	bad.Header.Del(envelope.HeaderTenant)
+	ack, err := r.js.PublishMsg(ctx, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.settled()
+	if n := r.count(`SELECT count(*) FROM intake.inbox WHERE event_id = 'evt_bad'`) +
+		r.count(`SELECT count(*) FROM intake.rejected_messages`); n != 0 {
+		t.Fatalf("%d records of the message without a tenant, want none (the processor terminates it)", n)
+	}
+
+	reg := prometheus.NewRegistry()
+	logs := &testenv.Buffer{}
+	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: -1, Registry: reg, Log: slog.New(slog.NewTextHandler(logs, nil))})
+	r.runReplayer(rp)
+	first, err := rp.RedrivePass(ctx, replayer.RedriveStart)
+	if err != nil || first.Missing != 1 || first.Redriven != 1 || first.Unfixable != 0 || len(first.ReplayIDs) != 1 {
+		t.Fatalf("first pass: %+v, %v; want evt_bad re-driven once", first, err)
+	}
+	r.waitReplay(first.ReplayIDs[0], "done")
+	r.settled()
+	for i := range 2 {
+		pass, err := rp.RedrivePass(ctx, replayer.RedriveScheduled)
+		if err != nil || pass.Missing != 1 || pass.Unfixable != 1 || pass.Redriven != 0 || len(pass.ReplayIDs) != 0 {
+			t.Fatalf("pass %d after the replay: %+v, %v; want evt_bad unfixable, no replay", i+2, pass, err)
+		}
+	}
+	pass, err := rp.RedrivePass(ctx, replayer.RedriveFailover)
+	if err != nil || pass.Unfixable != 1 || len(pass.ReplayIDs) != 0 {
+		t.Fatalf("failover pass: %+v, %v; want evt_bad unfixable, no replay", pass, err)
+	}
+
+	var page replayer.ReplayPage
+	r.api(http.MethodGet, "/api/v1/replays?limit=100", nil, http.StatusOK, &page)
+	if len(page.Replays) != 1 {
+		t.Fatalf("%d replays, want the first pass's only", len(page.Replays))
+	}
+	if n := strings.Count(logs.String(), "level=ERROR msg=\"re-drive cannot fix"); n != 1 {
+		t.Fatalf("%d unfixable error logs, want 1: %s", n, logs)
+	}
+	line := logs.String()[strings.Index(logs.String(), "level=ERROR"):]
+	if !strings.Contains(line, fmt.Sprintf("stream_seqs=[%d]", ack.Sequence)) || !strings.Contains(line, "GET /api/v1/rejections") ||
+		!strings.Contains(line, "intake replay") || strings.Contains(line, "evt_bad\\\"") {
+		t.Fatalf("unfixable log: %s", line)
+	}
+	want := `
+# HELP intake_redrive_unfixable_total Messages acknowledged by the processor without an inbox row that are still missing after a re-drive replay ran for them (counted once each): not replayed again, see the error log.
+# TYPE intake_redrive_unfixable_total counter
+intake_redrive_unfixable_total 1
+# HELP intake_redriven_events_total Events acknowledged by the processor without an inbox row that a re-drive pass replayed.
+# TYPE intake_redriven_events_total counter
+intake_redriven_events_total 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "intake_redrive_unfixable_total", "intake_redriven_events_total"); err != nil {
 		t.Fatal(err)
 	}
 }

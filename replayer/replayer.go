@@ -238,6 +238,7 @@ type replayMetrics struct {
 	redriven          prometheus.Counter
 	serverChanges     prometheus.Counter
 	redrivenConflicts prometheus.Counter
+	redriveUnfixable  prometheus.Counter
 }
 
 // New fills o's defaults, then validates it: a bad value is an error
@@ -265,6 +266,9 @@ func New(o Options) (*Replayer, error) {
 			Help: "Events acknowledged by the processor without an inbox row that a re-drive pass replayed."}),
 		redrivenConflicts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Name: "redrive_conflicts_recorded_total",
 			Help: "Conflict records a re-drive pass wrote again: conflicting deliveries acknowledged by the processor whose record was lost."}),
+		redriveUnfixable: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Name: "redrive_unfixable_total",
+			Help: "Messages acknowledged by the processor without an inbox row that are still missing after a re-drive replay " +
+				"ran for them (counted once each): not replayed again, see the error log."}),
 		serverChanges: telemetry.NewPostgresServerChanges(),
 	}
 	if o.Registry != nil {
@@ -280,7 +284,9 @@ func New(o Options) (*Replayer, error) {
 			if m.redrivePasses, err = register(o.Registry, m.redrivePasses); err == nil {
 				if m.redriven, err = register(o.Registry, m.redriven); err == nil {
 					if m.serverChanges, err = register(o.Registry, m.serverChanges); err == nil {
-						m.redrivenConflicts, err = register(o.Registry, m.redrivenConflicts)
+						if m.redrivenConflicts, err = register(o.Registry, m.redrivenConflicts); err == nil {
+							m.redriveUnfixable, err = register(o.Registry, m.redriveUnfixable)
+						}
 					}
 				}
 			}
