@@ -31,9 +31,13 @@
 // shutting down, a read-only server (a standby, or an old primary back
 // after a failover), a standby's recovery conflict or a connection lost
 // during COMMIT, the batch stays unacked with its ack deadlines extended and
-// its transaction is retried in place until it commits; no delivery is used
-// up (only a shutdown during the outage naks the batch, for another
-// processor). The store drops its pool's connections
+// its transaction is retried in place until it commits. Every message is
+// kept in progress from the moment its batch is formed, and while the
+// workers wait out the database the collector stops the pull and keeps
+// what nats.go had prefetched in progress too (collect.go), so no delivery
+// is used up however long the outage lasts. Only a shutdown during the
+// outage costs one: it naks the batches, and another processor takes them.
+// The store drops its pool's connections
 // on a read-only answer, so a multi-host DSN with
 // target_session_attrs=read-write finds the promoted primary. A COMMIT of
 // unknown outcome is resolved by the inbox on the retry: if it committed,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/intakehq/intake/internal/backoff"
@@ -106,5 +107,70 @@ func TestRecordingAFailureWaitsForAWritableDatabase(t *testing.T) {
 	}
 	if attempts != 1 || deliveries != 1 || calls.Load() != 1 {
 		t.Errorf("failed row: attempts %d, delivery_count %d, handler calls %d; want 1, 1, 1", attempts, deliveries, calls.Load())
+	}
+}
+
+// A backlog larger than the batches in flight waits out a read-only
+// database without a redelivery: the batches the workers hold and the one
+// the collector formed are kept in progress, the collector stops pulling
+// and keeps what nats.go had prefetched in progress too, and pulls again
+// once the database takes writes. Every event is applied once, each message
+// delivered once.
+func TestABacklogWaitsOutAReadOnlyDatabaseWithoutRedelivery(t *testing.T) {
+	t.Parallel()
+	pg := testenv.PrivatePostgres(t)
+	r := setup(t, pg.URL())
+	if err := setReadOnly(pg.URL(), true); err != nil {
+		t.Fatal(err)
+	}
+	const events = 40
+	for i := range events {
+		r.publish(fmt.Sprintf("evt_%d", i), `{}`, "")
+	}
+	const ackWait = 2 * time.Second
+	var maxDelivery atomic.Uint64
+	m := telemetry.NewMetrics()
+	r.run(processor.Options{
+		Config:  config.Processor{AckWait: ackWait, BatchSize: 4, Concurrency: 2},
+		Metrics: m,
+		Handler: processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
+			for d := maxDelivery.Load(); ev.Delivery > d && !maxDelivery.CompareAndSwap(d, ev.Delivery); d = maxDelivery.Load() {
+			}
+			return nil, nil
+		}),
+	})
+
+	info := func() *jetstream.ConsumerInfo {
+		t.Helper()
+		ctx := context.Background()
+		c, err := r.js.Consumer(ctx, envelope.StreamIn, envelope.ConsumerName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, err := c.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}
+	// Held through several ack waits.
+	heldUntil := time.Now().Add(3 * ackWait)
+	testenv.Eventually(t, time.Minute, func() bool {
+		return testutil.ToFloat64(m.Failures.WithLabelValues("", "db")) >= 8 && time.Now().After(heldUntil)
+	}, "the batches were never retried")
+	if i := info(); i.NumRedelivered != 0 || i.Delivered.Consumer >= events {
+		t.Fatalf("while read-only: %d redelivered, %d of %d delivered; want none redelivered, the pull stopped before the backlog",
+			i.NumRedelivered, i.Delivered.Consumer, events)
+	}
+
+	if err := setReadOnly(pg.URL(), false); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func() bool {
+		return r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'processed'`) == events && info().NumAckPending == 0
+	}, "the backlog was never processed")
+	if i := info(); i.Delivered.Consumer != events || i.NumRedelivered != 0 || maxDelivery.Load() != 1 {
+		t.Errorf("JetStream delivered %d times (%d redelivered) for %d messages, handler saw delivery %d; want each delivered once",
+			i.Delivered.Consumer, i.NumRedelivered, events, maxDelivery.Load())
 	}
 }

@@ -50,6 +50,9 @@ type Processor struct {
 	// faults are the harnesses' hooks (internal/faults), read from Run's
 	// context; none in production.
 	faults faults.Hooks
+	// outage counts the workers waiting out the database; the collector
+	// stops pulling while there is any.
+	outage *outage
 }
 
 // New fills o's defaults, then validates it: a bad value is an error naming
@@ -81,7 +84,7 @@ func New(o Options) (*Processor, error) {
 	for _, in := range o.Integrations {
 		byName[in.Name] = in
 	}
-	return &Processor{o: o, integrations: byName}, nil
+	return &Processor{o: o, integrations: byName, outage: newOutage()}, nil
 }
 
 // Config is the processor configuration in force, defaults filled.
@@ -129,16 +132,21 @@ func (p *Processor) consume(ctx, setup context.Context, consuming func(), pub *a
 	}
 	// Fetched messages wait in the client buffer while their ack deadline
 	// runs, so prefetch no more than the batches in flight can take.
-	it, err := cons.Messages(jetstream.PullMaxMessages(p.o.Config.BatchSize * p.o.Config.Concurrency))
+	open := func() (jetstream.MessagesContext, error) {
+		it, err := cons.Messages(jetstream.PullMaxMessages(p.o.Config.BatchSize * p.o.Config.Concurrency))
+		if err != nil {
+			return nil, fmt.Errorf("processor: pull: %w", err)
+		}
+		return it, nil
+	}
+	it, err := open()
 	if err != nil {
-		return fmt.Errorf("processor: pull: %w", err)
+		return err
 	}
 	consuming()
-	stop := context.AfterFunc(ctx, it.Drain)
-	defer stop()
 	defer p.watchWindow(ctx, cons)()
 
-	batches := make(chan []jetstream.Msg)
+	batches := make(chan batch)
 	// Work continues after ctx ends: drained messages are still committed
 	// and acked. Each transaction is bounded by the ack deadline instead.
 	work := context.WithoutCancel(ctx)
@@ -146,47 +154,17 @@ func (p *Processor) consume(ctx, setup context.Context, consuming func(), pub *a
 	for range p.o.Config.Concurrency {
 		wg.Go(func() {
 			for b := range batches {
-				p.handleBatch(work, ctx, b, pub)
+				p.handleBatch(work, ctx, b.msgs, pub)
+				b.settled()
 			}
 		})
 	}
-	err = collect(it, p.o.Config.BatchSize, p.o.Config.BatchWait, batches)
+	c := &collector{ctx: ctx, open: open, size: p.o.Config.BatchSize, wait: p.o.Config.BatchWait,
+		out: batches, outage: p.outage, inProgress: p.keepInProgress}
+	err = c.run(it)
 	close(batches)
 	wg.Wait()
-	it.Stop()
 	return err
-}
-
-// collect groups messages into batches: up to size, or whatever came within
-// wait of the first one. It returns when the iterator closes.
-func collect(it jetstream.MessagesContext, size int, wait time.Duration, out chan<- []jetstream.Msg) error {
-	for {
-		first, err := it.Next()
-		if err != nil {
-			return err
-		}
-		batch := []jetstream.Msg{first}
-		deadline := time.Now().Add(wait)
-		var endErr error
-		for len(batch) < size {
-			wait := time.Until(deadline)
-			if wait <= 0 {
-				break
-			}
-			m, err := it.Next(jetstream.NextMaxWait(wait))
-			if err != nil {
-				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-					endErr = err
-				}
-				break
-			}
-			batch = append(batch, m)
-		}
-		out <- batch
-		if endErr != nil {
-			return endErr
-		}
-	}
 }
 
 // item is one message of a batch and what became of it.
@@ -214,10 +192,6 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 		}
 		items = append(items, &item{msg: m, ev: ev})
 	}
-	// Long batches must not let deadlines pass: tell JetStream we are on it.
-	stopProgress := p.keepInProgress(items)
-	defer stopProgress()
-
 	queue := [][]*item{items}
 	for len(queue) > 0 {
 		b := queue[0]
@@ -230,7 +204,9 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 		case err == nil:
 		case store.Transient(err):
 			// Shutting down while the database is away (or read-only):
-			// leave the messages to another processor.
+			// leave the messages to another processor. The nak counts a
+			// delivery: a shutdown during an outage costs each message of
+			// the batch one.
 			for _, it := range b {
 				_ = it.msg.Nak()
 			}
@@ -259,7 +235,12 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 // is away (store.Transient: unreachable, restarting, read-only after a
 // failover, the transaction losing a race) until shutdown: that is not the
 // messages' fault and must not use up their deliveries, so they stay
-// unacked, their deadlines extended (keepInProgress), and none is nak'd.
+// unacked, their deadlines extended (keepInProgress, from the moment the
+// collector formed the batch), and none is nak'd. While it retries, the
+// collector stops pulling (outage) and keeps what nats.go had prefetched in
+// progress too, so no message of the backlog is redelivered for the outage.
+// A shutdown during the outage does nak the batch (handleBatch): another
+// processor takes it, at the cost of one delivery.
 // Any other error is returned, with the index in b of the message whose
 // handler failed, if one did.
 //
@@ -281,6 +262,11 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pu
 		}
 		if !store.Transient(err) {
 			return culprit, err
+		}
+		if attempt == 1 {
+			// Failed twice: the database is away, not a lost race. The
+			// collector stops pulling until this returns.
+			defer p.outage.wait()()
 		}
 		p.dbFailed(len(b), attempt, err)
 		if backoff.Sleep(shutdown, infraBackoff.Next(attempt)) != nil {
@@ -308,6 +294,9 @@ func (p *Processor) retryDB(shutdown context.Context, f func() error) error {
 		err := f()
 		if err == nil || !store.Transient(err) {
 			return err
+		}
+		if attempt == 1 {
+			defer p.outage.wait()() // as in commitWithRetry
 		}
 		p.dbFailed(1, attempt, err)
 		if backoff.Sleep(shutdown, infraBackoff.Next(attempt)) != nil {
@@ -403,8 +392,10 @@ func (p *Processor) handlerFailed(ctx, shutdown context.Context, it *item, herr 
 }
 
 // keepInProgress sends InProgress for every message every AckWait/3 until
-// stopped, so a slow batch does not outlive its deadlines.
-func (p *Processor) keepInProgress(items []*item) (stop func()) {
+// stopped, so neither a slow batch nor one waiting out the database
+// outlives its deadlines. A message already settled is skipped (nats.go
+// sends nothing for it).
+func (p *Processor) keepInProgress(msgs []jetstream.Msg) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -415,8 +406,8 @@ func (p *Processor) keepInProgress(items []*item) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				for _, it := range items {
-					_ = it.msg.InProgress()
+				for _, m := range msgs {
+					_ = m.InProgress()
 				}
 			}
 		}

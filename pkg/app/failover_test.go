@@ -17,6 +17,7 @@ import (
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
 	"github.com/intakehq/intake/pkg/app"
+	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/processor"
@@ -30,6 +31,25 @@ import (
 // delivered once.
 func TestAProcessorOnAStandbyWaitsForPromotion(t *testing.T) {
 	t.Parallel()
+	waitForPromotion(t, 20, nil)
+}
+
+// A backlog larger than the batches in flight (batch_size × concurrency)
+// waits out the standby too: what nats.go prefetched beyond the workers'
+// batches is kept in progress by the collector, which stops pulling, so
+// nothing is redelivered for the outage and each event is delivered once.
+func TestABacklogOnAStandbyUsesUpNoDelivery(t *testing.T) {
+	t.Parallel()
+	waitForPromotion(t, 40, func(cfg *config.Config) {
+		cfg.Processor.BatchSize, cfg.Processor.Concurrency = 4, 2
+	})
+}
+
+// waitForPromotion runs a processor against a standby with events
+// published, holds it there through several ack waits, promotes the
+// standby and checks every event was processed once, delivered once. edit,
+// if set, changes the configuration (ack_wait 2s).
+func waitForPromotion(t *testing.T, events int, edit func(*config.Config)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	primary := testenv.PrivatePostgres(t)
@@ -39,6 +59,10 @@ func TestAProcessorOnAStandbyWaitsForPromotion(t *testing.T) {
 	n := testenv.NATS(t)
 	cfg := testrig.ParseConfig(t, testConfig) // ack_wait 2s
 	cfg.NATS.URL, cfg.Postgres.URL = n.URL(), standby.URL("intake")
+	if edit != nil {
+		edit(cfg)
+	}
+	backlog := events > cfg.Processor.WithDefaults().BatchSize*cfg.Processor.WithDefaults().Concurrency
 	if err := stream.Setup(ctx, cfg.NATS, nil); err != nil { // as `intake migrate` does
 		t.Fatal(err)
 	}
@@ -55,7 +79,6 @@ func TestAProcessorOnAStandbyWaitsForPromotion(t *testing.T) {
 	a := testrig.StartApp(t, cfg, app.Options{Roles: app.Roles{Processor: true, API: true}, Handler: handler})
 
 	_, js := testrig.Connect(t, n.URL())
-	const events = 20
 	for i := range events {
 		k := envelope.Key{Integration: "demo", Account: "main", EventID: fmt.Sprintf("evt_%d", i)}
 		msg := envelope.NewDelivery(k, "acme", "invoice.paid", demoBody(k.EventID, "hi"), time.Now()).Msg()
@@ -84,12 +107,19 @@ func TestAProcessorOnAStandbyWaitsForPromotion(t *testing.T) {
 	// with the batch failed as the messages' fault, JetStream would have
 	// redelivered them by now.
 	dbFailures := a.Metrics.Failures.WithLabelValues("", "db")
-	testenv.Eventually(t, time.Minute, func() bool { return testutil.ToFloat64(dbFailures) >= 12 },
-		"the processor never retried its batch on the standby")
+	heldUntil := time.Now().Add(3 * cfg.Processor.AckWait)
+	testenv.Eventually(t, time.Minute, func() bool {
+		return testutil.ToFloat64(dbFailures) >= 12 && time.Now().After(heldUntil)
+	}, "the processor never retried its batch on the standby")
+	// Without a backlog every event is held; with one, the processor
+	// stopped pulling and the rest waits in the stream, not delivered.
 	info := consumer()
-	if info.NumAckPending != events || info.NumRedelivered != 0 {
-		t.Fatalf("while held: %d messages pending ack, %d redelivered; want %d and 0",
+	if held := info.NumAckPending; held == 0 || held > events || (!backlog && held != events) || info.NumRedelivered != 0 {
+		t.Fatalf("while held: %d messages pending ack, %d redelivered; want %d (with a backlog, at least one) and 0",
 			info.NumAckPending, info.NumRedelivered, events)
+	}
+	if backlog && info.Delivered.Consumer >= uint64(events) {
+		t.Fatalf("while held: %d of %d messages delivered; want the pull stopped before the backlog", info.Delivered.Consumer, events)
 	}
 
 	primary.Kill(t)
@@ -117,7 +147,7 @@ func TestAProcessorOnAStandbyWaitsForPromotion(t *testing.T) {
 	if failed != 0 || counted != events {
 		t.Errorf("inbox: %d rows not processed, %d of %d with delivery_count 1", failed, counted, events)
 	}
-	if info := consumer(); info.Delivered.Consumer != events || maxDelivery.Load() != 1 {
+	if info := consumer(); info.Delivered.Consumer != uint64(events) || info.NumRedelivered != 0 || maxDelivery.Load() != 1 {
 		t.Errorf("JetStream delivered %d times for %d messages, handler saw delivery %d; want each delivered once",
 			info.Delivered.Consumer, events, maxDelivery.Load())
 	}

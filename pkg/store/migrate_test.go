@@ -2,9 +2,14 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/store"
@@ -45,4 +50,40 @@ func TestConcurrentMigrate(t *testing.T) {
 		migrate(round+", empty database", url)
 	}
 	migrate("migrated database", url)
+}
+
+// A session that holds the migration lock (a run that never ended, or a
+// lock leaked behind a transaction-mode pooler) makes Migrate give up with
+// ErrMigrateLocked, naming the holder's pid, once its ctx ends, instead of
+// waiting forever; once the session is gone, Migrate runs.
+func TestMigrateGivesUpOnAHeldLock(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := testenv.Postgres(t)
+	holder, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(context.Background())
+	var pid int32
+	if err := holder.QueryRow(ctx, `SELECT pg_backend_pid() FROM (SELECT pg_advisory_lock(hashtextextended('intake.migrate', 0))) AS locked`).
+		Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+
+	short, stop := context.WithTimeout(ctx, 2*time.Second)
+	defer stop()
+	err = store.Migrate(short, url, nil)
+	if !errors.Is(err, store.ErrMigrateLocked) || !strings.Contains(err.Error(), fmt.Sprintf("held by pid %d", pid)) {
+		t.Fatalf("Migrate with the lock held = %v, want ErrMigrateLocked naming pid %d", err, pid)
+	}
+	t.Log(err)
+
+	if err := holder.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Migrate(ctx, url, nil); err != nil {
+		t.Fatalf("Migrate once the holder is gone: %v", err)
+	}
 }

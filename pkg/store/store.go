@@ -21,6 +21,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"github.com/intakehq/intake/internal/backoff"
 )
 
 // Schema holds every Intake table.
@@ -118,13 +120,36 @@ func (s *Store) Writable(ctx context.Context) error {
 // migrateLock names the session-level advisory lock that serialises Migrate.
 const migrateLock = `hashtextextended('intake.migrate', 0)`
 
+// DefaultMigrateLockWait is how long Migrate waits for the migration lock
+// another session holds before it gives up (sooner when ctx's deadline is
+// sooner): long enough for any migration to finish, short enough that a
+// lock leaked by a dead session (say, behind a transaction-mode pooler)
+// fails `intake migrate` with ErrMigrateLocked instead of hanging it.
+const DefaultMigrateLockWait = 5 * time.Minute
+
+// ErrMigrateLocked is wrapped by Migrate's error when another session held
+// the migration lock (advisory lock hashtextextended('intake.migrate', 0))
+// for all of DefaultMigrateLockWait or until ctx ended. The error names the
+// holder's pid when pg_locks shows it: pg_terminate_backend(pid) frees a
+// leaked lock.
+var ErrMigrateLocked = errors.New("migration lock held by another session")
+
+// migrateUnlockTimeout bounds the unlock and the closing of the lock's
+// connection; closing the session releases the lock anyway.
+const migrateUnlockTimeout = 5 * time.Second
+
+// lockBackoff spaces the attempts to take the migration lock.
+var lockBackoff = backoff.Backoff{Min: 50 * time.Millisecond, Max: 2 * time.Second}
+
 // Migrate applies the embedded migrations with goose. Any number of runs
 // may go at once (every pod may call it at start): each holds a
 // session-level advisory lock, on a connection of its own, around all of it.
 // CREATE SCHEMA IF NOT EXISTS is not safe against a concurrent creation (one
 // fails on a unique violation), and goose creates its version table before
 // taking its own lock (HasPending takes none), so goose's lock alone does
-// not cover an empty database.
+// not cover an empty database. A run waits for the lock at most
+// DefaultMigrateLockWait (or until ctx ends), then fails with
+// ErrMigrateLocked.
 func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 	pc, err := pgx.ParseConfig(url)
 	if err != nil {
@@ -138,11 +163,19 @@ func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 		return fail("", err)
 	}
 	// Closing the session releases the lock, also when unlocking fails.
-	defer lock.Close(context.WithoutCancel(ctx))
-	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock(`+migrateLock+`)`); err != nil {
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), migrateUnlockTimeout)
+		defer cancel()
+		_ = lock.Close(ctx)
+	}()
+	if err := lockMigrations(ctx, lock, log); err != nil {
 		return fail("lock: ", err)
 	}
-	defer func() { _, _ = lock.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(`+migrateLock+`)`) }()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), migrateUnlockTimeout)
+		defer cancel()
+		_, _ = lock.Exec(ctx, `SELECT pg_advisory_unlock(`+migrateLock+`)`)
+	}()
 
 	db := stdlib.OpenDB(*pc)
 	defer db.Close()
@@ -163,6 +196,65 @@ func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 		}
 	}
 	return nil
+}
+
+// lockMigrations takes the migration lock on conn, trying again while
+// another session holds it, for at most DefaultMigrateLockWait or until
+// ctx ends. It logs the holder once.
+func lockMigrations(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
+	start := time.Now()
+	wait, cancel := context.WithTimeout(ctx, DefaultMigrateLockWait)
+	defer cancel()
+	holder := ""
+	for attempt := 0; ; attempt++ {
+		var locked bool
+		err := conn.QueryRow(wait, `SELECT pg_try_advisory_lock(`+migrateLock+`)`).Scan(&locked)
+		if err == nil && locked {
+			return nil
+		}
+		if err != nil && (holder == "" || wait.Err() == nil) {
+			return err
+		}
+		if err == nil && holder == "" {
+			holder = migrateLockHolder(wait, conn)
+			if log != nil {
+				log.Warn("waiting for the migration lock another session holds", "holder", holder,
+					"lock", "hashtextextended('intake.migrate', 0)", "max_wait", DefaultMigrateLockWait)
+			}
+		}
+		if err != nil || backoff.Sleep(wait, lockBackoff.Next(attempt)) != nil {
+			return fmt.Errorf("%w: advisory lock hashtextextended('intake.migrate', 0) held by %s; gave up after %s: %w",
+				ErrMigrateLocked, holder, time.Since(start).Round(time.Millisecond), wait.Err())
+		}
+	}
+}
+
+// migrateLockHolder describes the session holding the migration lock, as
+// far as pg_locks and pg_stat_activity show it to this user.
+func migrateLockHolder(ctx context.Context, conn *pgx.Conn) string {
+	var (
+		pid                    int32
+		user, app, addr, state string
+	)
+	err := conn.QueryRow(ctx, `
+		SELECT l.pid, coalesce(a.usename::text, ''), coalesce(a.application_name, ''),
+		       coalesce(host(a.client_addr), ''), coalesce(a.state, '')
+		FROM (SELECT `+migrateLock+` AS k) AS lock, pg_locks AS l
+		LEFT JOIN pg_stat_activity AS a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+		  AND l.classid = ((lock.k >> 32) & 4294967295)::oid AND l.objid = (lock.k & 4294967295)::oid
+		  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		LIMIT 1`).Scan(&pid, &user, &app, &addr, &state)
+	if err != nil {
+		return "another session (not visible in pg_locks)"
+	}
+	desc := fmt.Sprintf("pid %d", pid)
+	for _, kv := range [][2]string{{"user", user}, {"application", app}, {"client", addr}, {"state", state}} {
+		if kv[1] != "" {
+			desc += fmt.Sprintf(", %s %s", kv[0], kv[1])
+		}
+	}
+	return desc
 }
 
 func newMigrator(db *sql.DB, log *slog.Logger) (*goose.Provider, error) {
