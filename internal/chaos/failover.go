@@ -127,11 +127,15 @@ func (f *faults) failover(ctx context.Context) error {
 	}
 	f.mu.Lock()
 	f.pgFaults++
+	f.cutAt, f.walAfterCut = start, written
 	f.mu.Unlock()
-	h.stepf("failover: primary %s killed (SIGKILL) with %s of WAL written since the cut, none of it on the standby", primary.name, written)
+	h.stepf("failover: primary %s killed (SIGKILL) with %s of WAL written since the cut, none of it on the standby", primary.name, walBytes(written))
 	if err := standby.Promote(ctx); err != nil {
 		return fmt.Errorf("failover: %w", err)
 	}
+	f.mu.Lock()
+	f.promotedAt = time.Now()
+	f.mu.Unlock()
 	h.stepf("failover: %s promoted: the primary now (the multi-host URL finds it)", standby.name)
 	h.pg, h.standby, h.fallen = standby, nil, primary
 	f.record(start, progress, fmt.Sprintf("failover (%s replication): standby %s cut off %s, primary %s killed (kill -9), %s promoted",
@@ -173,23 +177,33 @@ func cutReplication(ctx context.Context, standby *pgServer) error {
 }
 
 // walPosition is the primary's current WAL position ("" when it does not
-// answer); walSince how much WAL it wrote since then, for the log.
+// answer); walSince how many bytes of WAL it wrote since then (-1 when it
+// does not answer): the verdict's evidence that commits were in flight.
 func walPosition(ctx context.Context, primary *pgServer) string {
 	var lsn string
 	_ = queryPrimary(ctx, primary, "SELECT pg_current_wal_lsn()::text", nil, &lsn)
 	return lsn
 }
 
-func walSince(ctx context.Context, primary *pgServer, from string) string {
+func walSince(ctx context.Context, primary *pgServer, from string) int64 {
 	var n int64
 	if from == "" || queryPrimary(ctx, primary, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint", []any{from}, &n) != nil {
+		return -1
+	}
+	return n
+}
+
+func walBytes(n int64) string {
+	if n < 0 {
 		return "an unknown amount"
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
 }
 
+// queryPrimary allows 5s: the primary is busy, and an unanswered query
+// fails the verdict (an unknown bite).
 func queryPrimary(ctx context.Context, primary *pgServer, sql string, args []any, dest ...any) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, primary.URL("postgres"))
 	if err != nil {

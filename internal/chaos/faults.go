@@ -52,12 +52,18 @@ type faults struct {
 	natsFaults int
 	pgFaults   int
 	pgRejoins  int
+	// The failover (Failover): when the standby was cut off, how many
+	// bytes of WAL the primary wrote until its kill (-1: unknown), when
+	// the standby was promoted.
+	cutAt       time.Time
+	walAfterCut int64
+	promotedAt  time.Time
 }
 
 func newFaults(h *harness, ld *load) *faults {
 	o := h.o
 	rng := rand.New(rand.NewPCG(o.Seed, 0xfa17))
-	f := &faults{h: h, ld: ld, rng: rng}
+	f := &faults{h: h, ld: ld, rng: rng, walAfterCut: -1}
 	for i := range o.ProcessorKills {
 		f.plan = append(f.plan, plannedFault{
 			at: 0.05 + 0.85*rng.Float64(), kind: faultKill, proc: rng.IntN(o.Processors), commit: i%2 == 1,
