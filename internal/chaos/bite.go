@@ -100,7 +100,7 @@ func (r *Result) checkFailover(o Options) {
 	case r.DBFailures < 0:
 		r.violate("the failover's bite is unknown: the processors' logs could not be read for database failures")
 	case r.DBFailures == 0:
-		r.violate("the failover did not bite: the processors logged no database failure (%q) from the cut to %s after the promotion (no transaction in flight at the kill)",
+		r.violate("the failover did not bite: the processors logged no database failure (%q) from the failover's start to %s after the promotion (no transaction in flight at the kill)",
 			dbFailedMsg, failoverTail)
 	}
 	if o.Async {
@@ -124,6 +124,19 @@ func (r *Result) biteDetail() string {
 	if r.DBFailures >= 0 {
 		dbf = fmt.Sprint(r.DBFailures)
 	}
-	return fmt.Sprintf("primary's WAL in the %s before its kill %s; processors' database failures logged from the cut to %s after the promotion %s",
+	s := fmt.Sprintf("primary's WAL in the %s before its kill %s; processors' database failures logged from the failover's start to %s after the promotion %s",
 		standbyCut, wal, failoverTail, dbf)
+	switch {
+	case !r.NoCut:
+	case r.RedeliveredAtKill < 0:
+		s += "; no cut: redelivered outcomes at the kill not measured"
+	default:
+		clean := "clean: no processor kill could add any"
+		if !r.RedeliveredClean {
+			clean = "an upper bound: a processor kill near the failover adds its own"
+		}
+		s += fmt.Sprintf("; no cut: %d redelivered outcomes on %d processors from the kill until they committed on the new primary "+
+			"(commits that landed on the standby while their client saw the connection drop; %s)", r.RedeliveredAtKill, r.RedeliveredProcs, clean)
+	}
+	return s
 }

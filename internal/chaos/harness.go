@@ -204,6 +204,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if h.o.Failover {
 		res.RedrivenAudit, res.RedrivenMetric = h.redriveCount(ctx)
 		res.WALAfterCut, res.DBFailures = f.walAfterCut, -1
+		res.NoCut, res.RedeliveredAtKill, res.RedeliveredProcs, res.RedeliveredClean = h.o.NoCut, f.redeliveredAtKill, f.redeliveredProcs, f.redeliveredClean
 		if !f.promotedAt.IsZero() {
 			res.DBFailures = h.dbFailuresLogged(f.cutAt, f.promotedAt.Add(failoverTail))
 		}

@@ -54,6 +54,15 @@ type Result struct {
 	// after the promotion (-1: unknown).
 	WALAfterCut int64
 	DBFailures  int
+	// NoCut: the redelivered outcomes the processors counted from the kill
+	// until each committed on the new primary (-1: not measured), on how
+	// many processors: commits that landed on the standby while their
+	// client saw the connection drop. RedeliveredClean: no processor kill
+	// from an ack deadline before the kill on, which could add its own.
+	NoCut             bool
+	RedeliveredAtKill int
+	RedeliveredProcs  int
+	RedeliveredClean  bool
 
 	// The evidence.
 	Effects           int // rows in the business table
