@@ -209,7 +209,9 @@ func (f *faults) countRedelivered(ctx context.Context, before map[string]procCou
 				continue
 			}
 			last, err := metricSum(wait, c.addr(), lastCommitMetric)
-			if err != nil || int64(last) < promoted.Unix() {
+			// Whole seconds: a commit in the promotion's second may be
+			// from before the kill.
+			if err != nil || int64(last) <= promoted.Unix() {
 				return fmt.Errorf("%s has not committed on the new primary", c.name)
 			}
 		}
