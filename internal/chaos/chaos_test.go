@@ -86,9 +86,9 @@ func TestChaosFailover(t *testing.T) {
 	}{
 		{"sync", false, false},
 		{"async", true, false},
-		// The standby stays connected: commits that reached it before the
-		// primary died, while their client saw the connection drop, come
-		// back as Redelivered on the retry.
+		// The standby stays connected, its walreceiver paused before the
+		// kill and resumed after: commits that reached it while their
+		// client saw the connection drop come back as Redelivered.
 		{"sync-nocut", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,12 +60,15 @@
 // A paused standby (SIGSTOP) would not do for step 1: its socket keeps
 // taking in the primary's WAL, and it replays it once resumed.
 //
-// With Options.NoCut (synchronous only) step 1 is left out: the primary
-// dies with the standby connected, so a commit in flight may have reached
-// the standby, which acknowledged it, while its client saw only the
-// connection drop. The retry on the new primary finds its rows and the
-// inbox answers Redelivered; the run counts the processors' redelivered
-// outcomes from the kill until each committed on the new primary.
+// With Options.NoCut (synchronous only) step 1 is left out: the standby
+// stays connected, and its walreceiver is paused (SIGSTOP) for the last
+// 500ms before the kill — here the pause's property is the point: commits
+// wait for its answer while their WAL piles up in its socket, the primary
+// dies, their clients see the connection drop, and once resumed (SIGCONT)
+// the standby writes that WAL before it is promoted. Those commits landed;
+// the retry on the new primary finds their rows and the inbox answers
+// Redelivered. The run counts the processors' redelivered outcomes from the
+// kill until each committed on the new primary.
 //
 // # The verdict
 //

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -115,8 +116,9 @@ func (f *faults) failover(ctx context.Context) error {
 	}
 	start, progress := time.Now(), f.progress()
 	from := walPosition(ctx, primary)
+	var resume func() error
 	if h.o.NoCut {
-		h.stepf("failover: standby %s stays connected (no cut): the primary dies in %s with commits in flight, some of them on the standby already",
+		h.stepf("failover: standby %s stays connected (no cut): the primary dies in %s with commits in flight",
 			standby.name, standbyCut)
 	} else {
 		if err := cutReplication(ctx, standby); err != nil {
@@ -125,22 +127,46 @@ func (f *faults) failover(ctx context.Context) error {
 		h.stepf("failover: standby %s cut off (primary_conninfo emptied, its walreceiver gone) for %s: commits from now on reach the primary only",
 			standby.name, standbyCut)
 	}
-	f.sleep(ctx, standbyCut)
+	if h.o.NoCut {
+		f.sleep(ctx, standbyCut-walReceiverPause)
+		// The commits of the pause wait for the standby's answer while
+		// their WAL piles up in its socket: they land once it resumes.
+		var err error
+		if resume, err = pauseWalReceiver(ctx, standby); err != nil {
+			return fmt.Errorf("failover: %w", err)
+		}
+		h.stepf("failover: standby %s's walreceiver paused (SIGSTOP) for %s: commits wait for its answer, their WAL in its socket",
+			standby.name, walReceiverPause)
+		f.sleep(ctx, walReceiverPause)
+	} else {
+		f.sleep(ctx, standbyCut)
+	}
 	written := walSince(ctx, primary, from)
 	var before map[string]procCount
 	if h.o.NoCut {
 		before = f.redeliveredNow(ctx)
 	}
 	if err := primary.Kill(); err != nil {
+		if resume != nil {
+			_ = resume()
+		}
 		return fmt.Errorf("failover: kill %s: %w", primary.name, err)
 	}
 	killedAt := time.Now()
+	if resume != nil {
+		if err := resume(); err != nil {
+			return fmt.Errorf("failover: %w", err)
+		}
+		received := waitReceived(ctx, standby)
+		h.stepf("failover: standby %s's walreceiver resumed (SIGCONT): it wrote what its socket held, received up to %s, before the promotion",
+			standby.name, received)
+	}
 	f.mu.Lock()
 	f.pgFaults++
 	f.cutAt, f.walAfterCut = start, written
 	f.mu.Unlock()
 	if h.o.NoCut {
-		h.stepf("failover: primary %s killed (SIGKILL) with %s of WAL written in the last %s, streamed to the standby as it went", primary.name, walBytes(written), standbyCut)
+		h.stepf("failover: primary %s killed (SIGKILL) with %s of WAL written in the last %s, commits waiting for the paused standby", primary.name, walBytes(written), standbyCut)
 	} else {
 		h.stepf("failover: primary %s killed (SIGKILL) with %s of WAL written since the cut, none of it on the standby", primary.name, walBytes(written))
 	}
@@ -162,6 +188,59 @@ func (f *faults) failover(ctx context.Context) error {
 	}
 	f.record(start, progress, what)
 	return nil
+}
+
+// walReceiverPause is how long, with NoCut, the standby's walreceiver is
+// paused before the primary dies: long enough for commits to wait on it.
+const walReceiverPause = 500 * time.Millisecond
+
+// pauseWalReceiver stops (SIGSTOP) the standby's walreceiver; resume
+// continues it. Paused, its socket still takes in the primary's WAL, and it
+// writes that once resumed: what the primary sent before it died survives.
+func pauseWalReceiver(ctx context.Context, standby *pgServer) (resume func() error, err error) {
+	var pid int
+	// A walreceiver between connections has no row: wait for one.
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err = poll(wait, 100*time.Millisecond, func() error {
+		return queryPrimary(wait, standby, "SELECT pid FROM pg_stat_wal_receiver WHERE pid IS NOT NULL", nil, &pid)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pause %s's walreceiver: %w", standby.name, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("pause %s's walreceiver (pid %d): %w", standby.name, pid, err)
+	}
+	return func() error {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			return fmt.Errorf("resume %s's walreceiver (pid %d): %w", standby.name, pid, err)
+		}
+		return nil
+	}, nil
+}
+
+// waitReceived waits (up to 10s) until the standby's received WAL position
+// stands still twice 200ms apart, and returns it.
+func waitReceived(ctx context.Context, standby *pgServer) string {
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	last, same := "", 0
+	_ = poll(wait, 200*time.Millisecond, func() error {
+		var lsn string
+		if err := queryPrimary(wait, standby, "SELECT coalesce(pg_last_wal_receive_lsn()::text, '')", nil, &lsn); err != nil {
+			return err
+		}
+		if lsn == last {
+			same++
+		} else {
+			last, same = lsn, 0
+		}
+		if same < 2 {
+			return errors.New("still receiving")
+		}
+		return nil
+	})
+	return last
 }
 
 // procCount is one processor's counter at a moment, and the process it

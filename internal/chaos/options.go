@@ -53,11 +53,12 @@ type Options struct {
 	// for the cut-off standby has an unknown outcome when the primary dies.
 	// Requires Failover.
 	Async bool
-	// NoCut kills the primary with the standby still connected (no cut):
-	// synchronously, a commit in flight may have reached the standby, which
-	// acknowledged it, while its client saw only the connection drop; the
-	// retry on the new primary finds its rows and the inbox answers
-	// Redelivered, which the run counts (Result.RedeliveredAtKill).
+	// NoCut kills the primary with the standby still connected (no cut),
+	// its walreceiver paused for the last 500ms and resumed after the kill:
+	// the commits of the pause reach the standby while their clients see
+	// only the connection drop; the retry on the new primary finds their
+	// rows and the inbox answers Redelivered, which the run counts
+	// (Result.RedeliveredAtKill).
 	// Defaults to false: the standby is cut off first. Requires Failover
 	// and synchronous replication.
 	NoCut bool
