@@ -60,6 +60,16 @@
 // A paused standby (SIGSTOP) would not do for step 1: its socket keeps
 // taking in the primary's WAL, and it replays it once resumed.
 //
+// With Options.NoCut (synchronous only) step 1 is left out: the standby
+// stays connected, and its walreceiver is paused (SIGSTOP) for the last
+// 500ms before the kill — here the pause's property is the point: commits
+// wait for its answer while their WAL piles up in its socket, the primary
+// dies, their clients see the connection drop, and once resumed (SIGCONT)
+// the standby writes that WAL before it is promoted. Those commits landed;
+// the retry on the new primary finds their rows and the inbox answers
+// Redelivered. The run counts the processors' redelivered outcomes from the
+// kill until each committed on the new primary.
+//
 // # The verdict
 //
 // After the load, the faults and the drain, the verdict compares what the
@@ -83,7 +93,13 @@
 //   - no role exited by itself while running.
 //
 // With Failover it also reports how many events the re-drive published,
-// from intake.replays and from the replayer's intake_redriven_events_total.
+// from intake.replays and from the replayer's intake_redriven_events_total,
+// and fails a failover that did not bite, as it would prove nothing: the
+// primary wrote no WAL in the 2s before its kill, the processors' logs show
+// no database failure ("inbox transaction failed; retrying") from the
+// failover's start to 30s after the promotion — the logs, not the metric,
+// as a killed processor's counters start again at zero — or,
+// asynchronously, nothing was re-driven.
 //
 // The negative control (Options.Control, `--control`) runs the same harness
 // against processors that write the business row outside the inbox

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -115,28 +116,205 @@ func (f *faults) failover(ctx context.Context) error {
 	}
 	start, progress := time.Now(), f.progress()
 	from := walPosition(ctx, primary)
-	if err := cutReplication(ctx, standby); err != nil {
-		return fmt.Errorf("failover: %w", err)
+	var resume func() error
+	if h.o.NoCut {
+		h.stepf("failover: standby %s stays connected (no cut): the primary dies in %s with commits in flight",
+			standby.name, standbyCut)
+	} else {
+		if err := cutReplication(ctx, standby); err != nil {
+			return fmt.Errorf("failover: %w", err)
+		}
+		h.stepf("failover: standby %s cut off (primary_conninfo emptied, its walreceiver gone) for %s: commits from now on reach the primary only",
+			standby.name, standbyCut)
 	}
-	h.stepf("failover: standby %s cut off (primary_conninfo emptied, its walreceiver gone) for %s: commits from now on reach the primary only",
-		standby.name, standbyCut)
-	f.sleep(ctx, standbyCut)
+	if h.o.NoCut {
+		f.sleep(ctx, standbyCut-walReceiverPause)
+		// The commits of the pause wait for the standby's answer while
+		// their WAL piles up in its socket: they land once it resumes.
+		var err error
+		if resume, err = pauseWalReceiver(ctx, standby); err != nil {
+			return fmt.Errorf("failover: %w", err)
+		}
+		h.stepf("failover: standby %s's walreceiver paused (SIGSTOP) for %s: commits wait for its answer, their WAL in its socket",
+			standby.name, walReceiverPause)
+		f.sleep(ctx, walReceiverPause)
+	} else {
+		f.sleep(ctx, standbyCut)
+	}
 	written := walSince(ctx, primary, from)
+	var before map[string]procCount
+	if h.o.NoCut {
+		before = f.redeliveredNow(ctx)
+	}
 	if err := primary.Kill(); err != nil {
+		if resume != nil {
+			_ = resume()
+		}
 		return fmt.Errorf("failover: kill %s: %w", primary.name, err)
+	}
+	killedAt := time.Now()
+	if resume != nil {
+		if err := resume(); err != nil {
+			return fmt.Errorf("failover: %w", err)
+		}
+		received := waitReceived(ctx, standby)
+		h.stepf("failover: standby %s's walreceiver resumed (SIGCONT): it wrote what its socket held, received up to %s, before the promotion",
+			standby.name, received)
 	}
 	f.mu.Lock()
 	f.pgFaults++
+	f.cutAt, f.walAfterCut = start, written
 	f.mu.Unlock()
-	h.stepf("failover: primary %s killed (SIGKILL) with %s of WAL written since the cut, none of it on the standby", primary.name, written)
+	if h.o.NoCut {
+		h.stepf("failover: primary %s killed (SIGKILL) with %s of WAL written in the last %s, commits waiting for the paused standby", primary.name, walBytes(written), standbyCut)
+	} else {
+		h.stepf("failover: primary %s killed (SIGKILL) with %s of WAL written since the cut, none of it on the standby", primary.name, walBytes(written))
+	}
 	if err := standby.Promote(ctx); err != nil {
 		return fmt.Errorf("failover: %w", err)
 	}
+	promoted := time.Now()
+	f.mu.Lock()
+	f.promotedAt = promoted
+	f.mu.Unlock()
 	h.stepf("failover: %s promoted: the primary now (the multi-host URL finds it)", standby.name)
 	h.pg, h.standby, h.fallen = standby, nil, primary
-	f.record(start, progress, fmt.Sprintf("failover (%s replication): standby %s cut off %s, primary %s killed (kill -9), %s promoted",
-		h.replication(), standby.name, standbyCut, primary.name, standby.name))
+	what := fmt.Sprintf("failover (%s replication): standby %s cut off %s, primary %s killed (kill -9), %s promoted",
+		h.replication(), standby.name, standbyCut, primary.name, standby.name)
+	if h.o.NoCut {
+		what = fmt.Sprintf("failover (%s replication, no cut): primary %s killed (kill -9) with standby %s connected, %s promoted",
+			h.replication(), primary.name, standby.name, standby.name)
+		f.countRedelivered(ctx, before, killedAt, promoted)
+	}
+	f.record(start, progress, what)
 	return nil
+}
+
+// walReceiverPause is how long, with NoCut, the standby's walreceiver is
+// paused before the primary dies: long enough for commits to wait on it.
+const walReceiverPause = 500 * time.Millisecond
+
+// pauseWalReceiver stops (SIGSTOP) the standby's walreceiver; resume
+// continues it. Paused, its socket still takes in the primary's WAL, and it
+// writes that once resumed: what the primary sent before it died survives.
+func pauseWalReceiver(ctx context.Context, standby *pgServer) (resume func() error, err error) {
+	var pid int
+	// A walreceiver between connections has no row: wait for one.
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err = poll(wait, 100*time.Millisecond, func() error {
+		return queryPrimary(wait, standby, "SELECT pid FROM pg_stat_wal_receiver WHERE pid IS NOT NULL", nil, &pid)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pause %s's walreceiver: %w", standby.name, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("pause %s's walreceiver (pid %d): %w", standby.name, pid, err)
+	}
+	return func() error {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			return fmt.Errorf("resume %s's walreceiver (pid %d): %w", standby.name, pid, err)
+		}
+		return nil
+	}, nil
+}
+
+// waitReceived waits (up to 10s) until the standby's received WAL position
+// stands still twice 200ms apart, and returns it.
+func waitReceived(ctx context.Context, standby *pgServer) string {
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	last, same := "", 0
+	_ = poll(wait, 200*time.Millisecond, func() error {
+		var lsn string
+		if err := queryPrimary(wait, standby, "SELECT coalesce(pg_last_wal_receive_lsn()::text, '')", nil, &lsn); err != nil {
+			return err
+		}
+		if lsn == last {
+			same++
+		} else {
+			last, same = lsn, 0
+		}
+		if same < 2 {
+			return errors.New("still receiving")
+		}
+		return nil
+	})
+	return last
+}
+
+// procCount is one processor's counter at a moment, and the process it
+// came from: a restarted processor's counters start again at zero.
+type procCount struct {
+	pid int
+	n   int
+}
+
+// redeliveredNow reads every running processor's redelivered outcomes
+// (intake_processor_messages_total{outcome="redelivered"}).
+func (f *faults) redeliveredNow(ctx context.Context) map[string]procCount {
+	counts := map[string]procCount{}
+	for _, c := range f.h.procs {
+		pid := c.Pid()
+		n, err := metricSumWhere(ctx, c.addr(), processedMetric, `outcome="redelivered"`)
+		if err == nil && c.Running() && c.Pid() == pid {
+			counts[c.name] = procCount{pid, n}
+		}
+	}
+	return counts
+}
+
+// Processor metrics NoCut reads.
+const (
+	processedMetric  = "intake_processor_messages_total"
+	lastCommitMetric = "intake_processor_last_commit_timestamp_seconds"
+)
+
+// countRedelivered measures, with NoCut, the commits that landed before
+// their connection died: a processor whose commit reached the standby yet
+// saw the connection drop retries it on the new primary, whose inbox
+// answers Redelivered. It waits (up to failoverTail) until every processor
+// read before the kill has committed on the new primary, and counts the
+// redelivered outcomes they added meanwhile. The count is clean when no
+// processor was killed from an ack deadline before the kill until then —
+// such a kill's messages come back as Redelivered too.
+func (f *faults) countRedelivered(ctx context.Context, before map[string]procCount, killedAt, promoted time.Time) {
+	h := f.h
+	wait, cancel := context.WithTimeout(ctx, failoverTail)
+	defer cancel()
+	_ = poll(wait, 250*time.Millisecond, func() error {
+		for _, c := range h.procs {
+			if _, ok := before[c.name]; !ok {
+				continue
+			}
+			last, err := metricSum(wait, c.addr(), lastCommitMetric)
+			// Whole seconds: a commit in the promotion's second may be
+			// from before the kill.
+			if err != nil || int64(last) <= promoted.Unix() {
+				return fmt.Errorf("%s has not committed on the new primary", c.name)
+			}
+		}
+		return nil
+	})
+	after := f.redeliveredNow(ctx)
+	n, read := 0, 0
+	for name, b := range before {
+		if a, ok := after[name]; ok && a.pid == b.pid {
+			n += a.n - b.n
+			read++
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.redeliveredAtKill, f.redeliveredProcs = n, read
+	f.redeliveredClean = true
+	for _, k := range f.killTimes {
+		if k.After(killedAt.Add(-h.o.AckWait)) {
+			f.redeliveredClean = false
+		}
+	}
+	h.stepf("failover: %d redelivered outcomes on %d processors from the kill until they committed on the new primary (clean of processor kills: %v)",
+		n, read, f.redeliveredClean)
 }
 
 // cutReplication ends the standby's WAL stream for good: with
@@ -173,23 +351,33 @@ func cutReplication(ctx context.Context, standby *pgServer) error {
 }
 
 // walPosition is the primary's current WAL position ("" when it does not
-// answer); walSince how much WAL it wrote since then, for the log.
+// answer); walSince how many bytes of WAL it wrote since then (-1 when it
+// does not answer): the verdict's evidence that commits were in flight.
 func walPosition(ctx context.Context, primary *pgServer) string {
 	var lsn string
 	_ = queryPrimary(ctx, primary, "SELECT pg_current_wal_lsn()::text", nil, &lsn)
 	return lsn
 }
 
-func walSince(ctx context.Context, primary *pgServer, from string) string {
+func walSince(ctx context.Context, primary *pgServer, from string) int64 {
 	var n int64
 	if from == "" || queryPrimary(ctx, primary, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint", []any{from}, &n) != nil {
+		return -1
+	}
+	return n
+}
+
+func walBytes(n int64) string {
+	if n < 0 {
 		return "an unknown amount"
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
 }
 
+// queryPrimary allows 5s: the primary is busy, and an unanswered query
+// fails the verdict (an unknown bite).
 func queryPrimary(ctx context.Context, primary *pgServer, sql string, args []any, dest ...any) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, primary.URL("postgres"))
 	if err != nil {
@@ -342,6 +530,12 @@ func redrivenFromMetrics(ctx context.Context, addr string) (int, error) {
 // metricSum reads metric (summed over its labels) from /metrics at addr;
 // an error when it is not exported.
 func metricSum(ctx context.Context, addr, metric string) (int, error) {
+	return metricSumWhere(ctx, addr, metric, "")
+}
+
+// metricSumWhere is metricSum over the series whose labels include label
+// (`outcome="redelivered"`; "" for all).
+func metricSumWhere(ctx context.Context, addr, metric, label string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
@@ -356,13 +550,17 @@ func metricSum(ctx context.Context, addr, metric string) (int, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("/metrics: %s", resp.Status)
 	}
-	found, sum := false, 0.0
+	found, named, sum := false, false, 0.0
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		name, rest, _ := strings.Cut(line, " ")
 		if name != metric && !strings.HasPrefix(name, metric+"{") {
+			continue
+		}
+		named = true // exported: a missing label value is a zero
+		if label != "" && !strings.Contains(line, label) {
 			continue
 		}
 		if strings.HasPrefix(name, metric+"{") && !strings.HasSuffix(name, "}") {
@@ -382,7 +580,7 @@ func metricSum(ctx context.Context, addr, metric string) (int, error) {
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	if !found {
+	if !found && !(named && label != "") {
 		return 0, fmt.Errorf("%s not exported", metric)
 	}
 	return int(sum), nil

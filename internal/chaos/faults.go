@@ -52,12 +52,25 @@ type faults struct {
 	natsFaults int
 	pgFaults   int
 	pgRejoins  int
+	// The failover (Failover): when the standby was cut off, how many
+	// bytes of WAL the primary wrote until its kill (-1: unknown), when
+	// the standby was promoted.
+	cutAt       time.Time
+	walAfterCut int64
+	promotedAt  time.Time
+	// NoCut: redelivered outcomes on the processors from the kill until
+	// they committed on the new primary (-1: not read), on how many
+	// processors, and whether no processor kill could have added some.
+	redeliveredAtKill int
+	redeliveredProcs  int
+	redeliveredClean  bool
+	killTimes         []time.Time
 }
 
 func newFaults(h *harness, ld *load) *faults {
 	o := h.o
 	rng := rand.New(rand.NewPCG(o.Seed, 0xfa17))
-	f := &faults{h: h, ld: ld, rng: rng}
+	f := &faults{h: h, ld: ld, rng: rng, walAfterCut: -1, redeliveredAtKill: -1}
 	for i := range o.ProcessorKills {
 		f.plan = append(f.plan, plannedFault{
 			at: 0.05 + 0.85*rng.Float64(), kind: faultKill, proc: rng.IntN(o.Processors), commit: i%2 == 1,
@@ -88,6 +101,9 @@ func (f *faults) describe() string {
 	}
 	switch {
 	case o.NoPostgresFault:
+	case o.Failover && o.NoCut:
+		s += fmt.Sprintf(", Postgres failover (%s replication, no cut: primary kill -9 with the standby connected, standby promoted), then the old primary rejoins as a standby (pg_rewind)",
+			f.h.replication())
 	case o.Failover:
 		s += fmt.Sprintf(", Postgres failover (%s replication: standby cut off %s, primary kill -9, standby promoted), then the old primary rejoins as a standby (pg_rewind)",
 			f.h.replication(), standbyCut)
@@ -201,6 +217,7 @@ func (f *faults) killProcessor(ctx context.Context, p plannedFault) error {
 	}
 	f.mu.Lock()
 	f.kills++
+	f.killTimes = append(f.killTimes, time.Now())
 	pause := 200*time.Millisecond + time.Duration(f.rng.Int64N(int64(1300*time.Millisecond)))
 	f.mu.Unlock()
 	f.sleep(ctx, pause)

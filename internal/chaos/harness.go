@@ -203,6 +203,11 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	res.Failover, res.Async, res.RedriveConfigured = h.o.Failover, h.o.Async, h.redrive
 	if h.o.Failover {
 		res.RedrivenAudit, res.RedrivenMetric = h.redriveCount(ctx)
+		res.WALAfterCut, res.DBFailures = f.walAfterCut, -1
+		res.NoCut, res.RedeliveredAtKill, res.RedeliveredProcs, res.RedeliveredClean = h.o.NoCut, f.redeliveredAtKill, f.redeliveredProcs, f.redeliveredClean
+		if !f.promotedAt.IsZero() {
+			res.DBFailures = h.dbFailuresLogged(f.cutAt, f.promotedAt.Add(failoverTail))
+		}
 	}
 	res.HTTPDeliveries = int(ld.httpAttempts.Load())
 	res.LostResponses = int(ld.lostResponses.Load())
@@ -219,6 +224,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	res.LoadDuration = loadDur
 	res.Duration = time.Since(h.start)
 	res.checkFaults(h.o)
+	res.checkFailover(h.o)
 	return res, nil
 }
 

@@ -53,6 +53,15 @@ type Options struct {
 	// for the cut-off standby has an unknown outcome when the primary dies.
 	// Requires Failover.
 	Async bool
+	// NoCut kills the primary with the standby still connected (no cut),
+	// its walreceiver paused for the last 500ms and resumed after the kill:
+	// the commits of the pause reach the standby while their clients see
+	// only the connection drop; the retry on the new primary finds their
+	// rows and the inbox answers Redelivered, which the run counts
+	// (Result.RedeliveredAtKill).
+	// Defaults to false: the standby is cut off first. Requires Failover
+	// and synchronous replication.
+	NoCut bool
 
 	// Control runs the negative control: the processors write the business
 	// row outside the inbox transaction (EffectsOutsideTx), so the verdict
@@ -191,6 +200,9 @@ func (o Options) validate() error {
 	}
 	if o.Async && !o.Failover {
 		bad("Async", "requires Failover (asynchronous replication needs a standby)")
+	}
+	if o.NoCut && (!o.Failover || o.Async) {
+		bad("NoCut", "requires Failover with synchronous replication (not Async)")
 	}
 	if o.VersionsPerObject < 2 {
 		bad("VersionsPerObject", "at least 2 (one object version cannot be out of order)")

@@ -48,6 +48,22 @@ type Result struct {
 	RedrivenAudit     int
 	RedrivenMetric    int
 
+	// Whether the failover bit (Failover; see checkFailover): bytes of WAL
+	// the primary wrote between the standby's cut and its kill, and the
+	// processors' database failures logged from the cut until failoverTail
+	// after the promotion (-1: unknown).
+	WALAfterCut int64
+	DBFailures  int
+	// NoCut: the redelivered outcomes the processors counted from the kill
+	// until each committed on the new primary (-1: not measured), on how
+	// many processors: commits that landed on the standby while their
+	// client saw the connection drop. RedeliveredClean: no processor kill
+	// from an ack deadline before the kill on, which could add its own.
+	NoCut             bool
+	RedeliveredAtKill int
+	RedeliveredProcs  int
+	RedeliveredClean  bool
+
 	// The evidence.
 	Effects           int // rows in the business table
 	DuplicateEffects  int // rows beyond the first for one event
@@ -104,7 +120,8 @@ func (r *Result) Line() string {
 		tag = " (3-node NATS cluster)"
 	}
 	if r.Failover {
-		tag += fmt.Sprintf(" (Postgres failover, %s replication, %s)", replicationMode(r.Async), r.redriven())
+		tag += fmt.Sprintf(" (Postgres failover, %s replication, %d database failures at the kill, %s)",
+			replicationMode(r.Async), r.DBFailures, r.redriven())
 	}
 	if r.Control {
 		tag += " (negative control: effects outside the inbox transaction)"
@@ -141,6 +158,7 @@ func (r *Result) Summary() string {
 	fmt.Fprintf(&b, "evidence: %d business effects; %d ordered events on %d objects, %d stale; INTAKE_OUT %d messages for %d events, one Nats-Msg-Id each (%d same-id repeats past the window: informational, subscribers deduplicate by Nats-Msg-Id)\n",
 		r.Effects, r.Ordered, r.Objects, r.Stale, r.OutMessages, r.OutEvents, r.OutSameIDRepeats)
 	if r.Failover {
+		fmt.Fprintf(&b, "failover: %s\n", r.biteDetail())
 		fmt.Fprintf(&b, "re-drive: %s\n", r.redriveDetail())
 	}
 	if r.OutFromLostCommits > 0 {

@@ -1,6 +1,9 @@
 package chaos
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +192,89 @@ func TestJudgeOutputOfALostCommit(t *testing.T) {
 				t.Errorf("violations %q; want the INTAKE_OUT one: %v", r.Violations, tc.violation)
 			}
 		})
+	}
+}
+
+// TestCheckFailover: a failover that did not bite — no WAL written between
+// the cut and the kill, no database failure seen by the processors, or
+// (async) nothing re-driven — fails the run, as does one whose bite could
+// not be measured; one that bit passes.
+func TestCheckFailover(t *testing.T) {
+	bit := func() Result {
+		return Result{PostgresFaults: 1, PostgresRejoins: 1, WALAfterCut: 1 << 20, DBFailures: 12,
+			RedriveConfigured: true, RedrivenAudit: 30, RedrivenMetric: 30}
+	}
+	for _, tc := range []struct {
+		name  string
+		o     Options
+		edit  func(r *Result)
+		wants []string // substrings of the violations; none: passes
+	}{
+		{"sync, bit", Options{Failover: true}, func(*Result) {}, nil},
+		{"async, bit", Options{Failover: true, Async: true}, func(*Result) {}, nil},
+		{"no WAL after the cut", Options{Failover: true}, func(r *Result) { r.WALAfterCut = 0 },
+			[]string{"the failover did not bite: the primary wrote no WAL"}},
+		{"WAL unknown", Options{Failover: true}, func(r *Result) { r.WALAfterCut = -1 },
+			[]string{"the failover's bite is unknown: the primary's WAL"}},
+		{"no database failure", Options{Failover: true}, func(r *Result) { r.DBFailures = 0 },
+			[]string{"the processors logged no database failure"}},
+		{"logs unreadable", Options{Failover: true}, func(r *Result) { r.DBFailures = -1 },
+			[]string{"the processors' logs could not be read"}},
+		{"both", Options{Failover: true}, func(r *Result) { r.WALAfterCut, r.DBFailures = 0, 0 },
+			[]string{"no WAL", "no database failure"}},
+		{"async, nothing re-driven", Options{Failover: true, Async: true},
+			func(r *Result) { r.RedrivenAudit, r.RedrivenMetric = 0, 0 }, []string{"nothing was re-driven (intake.replays 0"}},
+		{"async, only the metric answers", Options{Failover: true, Async: true},
+			func(r *Result) { r.RedrivenAudit = -1 }, nil},
+		{"async, no re-drive configured", Options{Failover: true, Async: true},
+			func(r *Result) { r.RedriveConfigured = false }, []string{"runs without the re-drive"}},
+		{"sync, nothing re-driven is fine", Options{Failover: true},
+			func(r *Result) { r.RedrivenAudit, r.RedrivenMetric = 0, 0 }, nil},
+		{"no failover happened: checkFaults' to say", Options{Failover: true},
+			func(r *Result) { *r = Result{} }, nil},
+		{"not a failover run", Options{}, func(r *Result) { *r = Result{PostgresFaults: 1} }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := bit()
+			tc.edit(&r)
+			r.checkFailover(tc.o)
+			all := strings.Join(r.Violations, "\n")
+			if len(r.Violations) != len(tc.wants) {
+				t.Fatalf("violations:\n%s\nwant %d: %q", all, len(tc.wants), tc.wants)
+			}
+			for _, want := range tc.wants {
+				if !strings.Contains(all, want) {
+					t.Errorf("violations lack %q:\n%s", want, all)
+				}
+			}
+		})
+	}
+}
+
+func TestCountLogged(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC)
+	line := func(sec int, msg string) string {
+		return fmt.Sprintf(`{"time":%q,"level":"WARN","msg":%q,"attempt":1}`, t0.Add(time.Duration(sec)*time.Second).Format(time.RFC3339Nano), msg)
+	}
+	path := filepath.Join(t.TempDir(), "processor-1.log")
+	log := strings.Join([]string{
+		"=== chaos: start intake [bench chaos-processor] at …",
+		line(1, dbFailedMsg), // before the window
+		line(10, dbFailedMsg),
+		line(11, dbReadOnlyMsg),
+		line(12, "handler failed; will retry"),
+		"panic: not JSON",
+		line(40, dbFailedMsg), // the window's last moment
+		line(41, dbFailedMsg), // after it
+	}, "\n") + "\n"
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, err := countLogged(path, t0.Add(10*time.Second), t0.Add(40*time.Second), dbFailedMsg, dbReadOnlyMsg)
+	if err != nil || n != 3 {
+		t.Fatalf("countLogged = %d, %v; want 3", n, err)
+	}
+	if _, err := countLogged(filepath.Join(t.TempDir(), "missing.log"), t0, t0, dbFailedMsg); err == nil {
+		t.Fatal("a missing log counted")
 	}
 }
