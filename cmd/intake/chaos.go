@@ -78,6 +78,7 @@ pg_rewind) on PATH or in /usr/lib/postgresql/*/bin.`,
 	f.BoolVar(&o.NoNATSFault, "no-nats-fault", false, "skip the NATS kill and restart")
 	f.BoolVar(&o.NoPostgresFault, "no-postgres-fault", false, "skip the Postgres fault (stop and start, or with --failover the failover and rejoin)")
 	f.BoolVar(&o.Failover, "failover", false, "Postgres primary and streaming standby; the fault is a failover (standby cut off, primary kill -9, standby promoted, old primary rejoins); runs a replayer for the re-drive")
+	f.BoolVar(&o.NoCut, "no-cut", false, "with --failover (synchronous): kill the primary with the standby still connected, so commits land on the standby while their clients see the connection drop (the inbox must resolve them)")
 	f.BoolVar(&o.Async, "async", false, "with --failover: asynchronous replication (acknowledged commits can be lost with the primary; the re-drive must bring them back)")
 	f.DurationVar(&o.DuplicateWindow, "duplicate-window", d.DuplicateWindow, "JetStream duplicate window (short, so late deliveries reach the inbox)")
 	f.DurationVar(&o.AckWait, "ack-wait", d.AckWait, "processor ack deadline (how soon a killed processor's messages come back)")
