@@ -32,6 +32,8 @@ var (
 	documentedProcessor = config.Processor{
 		AckWait: 30 * time.Second, MaxDeliver: 10, BatchSize: 256, BatchWait: 20 * time.Millisecond, Concurrency: 2,
 		Backoff: []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute},
+		// replicas × batch_size × (2 × concurrency + 1): README, docs/scaling.md.
+		MaxAckPending: 2560, Replicas: 2,
 	}
 	documentedOutbox = config.Outbox{PollInterval: time.Second, RelayAfter: 5 * time.Second, BatchSize: 500, Retention: 72 * time.Hour}
 )
