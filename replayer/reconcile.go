@@ -75,6 +75,12 @@ type ReconcileResult struct {
 	LostConflicts []MissingEvent `json:"lost_conflicts,omitempty"`
 
 	lostConflicts []store.ConflictRow
+	// missingSeq is each Missing key's message the fix replays (the first
+	// in the range); afterFix are the missing keys' other settled
+	// messages, to check against the row the fix will write (the
+	// re-drive's deferred conflict check).
+	missingSeq map[envelope.Key]uint64
+	afterFix   []store.ConflictRow
 }
 
 const maxMissingListed = 10_000
@@ -201,6 +207,7 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 		res.LostConflicts = append(res.LostConflicts, MissingEvent{Key: c.Key.String(), StreamSeq: c.StreamSeq})
 	}
 	listed := map[envelope.Key]bool{}
+	res.missingSeq = map[envelope.Key]uint64{}
 	var from, to uint64
 	var fixKeys []string
 	for _, m := range msgs {
@@ -221,11 +228,21 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 			continue
 		}
 		res.Missing = append(res.Missing, MissingEvent{Key: m.key.String(), StreamSeq: m.seq})
+		res.missingSeq[m.key] = m.seq
 		fixKeys = append(fixKeys, m.key.String())
 		if from == 0 || m.seq < from {
 			from = m.seq
 		}
 		to = max(to, m.seq)
+	}
+	// A missing key's other settled messages (a second payload under the
+	// same id, whose conflict record went with the lost commit) can be
+	// judged only once the fix has given the key its row again.
+	for _, m := range msgs {
+		if first, ok := res.missingSeq[m.key]; ok && m.seq != first && m.seq <= ackFloor && !rejected[m.seq] &&
+			envelope.IsSubjectIn(m.subject, m.key.Integration) {
+			res.afterFix = append(res.afterFix, conflictOf(m.key, m.seq, m.h, store.InboxState{}))
+		}
 	}
 	if len(fixKeys) > 0 {
 		res.Fix = &ReplayRequest{

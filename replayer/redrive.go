@@ -10,6 +10,7 @@ import (
 
 	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 )
 
@@ -111,8 +112,17 @@ type redriveState struct {
 	passes []Redrive
 
 	// Guarded by pass.
-	floors   []floorSample              // the ack floor over the last RedriveLookback, oldest first
-	attempts map[uint64]*redriveAttempt // source sequences a re-drive replay covered
+	floors   []floorSample               // the ack floor over the last RedriveLookback, oldest first
+	attempts map[uint64]*redriveAttempt  // source sequences a re-drive replay covered
+	afterFix map[uint64]deferredConflict // re-driven keys' other messages, judged once the key has its row
+}
+
+// deferredConflict is a settled message of a re-driven key that is not the
+// one its replay runs: once the replay has written the key's row, a payload
+// other than the row's is a conflict whose record the lost commit took.
+type deferredConflict struct {
+	c     store.ConflictRow // Original is filled from the row when judged
+	since time.Time
 }
 
 // floorSample is the processor's ack floor read by a pass at (or just
@@ -176,6 +186,9 @@ func (r *Replayer) redrivePass(ctx context.Context, rec *Redrive) error {
 	floorThen, sampled := st.floorAt(now.Add(-r.o.RedriveLookback))
 	st.sampleFloor(now, ackFloor, r.o.RedriveLookback)
 	st.pruneAttempts(now, 2*max(r.o.RedriveLookback, r.o.RedriveInterval))
+	if err := r.judgeDeferredConflicts(ctx, rec, now, 2*max(r.o.RedriveLookback, r.o.RedriveInterval)); err != nil {
+		return err
+	}
 	if ackFloor == 0 {
 		return nil
 	}
@@ -233,6 +246,7 @@ func (r *Replayer) redrivePass(ctx context.Context, rec *Redrive) error {
 		}
 		rec.Checked += res.Checked
 		rec.Missing += len(res.Missing)
+		st.deferConflicts(res.afterFix, time.Now())
 		if len(res.lostConflicts) > 0 {
 			n, err := r.o.Store.RecordConflicts(ctx, res.lostConflicts)
 			rec.ConflictsRecorded += n
@@ -521,4 +535,66 @@ func (r *Replayer) RedriveStatus() RedriveStatus {
 // redriveStatus is GET /api/v1/redrive.
 func (a *Replayer) redriveStatus(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, a.RedriveStatus())
+}
+
+// deferConflicts remembers the re-driven keys' other messages until their
+// keys have rows again.
+func (st *redriveState) deferConflicts(cs []store.ConflictRow, now time.Time) {
+	if len(cs) == 0 {
+		return
+	}
+	if st.afterFix == nil {
+		st.afterFix = map[uint64]deferredConflict{}
+	}
+	for _, c := range cs {
+		if _, ok := st.afterFix[c.StreamSeq]; !ok && len(st.afterFix) < redriveAttemptsKept {
+			st.afterFix[c.StreamSeq] = deferredConflict{c: c, since: now}
+		}
+	}
+}
+
+// judgeDeferredConflicts records the conflicts of deferred messages whose
+// key has its row again with another payload (and no record of them yet);
+// a message with the row's payload was a duplicate. A key still without a
+// row waits, up to keep.
+func (r *Replayer) judgeDeferredConflicts(ctx context.Context, rec *Redrive, now time.Time, keep time.Duration) error {
+	st := &r.redrive
+	if len(st.afterFix) == 0 {
+		return nil
+	}
+	keys := make([]envelope.Key, 0, len(st.afterFix))
+	for _, d := range st.afterFix {
+		keys = append(keys, d.c.Key)
+	}
+	rows, err := r.o.Store.LookupInbox(ctx, keys)
+	if err != nil {
+		return err
+	}
+	var judged []store.ConflictRow
+	for seq, d := range st.afterFix {
+		row, ok := rows[d.c.Key]
+		switch {
+		case !ok && now.Sub(d.since) > keep:
+			delete(st.afterFix, seq)
+		case !ok:
+		case row.PayloadSHA256 == d.c.PayloadSHA256 || row.StreamSeq == seq || row.Tenant != d.c.Tenant:
+			delete(st.afterFix, seq) // a duplicate, the row's own message, or a rejection's
+		default:
+			c := d.c
+			c.Original = inbox.Row{PayloadSHA256: row.PayloadSHA256, StreamSeq: row.StreamSeq, Status: row.Status}
+			judged = append(judged, c)
+			delete(st.afterFix, seq)
+		}
+	}
+	if len(judged) == 0 {
+		return nil
+	}
+	lost, err := r.lostConflicts(ctx, judged, map[uint64]bool{})
+	if err != nil {
+		return err
+	}
+	n, err := r.o.Store.RecordConflicts(ctx, lost)
+	rec.ConflictsRecorded += n
+	r.metrics.redrivenConflicts.Add(float64(n))
+	return err
 }

@@ -540,3 +540,49 @@ intake_redriven_events_total 1
 		t.Fatal(err)
 	}
 }
+
+// TestRedriveRecordsConflictsOfALostKey: a failover took both the event's
+// row and the conflict record of its second payload. The pass re-drives
+// the event (its first payload), and once that has its row again a later
+// pass records the second payload's conflict — though the range was
+// checked before the row was back.
+func TestRedriveRecordsConflictsOfALostKey(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	r.start()
+	ctx := context.Background()
+	r.publish("evt_1")
+	other := envelope.NewDelivery(key("evt_1"), "acme", "invoice.paid", []byte(`{"id":"evt_1","other":true}`), time.Now()).Msg()
+	ack, err := r.js.PublishMsg(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.settled()
+	for _, q := range []string{`DELETE FROM intake.conflicts`, `DELETE FROM intake.inbox`, `DELETE FROM effects`} {
+		if _, err := r.db.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: -1})
+	r.runReplayer(rp)
+	pass, err := rp.RedrivePass(ctx, replayer.RedriveFailover)
+	if err != nil || pass.Redriven != 1 || pass.ConflictsRecorded != 0 {
+		t.Fatalf("first pass: %+v, %v; want the event re-driven", pass, err)
+	}
+	r.waitReplay(pass.ReplayIDs[0], "done")
+	r.settled()
+	pass, err = rp.RedrivePass(ctx, replayer.RedriveScheduled)
+	if err != nil || pass.ConflictsRecorded != 1 || pass.Redriven != 0 {
+		t.Fatalf("second pass: %+v, %v; want the second payload's conflict recorded", pass, err)
+	}
+	// The original is the row the re-drive wrote: its first payload, from
+	// the replay copy.
+	if n := r.count(`SELECT count(*) FROM intake.conflicts c JOIN intake.inbox i USING (integration, account, event_id)
+		WHERE c.conflicting_stream_seq = $1 AND c.original_sha256 = i.payload_sha256 AND c.original_stream_seq = i.stream_seq`,
+		int64(ack.Sequence)); n != 1 {
+		t.Fatalf("%d conflict records of the second payload against the re-driven row, want 1", n)
+	}
+	if n := r.count(`SELECT count(*) FROM effects`); n != 1 {
+		t.Fatalf("%d business rows, want 1", n)
+	}
+}
