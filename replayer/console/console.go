@@ -198,7 +198,7 @@ func equal(a, b string) bool {
 type page struct {
 	Title    string
 	Nav      string
-	Session  session
+	User     replayer.Caller
 	CSRF     string
 	Operator bool
 	Error    string
@@ -207,7 +207,7 @@ type page struct {
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
 	s := sessionFrom(r.Context())
-	p := page{Title: title, Nav: name, Session: s, Data: data}
+	p := page{Title: title, Nav: name, User: s.caller, Data: data}
 	if s.nonce != "" {
 		p.CSRF, p.Operator = s.csrf(), s.operator()
 	}
@@ -234,7 +234,7 @@ func (c *Console) write(w http.ResponseWriter, code int, name string, p page) {
 // fail renders the page's template with an error message instead of data.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	s := sessionFrom(r.Context())
-	p := page{Title: "Error", Session: s, Error: msg}
+	p := page{Title: "Error", User: s.caller, Error: msg}
 	if s.nonce != "" {
 		p.CSRF, p.Operator = s.csrf(), s.operator()
 	}

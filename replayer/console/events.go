@@ -105,7 +105,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 // renderErr renders a page with a 400 and the message above its form.
 func (c *Console) renderErr(w http.ResponseWriter, r *http.Request, name, title string, data any, msg string) {
 	s := sessionFrom(r.Context())
-	p := page{Title: title, Nav: name, Session: s, Data: data, Error: msg, CSRF: s.csrf(), Operator: s.operator()}
+	p := page{Title: title, Nav: name, User: s.caller, Data: data, Error: msg, CSRF: s.csrf(), Operator: s.operator()}
 	c.write(w, http.StatusBadRequest, name, p)
 }
 

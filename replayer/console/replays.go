@@ -116,7 +116,7 @@ func (c *Console) plan(w http.ResponseWriter, r *http.Request, form replayForm, 
 	form.SelectorJSON = string(b)
 	d := dryRunData{Replay: rep, Form: form, Modes: []string{string(inbox.ReplayExact), string(inbox.ReplayReexecute)}}
 	s := sessionFrom(r.Context())
-	c.write(w, code, "dryrun", page{Title: "Replay: dry run", Nav: "dryrun", Session: s, CSRF: s.csrf(), Operator: s.operator(), Data: d, Error: msg})
+	c.write(w, code, "dryrun", page{Title: "Replay: dry run", Nav: "dryrun", User: s.caller, CSRF: s.csrf(), Operator: s.operator(), Data: d, Error: msg})
 }
 
 // replayErr answers a refused replay as the API would (400, 422).
@@ -223,7 +223,7 @@ func (c *Console) replay(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("fragment") == "progress" {
 		s := sessionFrom(r.Context())
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := c.pages["replay"].ExecuteTemplate(w, "progress", page{Session: s, CSRF: s.csrf(), Operator: s.operator(), Data: d}); err != nil {
+		if err := c.pages["replay"].ExecuteTemplate(w, "progress", page{User: s.caller, CSRF: s.csrf(), Operator: s.operator(), Data: d}); err != nil {
 			c.log.Error("console: render progress", "err", err)
 		}
 		return

@@ -1,0 +1,121 @@
+package console_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestSignInSessionAndCSRF walks the sign-in and every CSRF and role check
+// with a plain HTTP client: the cookie flags, a forged sign-in, a POST
+// without or with a wrong CSRF token, from another origin, and a viewer's
+// forged mutation.
+func TestSignInSessionAndCSRF(t *testing.T) {
+	r := setup(t)
+	r.publish("evt_1", `{"id":"evt_1","type":"invoice.paid"}`)
+	r.settled()
+
+	anon := r.client()
+	resp, _ := anon.do(http.MethodGet, "/ui/events", nil, nil)
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/ui/signin?next=") {
+		t.Fatalf("GET /ui/events without a session = %d %s, want 303 to the sign-in form", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, body := anon.do(http.MethodPost, "/ui/replays/dry-run", url.Values{"key": {"demo/main/evt_1"}}, nil)
+	must(t, "POST without a session", resp, body, http.StatusUnauthorized)
+
+	// A sign-in without the form's double-submit value (a forged sign-in).
+	resp, body = anon.do(http.MethodPost, "/ui/signin", url.Values{"token": {operatorToken}}, nil)
+	must(t, "sign-in without the form's pre value", resp, body, http.StatusForbidden)
+	resp, body = anon.do(http.MethodGet, "/ui/signin", nil, nil)
+	pre := preRE.FindStringSubmatch(body)[1]
+	resp, body = anon.do(http.MethodPost, "/ui/signin", url.Values{"pre": {pre}, "token": {"wrong-token-0123456789"}}, nil)
+	must(t, "sign-in with a wrong token", resp, body, http.StatusUnauthorized)
+
+	ops := r.client()
+	csrf := ops.signIn(operatorToken)
+	u, _ := url.Parse(r.base + "/ui/")
+	var session *http.Cookie
+	for _, c := range ops.hc.Jar.Cookies(u) {
+		if c.Name == "intake_console" {
+			session = c
+		}
+	}
+	if session == nil {
+		t.Fatal("no session cookie after sign-in")
+	}
+	// The jar hides the flags: read them from a fresh sign-in's Set-Cookie.
+	fresh := r.client()
+	_, body = fresh.do(http.MethodGet, "/ui/signin", nil, nil)
+	resp, _ = fresh.do(http.MethodPost, "/ui/signin", url.Values{"pre": {preRE.FindStringSubmatch(body)[1]}, "token": {operatorToken}}, nil)
+	var setCookie string
+	for _, h := range resp.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(h, "intake_console=") {
+			setCookie = h
+		}
+	}
+	for _, flag := range []string{"HttpOnly", "SameSite=Strict", "Path=/ui/"} {
+		if !strings.Contains(setCookie, flag) {
+			t.Errorf("session Set-Cookie %q lacks %s", setCookie, flag)
+		}
+	}
+	if strings.Contains(setCookie, "Secure") {
+		t.Errorf("session Set-Cookie %q is Secure over plain HTTP: the browser would drop it", setCookie)
+	}
+
+	form := url.Values{"key": {"demo/main/evt_1"}}
+	resp, body = ops.do(http.MethodPost, "/ui/replays/dry-run", form, nil)
+	must(t, "operator POST without CSRF", resp, body, http.StatusForbidden)
+	form.Set("csrf", csrf+"x")
+	resp, body = ops.do(http.MethodPost, "/ui/replays/dry-run", form, nil)
+	must(t, "operator POST with a wrong CSRF token", resp, body, http.StatusForbidden)
+	form.Set("csrf", csrf)
+	resp, body = ops.do(http.MethodPost, "/ui/replays/dry-run", form, http.Header{"Origin": {"https://evil.example"}})
+	must(t, "operator POST from another origin", resp, body, http.StatusForbidden)
+	resp, body = ops.do(http.MethodPost, "/ui/replays/dry-run", form, nil)
+	must(t, "operator dry run", resp, body, http.StatusOK)
+	if !strings.Contains(body, "would_deduplicate") {
+		t.Errorf("dry run page lacks the predicted outcome:\n%s", body)
+	}
+
+	// A viewer sees no mutating control and is refused one anyway.
+	viewer := r.client()
+	vcsrf := viewer.signIn(viewerToken)
+	for _, path := range []string{"/ui/failed", "/ui/event?key=demo%2Fmain%2Fevt_1", "/ui/reconcile?from_seq=1"} {
+		_, page := viewer.do(http.MethodGet, path, nil, nil)
+		if strings.Contains(page, `class="mutate`) || strings.Contains(page, "/ui/replays/dry-run") {
+			t.Errorf("viewer's %s shows a mutating control", path)
+		}
+	}
+	resp, body = viewer.do(http.MethodPost, "/ui/replays/dry-run", url.Values{"key": {"demo/main/evt_1"}, "csrf": {vcsrf}}, nil)
+	must(t, "viewer's forged dry run", resp, body, http.StatusForbidden)
+	resp, body = viewer.do(http.MethodPost, "/ui/replays", url.Values{"key": {"demo/main/evt_1"}, "csrf": {vcsrf}, "reason": {"x"}}, nil)
+	must(t, "viewer's forged replay", resp, body, http.StatusForbidden)
+
+	// Sign-out ends the session here even if the cookie is replayed.
+	resp, body = ops.do(http.MethodPost, "/ui/signout", url.Values{"csrf": {csrf}}, nil)
+	must(t, "sign-out", resp, body, http.StatusSeeOther)
+	replayed := r.client()
+	replayed.hc.Jar.SetCookies(u, []*http.Cookie{{Name: "intake_console", Value: session.Value, Path: "/ui/"}})
+	resp, _ = replayed.do(http.MethodGet, "/ui/events", nil, nil)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("a signed-out session's cookie still reads /ui/events: %d", resp.StatusCode)
+	}
+}
+
+// TestSignInThrottled: the API's failed-authentication throttle guards the
+// sign-in form.
+func TestSignInThrottled(t *testing.T) {
+	r := setup(t)
+	c := r.client()
+	var last *http.Response
+	var body string
+	for range 11 {
+		_, page := c.do(http.MethodGet, "/ui/signin", nil, nil)
+		last, body = c.do(http.MethodPost, "/ui/signin", url.Values{"pre": {preRE.FindStringSubmatch(page)[1]}, "token": {"wrong-token-0123456789"}}, nil)
+	}
+	must(t, "the 11th bad sign-in", last, body, http.StatusTooManyRequests)
+	if last.Header.Get("Retry-After") == "" {
+		t.Error("throttled sign-in without Retry-After")
+	}
+}
