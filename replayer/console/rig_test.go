@@ -3,7 +3,7 @@ package console_test
 import (
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -71,7 +71,9 @@ func setup(t *testing.T) *rig {
 	return r
 }
 
-func key(id string) envelope.Key { return envelope.Key{Integration: "demo", Account: "main", EventID: id} }
+func key(id string) envelope.Key {
+	return envelope.Key{Integration: "demo", Account: "main", EventID: id}
+}
 
 // publish puts a delivery on INTAKE_IN as ingress does.
 func (r *rig) publish(id, body string) uint64 {
@@ -126,16 +128,11 @@ func (c *client) do(method, path string, form url.Values, header http.Header) (*
 		c.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var sb strings.Builder
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		sb.Write(buf[:n])
-		if err != nil {
-			break
-		}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatal(err)
 	}
-	return resp, sb.String()
+	return resp, string(b)
 }
 
 var (
@@ -168,12 +165,4 @@ func must(t *testing.T, what string, resp *http.Response, body string, want int)
 	if resp.StatusCode != want {
 		t.Fatalf("%s = %d, want %d:\n%s", what, resp.StatusCode, want, body)
 	}
-}
-
-func ids(n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("evt_%d", i)
-	}
-	return out
 }
