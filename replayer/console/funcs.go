@@ -37,7 +37,6 @@ var funcs = template.FuncMap{
 	},
 	"mul":  func(i, n int) int { return i * n },
 	"sub":  func(a, b float64) float64 { return a - b },
-	"keyq": func(k string) string { return url.QueryEscape(k) },
 	"join": strings.Join,
 	"withq": func(v url.Values, k, val string) string {
 		out := url.Values{}
