@@ -91,6 +91,9 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 		return
 	}
 	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
