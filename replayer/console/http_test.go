@@ -78,6 +78,13 @@ func TestSignInSessionAndCSRF(t *testing.T) {
 		t.Errorf("dry run page lacks the predicted outcome:\n%s", body)
 	}
 
+	// The overview counts from Postgres.
+	resp, body = ops.do(http.MethodGet, "/ui/", nil, nil)
+	must(t, "overview", resp, body, http.StatusOK)
+	if !strings.Contains(body, `data-integration="demo"`) || !strings.Contains(body, "<td>accepted</td><td>1</td><td>1</td>") {
+		t.Errorf("overview lacks demo's one accepted event:\n%s", body)
+	}
+
 	// A viewer sees no mutating control and is refused one anyway.
 	viewer := r.client()
 	vcsrf := viewer.signIn(viewerToken)

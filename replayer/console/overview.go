@@ -19,8 +19,9 @@ var overviewWindows = []overviewWindow{{"last hour", time.Hour}, {"last day", 24
 // stats are one integration's counts over one window, from Postgres.
 type stats struct {
 	Accepted, Duplicates, Conflicts, Failed, Quarantined int64
-	// LagP50, LagP95: first receipt to processed, of events processed in
-	// the window.
+	// Accepted and Duplicates: events first received in the window and
+	// their extra deliveries. Failed and Quarantined: by last delivery.
+	// LagP50, LagP95: first receipt to processed, of the window's events.
 	LagP50, LagP95 time.Duration
 }
 
@@ -60,8 +61,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 const chartHeight = 40
 
 // loadOverview reads the counts with a handful of aggregate queries over
-// the inbox, conflicts and outbox (no index is added for them: they scan
-// the last day's rows).
+// the inbox, conflicts and outbox, each on an existing index's range (the
+// window's rows; outbox_pending is small).
 func (c *Console) loadOverview(ctx context.Context, now time.Time) (overviewData, error) {
 	pool := c.ro.Store.Pool()
 	d := overviewData{Windows: overviewWindows, At: now}
@@ -76,35 +77,56 @@ func (c *Console) loadOverview(ctx context.Context, now time.Time) (overviewData
 	}
 	for i, win := range overviewWindows {
 		since := now.Add(-win.Dur)
+		// Events first received in the window (inbox_received_idx): their
+		// count, the extra deliveries of them, and their processing lag.
 		rows, err := pool.Query(ctx, `
-			SELECT integration,
-				count(*) FILTER (WHERE first_received_at >= $1),
-				coalesce(sum(greatest(delivery_count - 1, 0)), 0),
-				count(*) FILTER (WHERE status = 'failed'),
-				count(*) FILTER (WHERE status = 'quarantined'),
+			SELECT integration, count(*), coalesce(sum(greatest(delivery_count - 1, 0)), 0),
 				coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - first_received_at))
-					FILTER (WHERE processed_at >= $1), 0),
+					FILTER (WHERE processed_at IS NOT NULL), 0),
 				coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - first_received_at))
-					FILTER (WHERE processed_at >= $1), 0)
-			FROM intake.inbox WHERE last_received_at >= $1 OR processed_at >= $1
+					FILTER (WHERE processed_at IS NOT NULL), 0)
+			FROM intake.inbox WHERE first_received_at >= $1
 			GROUP BY integration`, since)
 		if err != nil {
 			return d, fmt.Errorf("overview: inbox: %w", err)
 		}
 		for rows.Next() {
 			var name string
-			var s stats
+			var n, dups int64
 			var p50, p95 float64
-			if err := rows.Scan(&name, &s.Accepted, &s.Duplicates, &s.Failed, &s.Quarantined, &p50, &p95); err != nil {
+			if err := rows.Scan(&name, &n, &dups, &p50, &p95); err != nil {
 				rows.Close()
 				return d, fmt.Errorf("overview: inbox: %w", err)
 			}
-			s.LagP50, s.LagP95 = secs(p50), secs(p95)
-			get(name).Windows[i] = s
+			s := &get(name).Windows[i]
+			s.Accepted, s.Duplicates, s.LagP50, s.LagP95 = n, dups, secs(p50), secs(p95)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return d, fmt.Errorf("overview: inbox: %w", err)
+		}
+		// Failed and quarantined by their last delivery (inbox_status_idx).
+		rows, err = pool.Query(ctx, `SELECT integration, status, count(*) FROM intake.inbox
+			WHERE status IN ('failed', 'quarantined') AND last_received_at >= $1 GROUP BY 1, 2`, since)
+		if err != nil {
+			return d, fmt.Errorf("overview: failed: %w", err)
+		}
+		for rows.Next() {
+			var name, status string
+			var n int64
+			if err := rows.Scan(&name, &status, &n); err != nil {
+				rows.Close()
+				return d, fmt.Errorf("overview: failed: %w", err)
+			}
+			if s := &get(name).Windows[i]; status == "failed" {
+				s.Failed = n
+			} else {
+				s.Quarantined = n
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return d, fmt.Errorf("overview: failed: %w", err)
 		}
 		rows, err = pool.Query(ctx, `SELECT integration, count(*) FROM intake.conflicts WHERE detected_at >= $1 GROUP BY integration`, since)
 		if err != nil {
