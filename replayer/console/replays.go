@@ -105,10 +105,21 @@ func (c *Console) dryRun(w http.ResponseWriter, r *http.Request) {
 	c.plan(w, r, form, http.StatusOK, "")
 }
 
+// dryRunReason is the audit reason of a console dry run in mode reexecute
+// (the replayer requires one): the operator gives the real one to confirm.
+const dryRunReason = "console dry run (the reason is asked at confirm)"
+
+func (c *Console) planReason(form replayForm) string {
+	if form.Reason == "" && form.Mode == string(inbox.ReplayReexecute) {
+		return dryRunReason
+	}
+	return form.Reason
+}
+
 func (c *Console) plan(w http.ResponseWriter, r *http.Request, form replayForm, code int, msg string) {
 	dry := true
 	rep, err := c.rp.Replay(r.Context(), sessionFrom(r.Context()).caller.Name,
-		replayer.ReplayRequest{Selector: form.Selector, Mode: inbox.ReplayMode(form.Mode), DryRun: &dry, Reason: form.Reason})
+		replayer.ReplayRequest{Selector: form.Selector, Mode: inbox.ReplayMode(form.Mode), DryRun: &dry, Reason: c.planReason(form)})
 	if c.replayErr(w, r, err) {
 		return
 	}
