@@ -1,8 +1,10 @@
 package console_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -124,5 +126,46 @@ func TestSignInThrottled(t *testing.T) {
 	must(t, "the 11th bad sign-in", last, body, http.StatusTooManyRequests)
 	if last.Header.Get("Retry-After") == "" {
 		t.Error("throttled sign-in without Retry-After")
+	}
+}
+
+// TestReplayProgressAndCancel: an operator starts a slow replay of every
+// failed event from the queue, sees it running and cancels it.
+func TestReplayProgressAndCancel(t *testing.T) {
+	r := setup(t)
+	for i := range 20 {
+		id := "evt_" + string(rune('a'+i))
+		r.failing.Store(key(id).String(), true)
+		r.publish(id, `{"id":"`+id+`"}`)
+	}
+	r.settled()
+	ops := r.client()
+	csrf := ops.signIn(operatorToken)
+	resp, body := ops.do(http.MethodPost, "/ui/replays/dry-run", url.Values{"csrf": {csrf}, "all": {"1"}, "status": {"failed"}}, nil)
+	must(t, "dry run of all failed", resp, body, http.StatusOK)
+	if !strings.Contains(body, `<td>would_retry</td><td>20</td>`) {
+		t.Fatalf("dry run does not predict 20 retries:\n%s", body)
+	}
+	sel := regexp.MustCompile(`name="selector" value="([^"]+)"`).FindStringSubmatch(body)
+	if sel == nil {
+		t.Fatalf("dry run page without the selector to confirm:\n%s", body)
+	}
+	form := url.Values{"csrf": {csrf}, "selector": {html.UnescapeString(sel[1])}, "mode": {"exact"}, "rate": {"1"}}
+	resp, body = ops.do(http.MethodPost, "/ui/replays", form, nil)
+	must(t, "confirm without a reason", resp, body, http.StatusBadRequest)
+	form.Set("reason", "the bug is fixed")
+	resp, body = ops.do(http.MethodPost, "/ui/replays", form, nil)
+	must(t, "confirm", resp, body, http.StatusSeeOther)
+	page := resp.Header.Get("Location")
+	resp, body = ops.do(http.MethodGet, page+"?fragment=progress", nil, nil)
+	must(t, "progress", resp, body, http.StatusOK)
+	if !strings.Contains(body, `data-state="running"`) || !strings.Contains(body, `id="cancel"`) {
+		t.Fatalf("a replay at 1 event/s is not shown running with a cancel button:\n%s", body)
+	}
+	resp, body = ops.do(http.MethodPost, page+"/cancel", url.Values{"csrf": {csrf}}, nil)
+	must(t, "cancel", resp, body, http.StatusSeeOther)
+	_, body = ops.do(http.MethodGet, page, nil, nil)
+	if !strings.Contains(body, `data-state="cancelled"`) || !strings.Contains(body, "Cancelled by") {
+		t.Fatalf("replay not shown cancelled:\n%s", body)
 	}
 }

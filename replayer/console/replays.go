@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -85,9 +86,11 @@ func readSelector(r *http.Request) (replayer.Selector, error) {
 }
 
 type dryRunData struct {
-	Replay store.Replay
-	Form   replayForm
-	Modes  []string
+	Replay      store.Replay
+	Form        replayForm
+	Modes       []string
+	DefaultRate int
+	MaxRate     int
 }
 
 // dryRun plans the replay and shows what it would do; nothing is published.
@@ -125,7 +128,8 @@ func (c *Console) plan(w http.ResponseWriter, r *http.Request, form replayForm, 
 	}
 	b, _ := json.Marshal(form.Selector)
 	form.SelectorJSON = string(b)
-	d := dryRunData{Replay: rep, Form: form, Modes: []string{string(inbox.ReplayExact), string(inbox.ReplayReexecute)}}
+	d := dryRunData{Replay: rep, Form: form, Modes: []string{string(inbox.ReplayExact), string(inbox.ReplayReexecute)},
+		DefaultRate: c.ro.DefaultRate, MaxRate: c.ro.MaxRate}
 	s := sessionFrom(r.Context())
 	c.write(w, code, "dryrun", page{Title: "Replay: dry run", Nav: "dryrun", User: s.caller, CSRF: s.csrf(), Operator: s.operator(), Data: d, Error: msg})
 }
@@ -155,13 +159,22 @@ func (c *Console) startReplay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	form := replayForm{Selector: sel, Mode: r.PostFormValue("mode"), Reason: strings.TrimSpace(r.PostFormValue("reason"))}
+	rate := 0
+	if s := r.PostFormValue("rate"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			c.plan(w, r, form, http.StatusBadRequest, "rate: not a positive number of events per second: "+strconv.Quote(s))
+			return
+		}
+		rate = n
+	}
 	if form.Reason == "" {
 		c.plan(w, r, form, http.StatusBadRequest, "reason: required — say why this replay runs (it goes in the audit log)")
 		return
 	}
 	dry := false
 	rep, err := c.rp.Replay(r.Context(), sessionFrom(r.Context()).caller.Name,
-		replayer.ReplayRequest{Selector: sel, Mode: inbox.ReplayMode(form.Mode), DryRun: &dry, Reason: form.Reason})
+		replayer.ReplayRequest{Selector: sel, Mode: inbox.ReplayMode(form.Mode), DryRun: &dry, Reason: form.Reason, Rate: rate})
 	if c.replayErr(w, r, err) {
 		return
 	}
