@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"embed"
 	"errors"
 	"fmt"
@@ -190,8 +191,10 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
-func equal(a, b string) bool {
-	return a != "" && len(a) == len(b) && hmacEqual(a, b)
+// equal compares a presented secret with the expected one in constant
+// time; an empty one never matches.
+func equal(got, want string) bool {
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
 // page is what every template gets.

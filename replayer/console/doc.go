@@ -8,9 +8,10 @@
 // start, a cancel) call the same Replayer methods the API calls, with the
 // signed-in token's name as the audit's requested_by.
 //
-// Sign-in takes an API token (api.tokens) through the API's own
-// RequireToken, so the failed-authentication throttle, its log line and
-// its metric guard the form as they guard the bearer header. A session is
+// Sign-in takes an API token (api.tokens) through replayer.RequireToken,
+// so the failed-authentication throttle, its log line and its metric guard
+// the form as they guard the bearer header (the form's throttle is its own
+// instance: an address has its failures' budget on each). A session is
 // a signed cookie, not server state: any replayer with the same tokens
 // accepts it, and removing a token from the config ends its sessions. Every
 // POST carries a CSRF token bound to the session; a viewer's session gets

@@ -112,7 +112,7 @@ func (c *Console) dryRun(w http.ResponseWriter, r *http.Request) {
 // (the replayer requires one): the operator gives the real one to confirm.
 const dryRunReason = "console dry run (the reason is asked at confirm)"
 
-func (c *Console) planReason(form replayForm) string {
+func planReason(form replayForm) string {
 	if form.Reason == "" && form.Mode == string(inbox.ReplayReexecute) {
 		return dryRunReason
 	}
@@ -122,7 +122,7 @@ func (c *Console) planReason(form replayForm) string {
 func (c *Console) plan(w http.ResponseWriter, r *http.Request, form replayForm, code int, msg string) {
 	dry := true
 	rep, err := c.rp.Replay(r.Context(), sessionFrom(r.Context()).caller.Name,
-		replayer.ReplayRequest{Selector: form.Selector, Mode: inbox.ReplayMode(form.Mode), DryRun: &dry, Reason: c.planReason(form)})
+		replayer.ReplayRequest{Selector: form.Selector, Mode: inbox.ReplayMode(form.Mode), DryRun: &dry, Reason: planReason(form)})
 	if c.replayErr(w, r, err) {
 		return
 	}

@@ -2,7 +2,6 @@ package console
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"net/http"
 	"strings"
 
@@ -81,8 +80,6 @@ func safeNext(next string) string {
 	}
 	return next
 }
-
-func hmacEqual(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
 // recorder captures RequireToken's answer to a sign-in attempt.
 type recorder struct {
