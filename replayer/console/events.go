@@ -160,8 +160,8 @@ func (c *Console) event(w http.ResponseWriter, r *http.Request) {
 }
 
 // timeline puts everything that happened to an event in time order:
-// deliveries, handler runs, replays that selected it, conflicts and refused
-// messages.
+// deliveries, handler runs, replays that selected it, conflicts, refused
+// messages claiming its key and its body refused under other ids.
 func (c *Console) timeline(ctx context.Context, ev store.Event, k envelope.Key) ([]entry, error) {
 	st := c.ro.Store
 	var out []entry
@@ -208,6 +208,14 @@ func (c *Console) timeline(ctx context.Context, ev store.Event, k envelope.Key) 
 	}
 	for _, rj := range rejs {
 		out = append(out, entry{At: rj.RejectedAt, Kind: "rejection", What: "message refused: " + rj.Reason, Detail: rj.Detail})
+	}
+	bodies, err := st.EventReplayedBodies(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	for _, rj := range bodies {
+		out = append(out, entry{At: rj.RejectedAt, Kind: "rejection", What: "its body refused under another event id (" + rj.Key + ")",
+			Detail: rj.Detail})
 	}
 	if ev.ProcessedAt != nil {
 		out = append(out, entry{At: *ev.ProcessedAt, Kind: "processed", What: "inbox row " + string(ev.Status)})

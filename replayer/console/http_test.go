@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"html"
 	"net/http"
 	"net/url"
@@ -167,5 +168,37 @@ func TestReplayProgressAndCancel(t *testing.T) {
 	_, body = ops.do(http.MethodGet, page, nil, nil)
 	if !strings.Contains(body, `data-state="cancelled"`) || !strings.Contains(body, "Cancelled by") {
 		t.Fatalf("replay not shown cancelled:\n%s", body)
+	}
+}
+
+// TestReconcileProposesAFix: an inbox row lost behind Intake's back is
+// found missing, and the operator dry-runs the fix from the page.
+func TestReconcileProposesAFix(t *testing.T) {
+	r := setup(t)
+	r.publish("evt_1", `{"id":"evt_1"}`)
+	r.publish("evt_2", `{"id":"evt_2"}`)
+	r.settled()
+	if _, err := r.tr.DB.Exec(context.Background(), `DELETE FROM intake.inbox WHERE event_id = 'evt_2'`); err != nil {
+		t.Fatal(err)
+	}
+	ops := r.client()
+	csrf := ops.signIn(operatorToken)
+	resp, body := ops.do(http.MethodGet, "/ui/reconcile?from_seq=1", nil, nil)
+	must(t, "reconcile", resp, body, http.StatusOK)
+	if !strings.Contains(body, `<dd id="missing">1</dd>`) || !strings.Contains(body, "demo/main/evt_2") || !strings.Contains(body, `id="dry-run-fix"`) {
+		t.Fatalf("reconcile does not show evt_2 missing with a fix to dry-run:\n%s", body)
+	}
+	sel := regexp.MustCompile(`name="selector" value="([^"]+)"`).FindStringSubmatch(body)
+	resp, body = ops.do(http.MethodPost, "/ui/replays/dry-run", url.Values{"csrf": {csrf}, "selector": {html.UnescapeString(sel[1])}}, nil)
+	must(t, "dry run of the fix", resp, body, http.StatusOK)
+	if !strings.Contains(body, `<td>would_apply</td><td>1</td>`) {
+		t.Fatalf("the fix's dry run does not predict evt_2 applied:\n%s", body)
+	}
+	// A viewer reads the check but gets no button.
+	viewer := r.client()
+	viewer.signIn(viewerToken)
+	_, body = viewer.do(http.MethodGet, "/ui/reconcile?from_seq=1", nil, nil)
+	if !strings.Contains(body, `<dd id="missing">1</dd>`) || strings.Contains(body, `id="dry-run-fix"`) {
+		t.Fatalf("viewer's reconcile: want the result without the fix's button:\n%s", body)
 	}
 }
