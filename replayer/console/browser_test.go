@@ -219,6 +219,11 @@ func TestBrowserOperatorAndViewer(t *testing.T) {
 		t.Errorf("overview lacks demo's counts: %q", o)
 	}
 	screenshot(t, ctx, "overview")
+	// Everything the page loaded came from the replayer itself.
+	if ext := value(t, ctx, "resources", chromedp.Evaluate[[]string](
+		`performance.getEntriesByType("resource").map(e => e.name).filter(n => !n.startsWith(location.origin + "/"))`)); len(ext) != 0 {
+		t.Errorf("the console loaded external resources: %v", ext)
+	}
 
 	// A viewer: no mutating control; a POST forged from its own page, with
 	// its own CSRF token, is refused.
