@@ -85,7 +85,14 @@ func (c *Console) Mount(r chi.Router) {
 	r.Route(Prefix, func(r chi.Router) {
 		r.Use(secureHeaders)
 		assets, _ := fs.Sub(assetFS, "assets")
-		r.Handle("/assets/*", http.StripPrefix(Prefix+"/assets/", http.FileServerFS(assets)))
+		files := http.StripPrefix(Prefix+"/assets/", http.FileServerFS(assets))
+		r.Get("/assets/*", func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/") { // files only, no listings
+				http.NotFound(w, r)
+				return
+			}
+			files.ServeHTTP(w, r)
+		})
 		r.Get("/signin", c.signInForm)
 		r.Post("/signin", c.signIn)
 		r.Group(func(r chi.Router) {
