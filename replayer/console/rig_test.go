@@ -101,7 +101,11 @@ type client struct {
 
 func (r *rig) client() *client {
 	jar, _ := cookiejar.New(nil)
-	return &client{t: r.t, base: r.base, hc: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+	// A transport of its own, its idle connections closed when the test
+	// ends: none outlives it (goleak).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	r.t.Cleanup(tr.CloseIdleConnections)
+	return &client{t: r.t, base: r.base, hc: &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
