@@ -9,7 +9,7 @@ PKGS     ?= ./...
 PG_BIN   := $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin)))
 export PATH := $(PATH)$(if $(PG_BIN),:$(PG_BIN),)
 
-.PHONY: all build test vet fmt-check fuzz-short fuzz test-race chaos clean
+.PHONY: all build test vet fmt-check fuzz-short fuzz test-race chaos clean chromium screenshots
 
 all: build
 
@@ -30,6 +30,16 @@ chaos: build ## full chaos runs: single node, a 3-node NATS cluster, a Postgres 
 	bin/intake bench chaos $(CHAOS_FLAGS)
 	bin/intake bench chaos --cluster $(CHAOS_FLAGS)
 	bin/intake bench chaos --failover $(CHAOS_FLAGS)
+
+# The console's browser tests (replayer/console) need a Chromium on PATH and
+# skip without one; `make chromium` installs Debian's (as .ci/run does).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+# The console's screenshots in docs/console, taken by its browser test.
+screenshots: chromium
+	INTAKE_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestBrowserOperatorAndViewer ./replayer/console
 
 test-race: ## every test under the race detector (slower)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)

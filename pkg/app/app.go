@@ -21,6 +21,7 @@ import (
 	"github.com/intakehq/intake/pkg/telemetry"
 	"github.com/intakehq/intake/processor"
 	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/console"
 )
 
 // Roles selects what one process runs.
@@ -204,6 +205,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 			return nil, err
 		}
 		a.rp.Mount(r)
+		if err := console.Mount(r, a.rp); err != nil {
+			return nil, err
+		}
 	}
 	if o.Roles.Processor {
 		a.warnOverlappingDurables(startCtx, js, cfg)

@@ -1,0 +1,257 @@
+package console_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"github.com/intakehq/intake/internal/testenv"
+)
+
+// screenshotsEnv names a directory to write each page's screenshot to
+// (make screenshots: docs/console).
+const screenshotsEnv = "INTAKE_CONSOLE_SCREENSHOTS"
+
+// chromium finds the browser: Debian's chromium (.ci/run installs it), or
+// another Chrome on PATH.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium binary on PATH (apt-get install chromium; .ci/run installs it): browser tests skipped")
+	return ""
+}
+
+// browser starts a headless Chromium with its own profile (own cookies)
+// for the rest of the test.
+func browser(t *testing.T, path string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	// The first call starts the browser; it lives as long as ctx, which
+	// must carry no timeout (each step gets its own: see run).
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// stepTimeout bounds one run of browser steps (a replay's progress
+// included); two cores shared with other tests are slow.
+const stepTimeout = 90 * time.Second
+
+// run runs steps in the browser of ctx, failing the test with the page's
+// address on error.
+func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if _, err := eval(ctx, chromedp.Steps(steps...)); err != nil {
+		url, _ := chromedp.Run(ctx, chromedp.Location())
+		t.Fatalf("%s: %v (at %s)", what, err, url)
+	}
+}
+
+func eval[T any](ctx context.Context, a chromedp.Action[T]) (T, error) {
+	sctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	return chromedp.Run(sctx, a)
+}
+
+// value runs one action that returns a value.
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := eval(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	return strings.TrimSpace(value(t, ctx, "read "+sel, chromedp.Text(chromedp.CSS(sel))))
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv(screenshotsEnv)
+	if dir == "" {
+		return
+	}
+	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func signInBrowser(t *testing.T, ctx context.Context, base, token string) {
+	t.Helper()
+	run(t, ctx, "sign in",
+		chromedp.Navigate(base+"/ui/events"),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), token),
+		chromedp.Click(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS("#events")),
+	)
+}
+
+// TestBrowserOperatorAndViewer is the console's scenario in a real headless
+// Chromium: an operator signs in, finds an event, opens a conflict's diff,
+// dry-runs a replay of a failed event, confirms it and sees the audit row
+// and the event processed; a viewer sees no mutating control, reads with
+// JavaScript off, and a forged POST from its page is refused 403.
+func TestBrowserOperatorAndViewer(t *testing.T) {
+	path := chromium(t)
+	r := setup(t)
+	r.failing.Store(key("evt_bad").String(), true)
+	r.publish("evt_ok", `{"id":"evt_ok","type":"invoice.paid","amount":100}`)
+	r.publish("evt_bad", `{"id":"evt_bad","type":"invoice.paid","amount":7}`)
+	r.publish("evt_conf", `{"id":"evt_conf","type":"invoice.paid","amount":100,"currency":"eur"}`)
+	r.settled()
+	r.publish("evt_conf", `{"id":"evt_conf","type":"invoice.paid","amount":250,"currency":"eur"}`)
+	r.settled()
+	if n := r.tr.Count(t, `SELECT count(*) FROM intake.inbox WHERE status = 'failed'`); n != 1 {
+		t.Fatalf("%d failed events, want 1 (evt_bad)", n)
+	}
+
+	ctx := browser(t, path)
+	signInBrowser(t, ctx, r.base, operatorToken)
+	screenshot(t, ctx, "events")
+	if who := text(t, ctx, "#who"); !strings.Contains(who, "ops (operator)") {
+		t.Fatalf("signed in as %q, want ops (operator)", who)
+	}
+
+	// Find the failed event by its key prefix and open it.
+	run(t, ctx, "filter events",
+		chromedp.SendKeys(chromedp.CSS("#key_prefix"), "demo/main/evt_b"),
+		chromedp.Click(chromedp.CSS("#search")),
+		chromedp.WaitVisible(chromedp.CSS(`#events a[href*="evt_bad"]`)),
+		chromedp.Click(chromedp.CSS(`#events a[href*="evt_bad"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#timeline")),
+	)
+	if s := text(t, ctx, "#status"); s != "failed" {
+		t.Fatalf("event status %q, want failed", s)
+	}
+	if p := text(t, ctx, "#payload"); !strings.Contains(p, `"amount": 7`) {
+		t.Fatalf("payload not shown pretty-printed: %q", p)
+	}
+	screenshot(t, ctx, "event")
+
+	// The conflict's diff shows the changed amount side by side.
+	run(t, ctx, "open conflict diff",
+		chromedp.Navigate(r.base+"/ui/conflicts"),
+		chromedp.WaitVisible(chromedp.CSS("#conflicts a.diff")),
+	)
+	screenshot(t, ctx, "conflicts")
+	run(t, ctx, "click diff", chromedp.Click(chromedp.CSS("#conflicts a.diff")), chromedp.WaitVisible(chromedp.CSS("#diff")))
+	if n := text(t, ctx, "#changed"); n != "1" {
+		t.Errorf("%s lines differ, want 1 (the amount)", n)
+	}
+	if d := text(t, ctx, "#diff tr.change"); !strings.Contains(d, `"amount": 100`) || !strings.Contains(d, `"amount": 250`) {
+		t.Errorf("changed row %q, want both amounts", d)
+	}
+	screenshot(t, ctx, "conflict")
+
+	// The bug is fixed: replay the failed event from the queue.
+	r.failing.Delete(key("evt_bad").String())
+	run(t, ctx, "dry run",
+		chromedp.Navigate(r.base+"/ui/failed"),
+		chromedp.WaitVisible(chromedp.CSS(`#failed input[value="demo/main/evt_bad"]`)),
+		chromedp.Click(chromedp.CSS(`#failed input[value="demo/main/evt_bad"]`)),
+	)
+	screenshot(t, ctx, "failed")
+	run(t, ctx, "dry run", chromedp.Click(chromedp.CSS("#dry-run-selected")), chromedp.WaitVisible(chromedp.CSS("#outcomes")))
+	if o := text(t, ctx, "#outcomes"); !strings.Contains(o, "would_retry") {
+		t.Fatalf("dry run outcomes %q, want would_retry", o)
+	}
+	screenshot(t, ctx, "dryrun")
+	// The reason is required: the browser will not submit the form empty.
+	valid := value(t, ctx, "reason required", chromedp.Evaluate[bool](`document.getElementById("confirm-form").checkValidity()`))
+	if valid {
+		t.Error("the confirm form is valid without a reason")
+	}
+	run(t, ctx, "confirm",
+		chromedp.SendKeys(chromedp.CSS("#reason"), "fixed the tax bug"),
+		chromedp.Click(chromedp.CSS("#confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#progress")),
+	)
+	// console.js follows the progress and reloads when the replay ends.
+	run(t, ctx, "replay done", chromedp.WaitVisible(chromedp.CSS(`#progress[data-state="done"]`)))
+	screenshot(t, ctx, "replay")
+	run(t, ctx, "audit log", chromedp.Navigate(r.base+"/ui/replays"), chromedp.WaitVisible(chromedp.CSS("#replays")))
+	if row := text(t, ctx, "#replays tbody tr:first-child"); !strings.Contains(row, "ops") || !strings.Contains(row, "fixed the tax bug") ||
+		!strings.Contains(row, "done") {
+		t.Errorf("audit row %q, want ops, the reason, done", row)
+	}
+	screenshot(t, ctx, "replays")
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.tr.Count(t, `SELECT count(*) FROM intake.inbox WHERE event_id = 'evt_bad' AND status = 'processed'`) == 1
+	}, "evt_bad never processed")
+	run(t, ctx, "event processed", chromedp.Navigate(r.base+"/ui/event?key=demo%2Fmain%2Fevt_bad"), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	if s := text(t, ctx, "#status"); s != "processed" {
+		t.Errorf("event status after the replay %q, want processed", s)
+	}
+	if tl := text(t, ctx, "#timeline"); !strings.Contains(tl, "replay exact by ops") {
+		t.Errorf("timeline lacks the replay: %q", tl)
+	}
+	run(t, ctx, "reconcile", chromedp.Navigate(r.base+"/ui/reconcile?from_seq=1"), chromedp.WaitVisible(chromedp.CSS("#result")))
+	if m := text(t, ctx, "#missing"); m != "0" {
+		t.Errorf("reconcile found %s missing, want 0", m)
+	}
+	screenshot(t, ctx, "reconcile")
+	run(t, ctx, "overview", chromedp.Navigate(r.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#overview")))
+	if o := text(t, ctx, `#overview [data-integration="demo"]`); !strings.Contains(o, "accepted") {
+		t.Errorf("overview lacks demo's counts: %q", o)
+	}
+	screenshot(t, ctx, "overview")
+	// Everything the page loaded came from the replayer itself.
+	if ext := value(t, ctx, "resources", chromedp.Evaluate[[]string](
+		`performance.getEntriesByType("resource").map(e => e.name).filter(n => !n.startsWith(location.origin + "/"))`)); len(ext) != 0 {
+		t.Errorf("the console loaded external resources: %v", ext)
+	}
+
+	// A viewer: no mutating control; a POST forged from its own page, with
+	// its own CSRF token, is refused.
+	vctx := browser(t, path)
+	signInBrowser(t, vctx, r.base, viewerToken)
+	for _, p := range []string{"/ui/failed", "/ui/event?key=demo%2Fmain%2Fevt_bad", "/ui/reconcile?from_seq=1"} {
+		run(t, vctx, "viewer "+p, chromedp.Navigate(r.base+p), chromedp.WaitVisible(chromedp.CSS("main")))
+		n := value(t, vctx, "count controls", chromedp.Evaluate[int](`document.querySelectorAll(".mutate, input[name=key], #confirm, #cancel").length`))
+		if n != 0 {
+			t.Errorf("viewer's %s shows %d mutating controls", p, n)
+		}
+	}
+	status := value(t, vctx, "forged POST", chromedp.Evaluate[int](`fetch("/ui/replays", {method: "POST", credentials: "same-origin",
+		body: new URLSearchParams({csrf: document.querySelector("input[name=csrf]").value,
+			selector: JSON.stringify({keys: ["demo/main/evt_ok"]}), reason: "forged", mode: "reexecute"})}).then(r => r.status)`,
+		chromedp.EvalAwaitPromise))
+	if status != 403 {
+		t.Errorf("viewer's forged POST /ui/replays = %d, want 403", status)
+	}
+	// Reading needs no JavaScript.
+	if _, err := chromedp.Call(vctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, vctx, "no JavaScript", chromedp.Navigate(r.base+"/ui/event?key=demo%2Fmain%2Fevt_conf"), chromedp.WaitVisible(chromedp.CSS("#payload")))
+	if p := text(t, vctx, "#payload"); !strings.Contains(p, `"currency": "eur"`) {
+		t.Errorf("event page without JavaScript: payload %q", p)
+	}
+	if n := r.tr.Count(t, `SELECT count(*) FROM intake.replays WHERE reason = 'forged'`); n != 0 {
+		t.Errorf("the forged replay was recorded %d times", n)
+	}
+}

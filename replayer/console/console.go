@@ -1,0 +1,292 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/intakehq/intake/pkg/telemetry"
+	"github.com/intakehq/intake/replayer"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// Prefix is where the console is served.
+const Prefix = "/ui"
+
+// Options configure a Console.
+type Options struct {
+	// Replayer is the replayer the console reads through and replays with.
+	// Required; its Options supply the store, JetStream, tokens and auth.
+	Replayer *replayer.Replayer
+	// SessionTTL is how long a sign-in lasts. Defaults to DefaultSessionTTL (8h).
+	SessionTTL time.Duration
+	// Log defaults to the replayer's.
+	Log *slog.Logger
+}
+
+// Console serves the operator console's pages.
+type Console struct {
+	rp     *replayer.Replayer
+	ro     replayer.Options
+	log    *slog.Logger
+	signer *signer
+	auth   func(http.Handler) http.Handler
+	pages  map[string]*template.Template
+	now    func() time.Time
+}
+
+// New builds the console: parses the embedded templates and derives the
+// session keys from the replayer's tokens.
+func New(o Options) (*Console, error) {
+	if o.Replayer == nil {
+		return nil, errors.New("console: Options.Replayer is required")
+	}
+	if o.SessionTTL == 0 {
+		o.SessionTTL = DefaultSessionTTL
+	}
+	if o.SessionTTL < 0 {
+		return nil, fmt.Errorf("console: Options.SessionTTL: must be positive, got %s", o.SessionTTL)
+	}
+	ro := o.Replayer.Options()
+	if o.Log == nil {
+		o.Log = ro.Log
+	}
+	if o.Log == nil {
+		o.Log = telemetry.Discard()
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	return &Console{rp: o.Replayer, ro: ro, log: o.Log, signer: newSigner(ro.Tokens, o.SessionTTL),
+		auth: replayer.RequireToken(ro.Tokens, ro.Auth), pages: pages, now: time.Now}, nil
+}
+
+// Mount adds the console's routes under /ui to r.
+func (c *Console) Mount(r chi.Router) {
+	r.Get(Prefix, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix+"/", http.StatusFound) })
+	r.Route(Prefix, func(r chi.Router) {
+		r.Use(secureHeaders)
+		assets, _ := fs.Sub(assetFS, "assets")
+		files := http.StripPrefix(Prefix+"/assets/", http.FileServerFS(assets))
+		r.Get("/assets/*", func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/") { // files only, no listings
+				http.NotFound(w, r)
+				return
+			}
+			files.ServeHTTP(w, r)
+		})
+		r.Get("/signin", c.signInForm)
+		r.Post("/signin", c.signIn)
+		r.Group(func(r chi.Router) {
+			r.Use(c.requireSession)
+			r.Get("/", c.overview)
+			r.Get("/events", c.events)
+			r.Get("/event", c.event)
+			r.Get("/conflicts", c.conflicts)
+			r.Get("/conflict", c.conflict)
+			r.Get("/failed", c.failed)
+			r.Get("/replays", c.replays)
+			r.Get("/replays/{id}", c.replay)
+			r.Get("/reconcile", c.reconcile)
+			r.Group(func(r chi.Router) {
+				r.Use(c.checkCSRF)
+				r.Post("/signout", c.signOut)
+				r.Group(func(r chi.Router) {
+					r.Use(requireOperator)
+					r.Post("/replays/dry-run", c.dryRun)
+					r.Post("/replays", c.startReplay)
+					r.Post("/replays/{id}/cancel", c.cancel)
+				})
+			})
+		})
+	})
+}
+
+// secureHeaders: no external requests (the CSP allows this origin only), no
+// framing, no caching of operator data.
+func secureHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+			"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+type sessionKey struct{}
+
+func sessionFrom(ctx context.Context) session {
+	s, _ := ctx.Value(sessionKey{}).(session)
+	return s
+}
+
+// requireSession lets signed-in requests through; a GET without a session
+// is sent to the sign-in form, anything else gets 401.
+func (c *Console) requireSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ck, err := r.Cookie(sessionCookie); err == nil {
+			if s, ok := c.signer.verify(ck.Value, c.now()); ok {
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+				return
+			}
+		}
+		if r.Method == http.MethodGet {
+			http.Redirect(w, r, Prefix+"/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		http.Error(w, "sign in first", http.StatusUnauthorized)
+	})
+}
+
+// checkCSRF refuses a POST whose csrf field does not match the session's,
+// or whose Origin (when the browser sends one) is another site's.
+func (c *Console) checkCSRF(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s := sessionFrom(r.Context())
+			if !sameOrigin(r) || !equal(r.PostFormValue("csrf"), s.csrf()) {
+				http.Error(w, "forbidden: missing or invalid CSRF token", http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireOperator: the server refuses a viewer's mutation even if the page
+// showed no control for it.
+func requireOperator(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !sessionFrom(r.Context()).operator() {
+			http.Error(w, "forbidden: this needs an operator token", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sameOrigin: a request with an Origin header must come from this host.
+// Browsers send Origin on every cross-site POST.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+// equal compares a presented secret with the expected one in constant
+// time; an empty one never matches.
+func equal(got, want string) bool {
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// page is what every template gets.
+type page struct {
+	Title    string
+	Nav      string
+	User     replayer.Caller
+	CSRF     string
+	Operator bool
+	Error    string
+	Data     any
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
+	s := sessionFrom(r.Context())
+	p := page{Title: title, Nav: name, User: s.caller, Data: data}
+	if s.nonce != "" {
+		p.CSRF, p.Operator = s.csrf(), s.operator()
+	}
+	c.write(w, code, name, p)
+}
+
+func (c *Console) write(w http.ResponseWriter, code int, name string, p page) {
+	t, ok := c.pages[name]
+	if !ok {
+		http.Error(w, "no page "+name, http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
+		c.log.Error("console: render", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// fail renders the page's template with an error message instead of data.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	s := sessionFrom(r.Context())
+	p := page{Title: "Error", User: s.caller, Error: msg}
+	if s.nonce != "" {
+		p.CSRF, p.Operator = s.csrf(), s.operator()
+	}
+	c.write(w, code, "error", p)
+}
+
+func (c *Console) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
+	c.log.Error("console: "+what, "err", err)
+	c.fail(w, r, http.StatusInternalServerError, what+": internal error (see the replayer's log)")
+}
+
+func parsePages() (map[string]*template.Template, error) {
+	base, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("console: templates: %w", err)
+	}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	pages := map[string]*template.Template{}
+	for _, n := range names {
+		name := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.Must(base.Clone()).ParseFS(templateFS, n)
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", name, err)
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+// Mount builds a console on rp with the default options and adds its
+// routes to r: the one line a role that serves the API adds.
+func Mount(r chi.Router, rp *replayer.Replayer) error {
+	c, err := New(Options{Replayer: rp})
+	if err != nil {
+		return err
+	}
+	c.Mount(r)
+	return nil
+}

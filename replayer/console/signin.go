@@ -1,0 +1,102 @@
+package console
+
+import (
+	"crypto/sha256"
+	"net/http"
+	"strings"
+
+	"github.com/intakehq/intake/replayer"
+)
+
+type signInData struct {
+	Pre  string
+	Next string
+}
+
+func (c *Console) signInForm(w http.ResponseWriter, r *http.Request) {
+	pre := randomToken()
+	setCookie(w, r, preCookie, pre, c.now().Add(DefaultSessionTTL))
+	c.render(w, r, http.StatusOK, "signin", "Sign in", signInData{Pre: pre, Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+// signIn checks the token with the API's own RequireToken (its throttle,
+// log line and metric apply), then sets the session cookie.
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
+	next := safeNext(r.PostFormValue("next"))
+	again := func(code int, msg string) {
+		pre := randomToken()
+		setCookie(w, r, preCookie, pre, c.now().Add(DefaultSessionTTL))
+		c.write(w, code, "signin", page{Title: "Sign in", Error: msg, Data: signInData{Pre: pre, Next: next}})
+	}
+	ck, err := r.Cookie(preCookie)
+	if err != nil || !sameOrigin(r) || !equal(r.PostFormValue("pre"), ck.Value) {
+		again(http.StatusForbidden, "The sign-in form expired or came from elsewhere: try again.")
+		return
+	}
+	tok := strings.TrimSpace(r.PostFormValue("token"))
+	check := r.Clone(r.Context())
+	check.Header = r.Header.Clone()
+	check.Header.Set("Authorization", "Bearer "+tok)
+	var caller replayer.Caller
+	rec := &recorder{header: http.Header{}}
+	c.auth(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		caller, _ = replayer.CallerFrom(r.Context())
+		rec.code = http.StatusOK
+	})).ServeHTTP(rec, check)
+	if rec.code != http.StatusOK || caller.Name == "" {
+		msg := "That token is not valid."
+		if ra := rec.header.Get("Retry-After"); ra != "" {
+			w.Header().Set("Retry-After", ra)
+			msg = "Too many failed sign-ins from this address: try again in " + ra + " s."
+		}
+		if rec.code == 0 {
+			rec.code = http.StatusUnauthorized
+		}
+		again(rec.code, msg)
+		return
+	}
+	v, _ := c.signer.sign(sha256.Sum256([]byte(tok)), c.now())
+	if v == "" { // a token given as token_sha256 hashes to its configured digest too
+		again(http.StatusUnauthorized, "That token is not valid.")
+		return
+	}
+	setCookie(w, r, preCookie, "", c.now())
+	setCookie(w, r, sessionCookie, v, c.now().Add(c.signer.ttl))
+	c.log.Info("console: signed in", "token", caller.Name, "role", caller.Role)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
+	s := sessionFrom(r.Context())
+	c.signer.revoke(s, c.now())
+	setCookie(w, r, sessionCookie, "", c.now())
+	http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
+}
+
+// safeNext keeps a post-sign-in redirect inside the console.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, Prefix+"/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return Prefix + "/"
+	}
+	return next
+}
+
+// recorder captures RequireToken's answer to a sign-in attempt.
+type recorder struct {
+	header http.Header
+	code   int
+	body   strings.Builder
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.body.Write(b)
+}
