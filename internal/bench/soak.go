@@ -1,0 +1,731 @@
+package bench
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/intakehq/intake/internal/pgcluster"
+	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/provider"
+	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/stream"
+)
+
+// The soak (`intake bench soak`): ingress and processor as their own
+// processes, on a private Postgres and an embedded NATS, under a fixed
+// offered load for a long time, measured interval by interval. A short
+// saturation of ingress at the start sets the load (SoakConfig.Load of
+// it); the backlog it leaves is drained before the clock starts. Every
+// interval reports what a user would watch: the accepted rate and ingress
+// latency, end to end (2xx to the event's message on INTAKE_OUT), the
+// processor's rate and lag, the outbox pending list, both roles' memory,
+// and the hot tables' dead rows and size. The verdict compares the last
+// window with the first (SoakVerdict).
+
+// Soak defaults.
+const (
+	DefaultSoakDuration = 30 * time.Minute
+	DefaultSoakLoad     = 0.7
+	DefaultSoakPayload  = 1024
+	DefaultSoakInterval = time.Minute
+	// soakSaturation is how long ingress is saturated to measure its maximum.
+	soakSaturation = 10 * time.Second
+	// soakE2EWait is how long an interval's events may take to reach
+	// INTAKE_OUT before they count as late (their latency then counts as
+	// at least this).
+	soakE2EWait = 30 * time.Second
+	// soakWindow is the compared window of a run of at least
+	// soakLongRun; shorter runs compare their first and last fifth.
+	soakWindow  = 5 * time.Minute
+	soakLongRun = 10 * time.Minute
+)
+
+// soakTables are the tables written for every event, and the one emptied
+// for every event (outbox_pending).
+var soakTables = []string{"outbox_pending", "outbox", "deliveries", "inbox", "executions"}
+
+// SoakConfig configures a soak.
+type SoakConfig struct {
+	// Binary is the intake executable run as ingress and processor.
+	// Defaults to the running executable.
+	Binary string
+	// Duration of the load. Defaults to DefaultSoakDuration (30 minutes).
+	Duration time.Duration
+	// Load is the offered rate as a fraction of the ingress maximum measured
+	// at the start. Defaults to DefaultSoakLoad (0.7).
+	Load float64
+	// Rate, when set, is the offered rate in requests per second, and no
+	// saturation is measured.
+	Rate float64
+	// Payload in bytes. Defaults to DefaultSoakPayload (1 KiB).
+	Payload int
+	// Interval between reported rows. Defaults to DefaultSoakInterval (one
+	// minute), or a tenth of Duration for runs shorter than ten minutes.
+	Interval time.Duration
+	// Connections of the saturating generator. Defaults to 64; the steady
+	// load opens four times as many, so that it never waits for one.
+	Connections int
+	// Progress receives each row as it is measured. Defaults to discarding.
+	Progress io.Writer
+	Log      *slog.Logger
+}
+
+// WithDefaults returns c with its unset fields at their defaults.
+func (c SoakConfig) WithDefaults() SoakConfig {
+	c.Duration = cmp.Or(c.Duration, DefaultSoakDuration)
+	c.Load = cmp.Or(c.Load, DefaultSoakLoad)
+	c.Payload = cmp.Or(c.Payload, DefaultSoakPayload)
+	c.Connections = cmp.Or(c.Connections, 64)
+	if c.Interval == 0 {
+		c.Interval = DefaultSoakInterval
+		if c.Duration < soakLongRun {
+			c.Interval = c.Duration / 10
+		}
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c SoakConfig) validate() error {
+	switch {
+	case c.Duration < time.Minute:
+		return fmt.Errorf("bench soak: Duration %s: at least a minute", c.Duration)
+	case c.Interval < 5*time.Second || c.Interval > c.Duration:
+		return fmt.Errorf("bench soak: Interval %s: between 5s and Duration", c.Interval)
+	case c.Load <= 0 || c.Load > 1:
+		return fmt.Errorf("bench soak: Load %.2f: in (0, 1]", c.Load)
+	case c.Rate < 0:
+		return fmt.Errorf("bench soak: Rate %.0f: negative", c.Rate)
+	}
+	return nil
+}
+
+// SoakRow is one interval.
+type SoakRow struct {
+	At         time.Duration   `json:"at_ns"` // since the load started, at the interval's end
+	Accepted   float64         `json:"accepted_per_second"`
+	Failed     int             `json:"failed"`
+	FailedWhy  map[string]int  `json:"failed_by_reason,omitempty"`
+	IngressP50 float64         `json:"ingress_p50_ms"`
+	IngressP99 float64         `json:"ingress_p99_ms"`
+	E2EP99     float64         `json:"e2e_p99_ms"`
+	E2ELate    int             `json:"e2e_late"` // events not on INTAKE_OUT within soakE2EWait
+	Processed  float64         `json:"processed_per_second"`
+	Lag        uint64          `json:"processor_lag"` // INTAKE_IN: pending + ack pending
+	LagAge     float64         `json:"processor_lag_age_s"`
+	Relayed    float64         `json:"outbox_relayed"` // rows the relay published, not the processor
+	Pending    int64           `json:"outbox_pending"`
+	PendingAge float64         `json:"outbox_pending_age_s"`
+	IngressRSS float64         `json:"ingress_rss_mib"`
+	ProcRSS    float64         `json:"processor_rss_mib"`
+	Tables     []SoakTable     `json:"tables"`
+	Warnings   int             `json:"warnings"` // WARN and ERROR lines the roles logged so far
+	e2e        []time.Duration // kept for the verdict
+}
+
+// SoakTable is one hot table at the end of an interval.
+type SoakTable struct {
+	Name       string `json:"name"`
+	DeadTuples int64  `json:"dead_tuples"`
+	Bytes      int64  `json:"total_bytes"`
+	Vacuums    int64  `json:"autovacuums"`
+}
+
+// SoakReport is a soak's result.
+type SoakReport struct {
+	Started     time.Time     `json:"started"`
+	Machine     string        `json:"machine"`
+	Config      string        `json:"config"`
+	Saturation  float64       `json:"ingress_max_per_second,omitempty"`
+	Offered     float64       `json:"offered_per_second"`
+	Rows        []SoakRow     `json:"rows"`
+	Verdict     SoakVerdict   `json:"verdict"`
+	WarningLogs []string      `json:"warning_logs,omitempty"` // the first few
+	Took        time.Duration `json:"took"`
+}
+
+// Soak runs the soak and returns its report; the verdict is in
+// SoakReport.Verdict.
+func Soak(ctx context.Context, c SoakConfig) (*SoakReport, error) {
+	c = c.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if c.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		c.Binary = exe
+	}
+	rep := &SoakReport{Started: time.Now(), Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())}
+	dir, err := os.MkdirTemp("", "intake-soak-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	c.Log.Info("starting private Postgres (fsync on)", "dir", dir)
+	pg, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dir, "pg")})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = pg.Stop(sctx)
+	}()
+	natsAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	emb, err := stream.RunEmbedded(stream.EmbeddedConfig{Addr: natsAddr, StoreDir: filepath.Join(dir, "nats")})
+	if err != nil {
+		return nil, err
+	}
+	defer emb.Shutdown()
+	nc, err := nats.Connect(emb.ClientURL())
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	if err := createDB(ctx, pg.URL("postgres"), "soak"); err != nil {
+		return nil, err
+	}
+	dbURL := pg.URL("soak")
+	if err := store.Migrate(ctx, dbURL, nil); err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, dbURL, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	if err := stream.Ensure(ctx, js, config.Stream{}.WithDefaults()); err != nil {
+		return nil, err
+	}
+	cfgPath := filepath.Join(dir, "intake.yaml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`nats: {url: %q}
+postgres: {url: %q}
+integrations:
+  - {name: bench, provider: standard, tenant: bench, account: a, secrets: [%q], max_body_bytes: 1048576}
+`, emb.ClientURL(), dbURL, benchSecret)), 0o600); err != nil {
+		return nil, err
+	}
+
+	// The roles log JSON at warn: every line they write is a warning or
+	// worse, counted by soakWarnings.
+	start := func(name string, args ...string) (*child, string, error) {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, "", err
+		}
+		ch, err := startChild(name, c.Binary, filepath.Join(dir, name+".log"), nil,
+			append([]string{name, "--config", cfgPath, "--http-addr", addr, "--log-format", "json", "--log-level", "warn"}, args...)...)
+		if err != nil {
+			return nil, "", err
+		}
+		return ch, "http://" + addr, nil
+	}
+	ing, ingBase, err := start("ingress")
+	if err != nil {
+		return nil, err
+	}
+	defer ing.stop()
+	if err := ing.waitReady(ctx, ingBase+"/readyz"); err != nil {
+		return nil, err
+	}
+	proc, procBase, err := start("processor")
+	if err != nil {
+		return nil, err
+	}
+	defer proc.stop()
+	if err := proc.waitReady(ctx, procBase+"/healthz"); err != nil {
+		return nil, err
+	}
+
+	url := ingBase + "/webhooks/bench"
+	signing := provider.Config{Provider: "standard", Secrets: []string{benchSecret}}
+	rep.Offered = c.Rate
+	if rep.Offered == 0 {
+		c.Log.Info("saturating ingress to set the load", "for", soakSaturation)
+		sat, err := generate(ctx, newClient(c.Connections), newRequests(url, signing, c.Payload, "sat"), c.Connections, soakSaturation, 0, false)
+		if err != nil {
+			return nil, err
+		}
+		rep.Saturation = sat.rate()
+		rep.Offered = c.Load * rep.Saturation
+	}
+	rep.Config = fmt.Sprintf("%s at %.0f/s (%s), %d-byte payloads, rows every %s", c.Duration, rep.Offered, loadNote(c, rep), c.Payload, c.Interval)
+	in, err := js.Consumer(ctx, envelope.StreamIn, stream.ProcessorDurable(""))
+	if err != nil {
+		return nil, fmt.Errorf("processor consumer: %w", err)
+	}
+	if err := soakDrained(ctx, in, st, 5*time.Minute); err != nil {
+		return nil, err
+	}
+	ot, stopOut, err := watchOut(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	defer stopOut()
+
+	s := &soakRun{c: c, rep: rep, js: js, in: in, st: st, ot: ot, ing: ing, proc: proc, procBase: procBase,
+		logs: []string{filepath.Join(dir, "ingress.log"), filepath.Join(dir, "processor.log")}}
+	c.Log.Info("soak started", "offered_per_second", int(rep.Offered), "duration", c.Duration)
+	if err := s.run(ctx, url, signing); err != nil {
+		return rep, err
+	}
+	rep.Verdict = judgeSoak(rep.Rows, windowRows(c.Duration, c.Interval, len(rep.Rows)))
+	rep.WarningLogs = s.firstWarnings
+	rep.Took = time.Since(rep.Started).Round(time.Second)
+	return rep, nil
+}
+
+func loadNote(c SoakConfig, rep *SoakReport) string {
+	if rep.Saturation == 0 {
+		return "--rate"
+	}
+	return fmt.Sprintf("%.0f%% of the ingress maximum %.0f/s", 100*c.Load, rep.Saturation)
+}
+
+// soakDrained waits until the processor consumer has nothing pending and
+// the outbox pending list is empty: the saturation's backlog is not the
+// soak's.
+func soakDrained(ctx context.Context, in jetstream.Consumer, st *store.Store, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		info, err := in.Info(ctx)
+		if err != nil {
+			return err
+		}
+		n, _, err := st.OutboxLag(ctx)
+		if err != nil {
+			return err
+		}
+		if info.NumPending == 0 && info.NumAckPending == 0 && n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("bench soak: the saturation's backlog was not processed in %s", wait)
+}
+
+// soakRun is a soak in progress.
+type soakRun struct {
+	c             SoakConfig
+	rep           *SoakReport
+	js            jetstream.JetStream
+	in            jetstream.Consumer
+	st            *store.Store
+	ot            *outTimes
+	ing, proc     *child
+	procBase      string
+	logs          []string
+	firstWarnings []string
+	lastProc      soakCounters
+}
+
+// run offers the load interval by interval; each interval's row is
+// completed (its events' end-to-end latencies) while the next one's load
+// runs.
+func (s *soakRun) run(ctx context.Context, url string, signing provider.Config) error {
+	n := int(s.c.Duration / s.c.Interval)
+	conns := 4 * s.c.Connections
+	client := newClient(conns)
+	started := time.Now()
+	var err error
+	if s.lastProc, err = scrapeCounters(ctx, s.procBase); err != nil {
+		return err
+	}
+	s.printHeader()
+	type interval struct {
+		i   int
+		res loadResult
+		row SoakRow
+	}
+	done := make(chan interval, 1)
+	var wg sync.WaitGroup
+	var finishErr error
+	wg.Go(func() {
+		for iv := range done {
+			iv.row.E2EP99, iv.row.E2ELate, iv.row.e2e = s.endToEnd(ctx, iv.res.Done)
+			s.rep.Rows = append(s.rep.Rows, iv.row)
+			s.printRow(iv.row)
+		}
+	})
+	defer func() {
+		close(done)
+		wg.Wait()
+	}()
+	for i := range n {
+		res, err := generate(ctx, client, newRequests(url, signing, s.c.Payload, fmt.Sprintf("soak%d", i)), conns, s.c.Interval, s.rep.Offered, true)
+		if err != nil {
+			return err
+		}
+		row, err := s.sample(ctx, res, time.Since(started))
+		if err != nil {
+			finishErr = err
+			break
+		}
+		done <- interval{i: i, res: res, row: row}
+	}
+	return finishErr
+}
+
+// sample measures everything but end to end at an interval's end.
+func (s *soakRun) sample(ctx context.Context, res loadResult, at time.Duration) (SoakRow, error) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	row := SoakRow{At: at.Round(time.Second), Accepted: res.rate(), Failed: res.Failed, FailedWhy: res.Why,
+		IngressP50: ms(res.pct(.5)), IngressP99: ms(res.pct(.99))}
+	cur, err := scrapeCounters(ctx, s.procBase)
+	if err != nil {
+		return row, err
+	}
+	secs := s.c.Interval.Seconds()
+	row.Processed = (cur.messages - s.lastProc.messages) / secs
+	row.Relayed = cur.relayed - s.lastProc.relayed
+	s.lastProc = cur
+	info, err := s.in.Info(ctx)
+	if err != nil {
+		return row, err
+	}
+	row.Lag = info.NumPending + uint64(info.NumAckPending)
+	if row.Lag > 0 {
+		// The oldest unprocessed message is the one after the ack floor.
+		if str, err := s.js.Stream(ctx, envelope.StreamIn); err == nil {
+			if m, err := str.GetMsg(ctx, info.AckFloor.Stream+1); err == nil {
+				row.LagAge = time.Since(m.Time).Seconds()
+			}
+		}
+	}
+	n, age, err := s.st.OutboxLag(ctx)
+	if err != nil {
+		return row, err
+	}
+	row.Pending, row.PendingAge = n, age.Seconds()
+	row.IngressRSS, row.ProcRSS = s.ing.rss(), s.proc.rss()
+	if row.Tables, err = soakTableStats(ctx, s.st); err != nil {
+		return row, err
+	}
+	row.Warnings, s.firstWarnings = soakWarnings(s.logs)
+	return row, nil
+}
+
+// endToEnd waits (up to soakE2EWait) for an interval's events on
+// INTAKE_OUT, returns their p99 and how many were late, and forgets them:
+// a long soak would otherwise keep every event id.
+func (s *soakRun) endToEnd(ctx context.Context, done map[string]time.Time) (p99 float64, late int, lat []time.Duration) {
+	res := endToEnd(ctx, done, s.ot, soakE2EWait)
+	s.ot.mu.Lock()
+	for id := range done {
+		delete(s.ot.at, id)
+	}
+	s.ot.mu.Unlock()
+	late = len(done) - len(res.Latencies)
+	lat = res.Latencies
+	for range late {
+		lat = append(lat, soakE2EWait)
+	}
+	return float64(loadResult{Latencies: lat}.pct(.99).Microseconds()) / 1000, late, lat
+}
+
+// soakCounters are the processor's counters a row reports.
+type soakCounters struct {
+	messages float64 // intake_processor_messages_total
+	relayed  float64 // intake_outbox_relayed_total
+}
+
+func scrapeCounters(ctx context.Context, base string) (soakCounters, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return soakCounters{}, err
+	}
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return soakCounters{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return soakCounters{}, fmt.Errorf("%s/metrics: %s", base, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return soakCounters{}, fmt.Errorf("%s/metrics: %w", base, err)
+	}
+	sum := func(name string) float64 {
+		var v float64
+		if f := fams[name]; f != nil {
+			for _, m := range f.GetMetric() {
+				v += m.GetCounter().GetValue()
+			}
+		}
+		return v
+	}
+	return soakCounters{messages: sum("intake_processor_messages_total"), relayed: sum("intake_outbox_relayed_total")}, nil
+}
+
+// soakTableStats reads the hot tables' dead rows (the statistics
+// collector's estimate), total size (indexes and TOAST included) and
+// autovacuum count.
+func soakTableStats(ctx context.Context, st *store.Store) ([]SoakTable, error) {
+	rows, err := st.Pool().Query(ctx, `
+		SELECT t.name, coalesce(s.n_dead_tup, 0), pg_total_relation_size(('intake.' || t.name)::regclass),
+			coalesce(s.autovacuum_count, 0)
+		FROM unnest($1::text[]) WITH ORDINALITY AS t(name, i)
+		LEFT JOIN pg_stat_user_tables s ON s.schemaname = 'intake' AND s.relname = t.name
+		ORDER BY t.i`, soakTables)
+	if err != nil {
+		return nil, fmt.Errorf("bench soak: table statistics: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (SoakTable, error) {
+		var t SoakTable
+		err := r.Scan(&t.Name, &t.DeadTuples, &t.Bytes, &t.Vacuums)
+		return t, err
+	})
+}
+
+// soakWarnings counts the WARN and ERROR lines in the roles' JSON logs and
+// returns the first few. A line that is not JSON (a panic's trace) counts
+// too.
+func soakWarnings(paths []string) (int, []string) {
+	n := 0
+	var first []string
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" {
+				continue
+			}
+			var rec struct {
+				Level string `json:"level"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Level != "WARN" && rec.Level != "ERROR" {
+				continue
+			}
+			n++
+			if len(first) < 10 {
+				first = append(first, filepath.Base(p)+": "+line)
+			}
+		}
+		f.Close()
+	}
+	return n, first
+}
+
+// windowRows is how many rows the verdict compares at each end: those of
+// soakWindow for a run of soakLongRun or more, a fifth of the rows for a
+// shorter one; at least one.
+func windowRows(d, interval time.Duration, rows int) int {
+	w := rows / 5
+	if d >= soakLongRun {
+		w = int(soakWindow / interval)
+	}
+	return max(min(w, rows/2), 1)
+}
+
+// SoakVerdict compares the last window of a soak with the first.
+type SoakVerdict struct {
+	Window      int      `json:"window_rows"`
+	Accepted    float64  `json:"accepted_last_over_first"`  // >= 0.9
+	Processed   float64  `json:"processed_last_over_first"` // >= 0.9
+	E2EP99      float64  `json:"e2e_p99_last_over_first"`   // <= 1.5
+	IngressRSS  float64  `json:"ingress_rss_last_over_first"`
+	ProcRSS     float64  `json:"processor_rss_last_over_first"` // each <= 1.2
+	Warnings    int      `json:"warnings"`                      // 0
+	DeadBounded bool     `json:"dead_tuples_bounded"`
+	MaxDead     int64    `json:"max_dead_tuples_outbox_pending"`
+	Failed      []string `json:"failed,omitempty"`
+	OK          bool     `json:"ok"`
+}
+
+// judgeSoak compares the last w rows with the first w.
+func judgeSoak(rows []SoakRow, w int) SoakVerdict {
+	v := SoakVerdict{Window: w}
+	if len(rows) < 2 {
+		v.Failed = []string{"fewer than two rows"}
+		return v
+	}
+	first, last := rows[:w], rows[len(rows)-w:]
+	mean := func(rs []SoakRow, f func(SoakRow) float64) float64 {
+		var s float64
+		for _, r := range rs {
+			s += f(r)
+		}
+		return s / float64(len(rs))
+	}
+	ratio := func(f func(SoakRow) float64) float64 {
+		a := mean(first, f)
+		if a == 0 {
+			return 0
+		}
+		return mean(last, f) / a
+	}
+	e2e := func(rs []SoakRow) float64 {
+		var all []time.Duration
+		for _, r := range rs {
+			all = append(all, r.e2e...)
+		}
+		return loadResult{Latencies: all}.pct(.99).Seconds()
+	}
+	v.Accepted = ratio(func(r SoakRow) float64 { return r.Accepted })
+	v.Processed = ratio(func(r SoakRow) float64 { return r.Processed })
+	if a := e2e(first); a > 0 {
+		v.E2EP99 = e2e(last) / a
+	}
+	// Memory is compared at the windows' ends: the first minutes warm up.
+	v.IngressRSS = last[len(last)-1].IngressRSS / first[len(first)-1].IngressRSS
+	v.ProcRSS = last[len(last)-1].ProcRSS / first[len(first)-1].ProcRSS
+	v.Warnings = rows[len(rows)-1].Warnings
+	// Dead rows are bounded when the last window's peak is within twice the
+	// first's (plus slack for an autovacuum visit that falls just before or
+	// after a sample), table by table.
+	v.DeadBounded = true
+	for i, t := range rows[0].Tables {
+		peak := func(rs []SoakRow) int64 {
+			var m int64
+			for _, r := range rs {
+				m = max(m, r.Tables[i].DeadTuples)
+			}
+			return m
+		}
+		if t.Name == "outbox_pending" {
+			v.MaxDead = peak(rows)
+		}
+		if peak(last) > 2*peak(first)+10000 {
+			v.DeadBounded = false
+			v.Failed = append(v.Failed, fmt.Sprintf("dead tuples of %s grew (%d, first %d)", t.Name, peak(last), peak(first)))
+		}
+	}
+	check := func(ok bool, what string) {
+		if !ok {
+			v.Failed = append(v.Failed, what)
+		}
+	}
+	check(v.Accepted >= 0.9, fmt.Sprintf("accepted rate %.2f of the first window", v.Accepted))
+	check(v.Processed >= 0.9, fmt.Sprintf("processed rate %.2f of the first window", v.Processed))
+	check(v.E2EP99 <= 1.5, fmt.Sprintf("end-to-end p99 %.2fx the first window", v.E2EP99))
+	check(v.IngressRSS <= 1.2, fmt.Sprintf("ingress RSS %.2fx the first window", v.IngressRSS))
+	check(v.ProcRSS <= 1.2, fmt.Sprintf("processor RSS %.2fx the first window", v.ProcRSS))
+	check(v.Warnings == 0, fmt.Sprintf("%d warnings logged", v.Warnings))
+	v.OK = len(v.Failed) == 0
+	return v
+}
+
+// Line is the verdict in one line.
+func (v SoakVerdict) Line() string {
+	word := "PASS"
+	if !v.OK {
+		word = "FAIL"
+	}
+	s := fmt.Sprintf("soak %s: last %d rows / first %d: accepted %.2f (>= 0.9), processed %.2f (>= 0.9), e2e p99 %.2f (<= 1.5), RSS ingress %.2f processor %.2f (<= 1.2), warnings %d (0), outbox_pending dead tuples peak %d (bounded: %v)",
+		word, v.Window, v.Window, v.Accepted, v.Processed, v.E2EP99, v.IngressRSS, v.ProcRSS, v.Warnings, v.MaxDead, v.DeadBounded)
+	if len(v.Failed) > 0 {
+		s += " — " + strings.Join(v.Failed, "; ")
+	}
+	return s
+}
+
+const soakHeader = "%8s %8s %5s %8s %8s %9s %6s %8s %8s %6s %6s %7s %6s %7s %7s %9s %9s %9s %9s %9s %5s\n"
+
+func (s *soakRun) printHeader() {
+	fmt.Fprintf(s.c.Progress, "# intake bench soak — %s — %s\n", s.rep.Machine, s.rep.Config)
+	printSoakHeader(s.c.Progress)
+}
+
+func printSoakHeader(w io.Writer) {
+	fmt.Fprintf(w, soakHeader, "at", "acc/s", "fail", "in p50", "in p99", "e2e p99", "late", "proc/s", "lag", "lag s", "relay", "pending", "pend s",
+		"ing MiB", "prc MiB", "pend dead", "pend MiB", "outbox MB", "deliv MB", "inbox MB", "warn")
+}
+
+func (s *soakRun) printRow(r SoakRow) { printSoakRow(s.c.Progress, r) }
+
+func printSoakRow(w io.Writer, r SoakRow) {
+	mib := func(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+	t := map[string]SoakTable{}
+	for _, x := range r.Tables {
+		t[x.Name] = x
+	}
+	fmt.Fprintf(w, "%8s %8.0f %5d %8.1f %8.1f %9.1f %6d %8.0f %8d %6.1f %6.0f %7d %6.1f %7.0f %7.0f %9d %9s %9s %9s %9s %5d\n",
+		r.At, r.Accepted, r.Failed, r.IngressP50, r.IngressP99, r.E2EP99, r.E2ELate, r.Processed, r.Lag, r.LagAge, r.Relayed, r.Pending, r.PendingAge,
+		r.IngressRSS, r.ProcRSS, t["outbox_pending"].DeadTuples, mib(t["outbox_pending"].Bytes), mib(t["outbox"].Bytes),
+		mib(t["deliveries"].Bytes), mib(t["inbox"].Bytes), r.Warnings)
+}
+
+// Print writes the report as a table, or JSON.
+func (r *SoakReport) Print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	fmt.Fprintf(w, "\nintake bench soak — %s — %s — took %s\n", r.Machine, r.Config, r.Took)
+	printSoakHeader(w)
+	for _, row := range r.Rows {
+		printSoakRow(w, row)
+	}
+	if len(r.Rows) > 0 {
+		fmt.Fprintln(w, "\ndead tuples / total MiB / autovacuums at the end:")
+		for _, t := range r.Rows[len(r.Rows)-1].Tables {
+			fmt.Fprintf(w, "  %-15s %10d %9.1f %5d\n", t.Name, t.DeadTuples, float64(t.Bytes)/(1<<20), t.Vacuums)
+		}
+	}
+	why := map[string]int{}
+	for _, row := range r.Rows {
+		for k, v := range row.FailedWhy {
+			why[k] += v
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(why)) {
+		fmt.Fprintf(w, "  failed requests, %s: %d\n", k, why[k])
+	}
+	for _, l := range r.WarningLogs {
+		fmt.Fprintln(w, "  warning:", l)
+	}
+	_, err := fmt.Fprintln(w, r.Verdict.Line())
+	return err
+}
