@@ -237,8 +237,12 @@ func Soak(ctx context.Context, c SoakConfig) (*SoakReport, error) {
 		return nil, err
 	}
 	cfgPath := filepath.Join(dir, "intake.yaml")
+	// The generator is one address standing for a fleet of senders: the
+	// per-address limit on unverified requests would answer it 429 whenever
+	// ingress is slow enough that 40 wait for their signature check.
 	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`nats: {url: %q}
 postgres: {url: %q}
+ingress: {client_rate_limit: {per_second: -1}}
 integrations:
   - {name: bench, provider: standard, tenant: bench, account: a, secrets: [%q], max_body_bytes: 1048576}
 `, emb.ClientURL(), dbURL, benchSecret)), 0o600); err != nil {
@@ -362,58 +366,215 @@ type soakRun struct {
 	lastProc      soakCounters
 }
 
-// run offers the load interval by interval; each interval's row is
-// completed (its events' end-to-end latencies) while the next one's load
-// runs.
-func (s *soakRun) run(ctx context.Context, url string, signing provider.Config) error {
+// run offers the load for the whole duration without a pause (steady) and
+// samples at every interval's end; each interval's row is completed (its
+// requests, their events' end-to-end latencies) while the load goes on.
+func (s *soakRun) run(ctx context.Context, url string, signing provider.Config) (err error) {
 	n := int(s.c.Duration / s.c.Interval)
 	conns := 4 * s.c.Connections
-	client := newClient(conns)
-	started := time.Now()
-	var err error
 	if s.lastProc, err = scrapeCounters(ctx, s.procBase); err != nil {
 		return err
 	}
 	s.printHeader()
-	type interval struct {
-		i   int
-		res loadResult
-		row SoakRow
-	}
-	done := make(chan interval, 1)
+	load := newSteady(s.c.Interval, n, s.rep.Offered)
+	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var finishErr error
+	rows := make(chan SoakRow, n)
+	defer func() {
+		close(rows)
+		if err != nil {
+			cancel() // the load and the rows still waited for
+		}
+		wg.Wait()
+		cancel()
+	}()
+	genErr := make(chan error, 1)
 	wg.Go(func() {
-		for iv := range done {
-			iv.row.E2EP99, iv.row.E2ELate, iv.row.e2e = s.endToEnd(ctx, iv.res.Done)
-			s.rep.Rows = append(s.rep.Rows, iv.row)
-			s.printRow(iv.row)
+		genErr <- load.run(ctx, newClient(conns), newRequests(url, signing, s.c.Payload, "soak"), conns)
+	})
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			row, ok := <-rows
+			if !ok {
+				return
+			}
+			res, ok := load.wait(ctx, i)
+			if !ok {
+				continue
+			}
+			row.complete(res, s.c.Interval)
+			row.E2EP99, row.E2ELate, row.e2e = s.endToEnd(ctx, res.Done)
+			s.rep.Rows = append(s.rep.Rows, row)
+			s.printRow(row)
 		}
 	})
-	defer func() {
-		close(done)
-		wg.Wait()
-	}()
 	for i := range n {
-		res, err := generate(ctx, client, newRequests(url, signing, s.c.Payload, fmt.Sprintf("soak%d", i)), conns, s.c.Interval, s.rep.Offered, true)
+		end := load.start.Add(time.Duration(i+1) * s.c.Interval)
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case err := <-genErr:
+				if err != nil {
+					return err
+				}
+				genErr = nil // done: its last requests finish just after the last interval's end
+			case <-time.After(time.Until(end)):
+				break wait
+			}
+		}
+		row, err := s.sample(ctx, time.Since(load.start))
 		if err != nil {
 			return err
 		}
-		row, err := s.sample(ctx, res, time.Since(started))
-		if err != nil {
-			finishErr = err
-			break
-		}
-		done <- interval{i: i, res: res, row: row}
+		rows <- row
 	}
-	return finishErr
+	return nil
 }
 
-// sample measures everything but end to end at an interval's end.
-func (s *soakRun) sample(ctx context.Context, res loadResult, at time.Duration) (SoakRow, error) {
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	row := SoakRow{At: at.Round(time.Second), Accepted: res.rate(), Failed: res.Failed, FailedWhy: res.Why,
-		IngressP50: ms(res.pct(.5)), IngressP99: ms(res.pct(.99))}
+// steady is an open-loop load at a fixed rate: request i is due at
+// start+i/rate and its latency counts from then (no coordinated
+// omission), results kept by the interval the request was due in.
+type steady struct {
+	start    time.Time
+	interval time.Duration
+	n        int
+	rate     float64
+	mu       sync.Mutex
+	next     int64 // the next request's index
+	res      []loadResult
+	claimed  []int
+	finished []int
+	sealed   int // intervals whose requests have all been claimed
+}
+
+func newSteady(interval time.Duration, n int, rate float64) *steady {
+	return &steady{start: time.Now(), interval: interval, n: n, rate: rate,
+		res: make([]loadResult, n), claimed: make([]int, n), finished: make([]int, n)}
+}
+
+func (l *steady) run(ctx context.Context, client *http.Client, reqs *requests, conns int) error {
+	var wg sync.WaitGroup
+	var firstErr error
+	var once sync.Once
+	for range conns {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i, k, due, ok := l.claim()
+				if !ok {
+					return
+				}
+				if w := time.Until(due); w > 0 {
+					select {
+					case <-ctx.Done():
+						l.finish(k, nil, "", 0, "")
+						return
+					case <-time.After(w):
+					}
+				}
+				req, id, err := reqs.make(i)
+				if err != nil {
+					once.Do(func() { firstErr = err })
+					l.finish(k, nil, "", 0, "")
+					return
+				}
+				resp, err := client.Do(req.WithContext(ctx))
+				if err != nil {
+					l.finish(k, nil, "", 0, failure(err))
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				now := time.Now()
+				if resp.StatusCode != http.StatusOK {
+					l.finish(k, nil, "", 0, fmt.Sprintf("HTTP %d", resp.StatusCode))
+					continue
+				}
+				l.finish(k, &now, id, now.Sub(due), "")
+			}
+		})
+	}
+	wg.Wait()
+	l.seal(l.n)
+	return firstErr
+}
+
+// claim takes the next request: its index, interval and due time; false
+// once the run's end is due. Requests are claimed in order, so a claim in
+// interval k means every earlier interval has all of its claims.
+func (l *steady) claim() (i int64, k int, due time.Time, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i = l.next
+	l.next++
+	due = l.start.Add(time.Duration(float64(i) / l.rate * float64(time.Second)))
+	k = int(due.Sub(l.start) / l.interval)
+	if k >= l.n {
+		l.sealed = l.n
+		return 0, 0, due, false
+	}
+	l.claimed[k]++
+	l.sealed = max(l.sealed, k)
+	return i, k, due, true
+}
+
+func (l *steady) seal(k int) {
+	l.mu.Lock()
+	l.sealed = max(l.sealed, k)
+	l.mu.Unlock()
+}
+
+// finish records a request of interval k: done at *at (event id, latency),
+// or failed for why ("" when it was never sent).
+func (l *steady) finish(k int, at *time.Time, id string, lat time.Duration, why string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.finished[k]++
+	r := &l.res[k]
+	switch {
+	case at != nil:
+		r.OK++
+		r.Latencies = append(r.Latencies, lat)
+		if r.Done == nil {
+			r.Done = map[string]time.Time{}
+		}
+		r.Done[id] = *at
+	case why != "":
+		r.Failed++
+		if r.Why == nil {
+			r.Why = map[string]int{}
+		}
+		r.Why[why]++
+	}
+}
+
+// wait returns interval k's results once every request due in it has an
+// answer (a request gives up after the client's timeout), and forgets
+// them; false when ctx ended first.
+func (l *steady) wait(ctx context.Context, k int) (loadResult, bool) {
+	for {
+		l.mu.Lock()
+		if l.sealed > k && l.finished[k] == l.claimed[k] {
+			r := l.res[k]
+			l.res[k] = loadResult{}
+			l.mu.Unlock()
+			r.Elapsed = l.interval
+			return r, true
+		}
+		l.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return loadResult{}, false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// sample measures, at an interval's end, all but the interval's requests
+// (SoakRow.complete) and end to end.
+func (s *soakRun) sample(ctx context.Context, at time.Duration) (SoakRow, error) {
+	row := SoakRow{At: at.Round(time.Second)}
 	cur, err := scrapeCounters(ctx, s.procBase)
 	if err != nil {
 		return row, err
@@ -446,6 +607,14 @@ func (s *soakRun) sample(ctx context.Context, res loadResult, at time.Duration) 
 	}
 	row.Warnings, s.firstWarnings = soakWarnings(s.logs)
 	return row, nil
+}
+
+// complete adds the interval's requests to the row.
+func (r *SoakRow) complete(res loadResult, interval time.Duration) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	r.Accepted = float64(res.OK) / interval.Seconds()
+	r.Failed, r.FailedWhy = res.Failed, res.Why
+	r.IngressP50, r.IngressP99 = ms(res.pct(.5)), ms(res.pct(.99))
 }
 
 // endToEnd waits (up to soakE2EWait) for an interval's events on
