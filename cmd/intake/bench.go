@@ -35,7 +35,8 @@ func newSoakCmd(g *globals) *cobra.Command {
 processes of this binary, saturates ingress briefly to measure its maximum, lets
 the processor catch up, then offers --load of that maximum (or --rate) for
 --duration with signed webhooks. Every interval (a minute; a tenth of a run
-shorter than ten minutes) it prints a row: accepted rate, failures, ingress
+shorter than ten minutes) it prints a row: accepted rate (2xx answers received),
+how far the load is behind its schedule (ingress answering slower than offered), failures, ingress
 p50/p99, end-to-end p99 (2xx to INTAKE_OUT) and events later than 30s, the
 processor's rate, its lag (INTAKE_IN pending + ack pending) and the age of the
 oldest unprocessed message, rows the relay published, the outbox pending list

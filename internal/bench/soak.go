@@ -128,8 +128,9 @@ func (c SoakConfig) validate() error {
 
 // SoakRow is one interval.
 type SoakRow struct {
-	At         time.Duration   `json:"at_ns"` // since the load started, at the interval's end
-	Accepted   float64         `json:"accepted_per_second"`
+	At         time.Duration   `json:"at_ns"`               // since the load started, at the interval's end
+	Accepted   float64         `json:"accepted_per_second"` // 2xx answers received in the interval
+	Behind     float64         `json:"behind_s"`            // the load's delay behind its schedule: ingress answers slower than offered
 	Failed     int             `json:"failed"`
 	FailedWhy  map[string]int  `json:"failed_by_reason,omitempty"`
 	IngressP50 float64         `json:"ingress_p50_ms"`
@@ -402,12 +403,13 @@ func (s *soakRun) run(ctx context.Context, url string, signing provider.Config) 
 			if !ok {
 				continue
 			}
-			row.complete(res, s.c.Interval)
+			row.complete(res)
 			row.E2EP99, row.E2ELate, row.e2e = s.endToEnd(ctx, res.Done)
 			s.rep.Rows = append(s.rep.Rows, row)
 			s.printRow(row)
 		}
 	})
+	var lastAcc int64
 	for i := range n {
 		end := load.start.Add(time.Duration(i+1) * s.c.Interval)
 	wait:
@@ -428,6 +430,10 @@ func (s *soakRun) run(ctx context.Context, url string, signing provider.Config) 
 		if err != nil {
 			return err
 		}
+		acc, behind := load.progress()
+		row.Behind = behind.Seconds()
+		row.Accepted = float64(acc-lastAcc) / s.c.Interval.Seconds()
+		lastAcc = acc
 		rows <- row
 	}
 	return nil
@@ -443,6 +449,7 @@ type steady struct {
 	rate     float64
 	mu       sync.Mutex
 	next     int64 // the next request's index
+	answered int64 // 2xx answers so far, whatever interval they were due in
 	res      []loadResult
 	claimed  []int
 	finished []int
@@ -519,6 +526,16 @@ func (l *steady) claim() (i int64, k int, due time.Time, ok bool) {
 	return i, k, due, true
 }
 
+// progress is the number of 2xx answers so far, and how far the load is
+// behind its schedule: every connection is waiting for an answer while
+// the next request is overdue.
+func (l *steady) progress() (answered int64, behind time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	due := l.start.Add(time.Duration(float64(l.next) / l.rate * float64(time.Second)))
+	return l.answered, max(time.Since(due), 0)
+}
+
 func (l *steady) seal(k int) {
 	l.mu.Lock()
 	l.sealed = max(l.sealed, k)
@@ -534,6 +551,7 @@ func (l *steady) finish(k int, at *time.Time, id string, lat time.Duration, why 
 	r := &l.res[k]
 	switch {
 	case at != nil:
+		l.answered++
 		r.OK++
 		r.Latencies = append(r.Latencies, lat)
 		if r.Done == nil {
@@ -609,10 +627,12 @@ func (s *soakRun) sample(ctx context.Context, at time.Duration) (SoakRow, error)
 	return row, nil
 }
 
-// complete adds the interval's requests to the row.
-func (r *SoakRow) complete(res loadResult, interval time.Duration) {
+// complete adds the latencies and failures of the requests due in the
+// interval to the row. (Its accepted rate counts the 2xx answers received
+// during the interval: while ingress cannot keep up, requests due in it are
+// answered later, and the rate shows it.)
+func (r *SoakRow) complete(res loadResult) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	r.Accepted = float64(res.OK) / interval.Seconds()
 	r.Failed, r.FailedWhy = res.Failed, res.Why
 	r.IngressP50, r.IngressP99 = ms(res.pct(.5)), ms(res.pct(.99))
 }
@@ -839,7 +859,7 @@ func (v SoakVerdict) Line() string {
 	return s
 }
 
-const soakHeader = "%8s %8s %5s %8s %8s %9s %6s %8s %8s %6s %6s %7s %6s %7s %7s %9s %9s %9s %9s %9s %5s\n"
+const soakHeader = "%8s %8s %6s %5s %8s %8s %9s %6s %8s %8s %6s %6s %7s %6s %7s %7s %9s %9s %9s %9s %9s %5s\n"
 
 func (s *soakRun) printHeader() {
 	fmt.Fprintf(s.c.Progress, "# intake bench soak — %s — %s\n", s.rep.Machine, s.rep.Config)
@@ -847,8 +867,8 @@ func (s *soakRun) printHeader() {
 }
 
 func printSoakHeader(w io.Writer) {
-	fmt.Fprintf(w, soakHeader, "at", "acc/s", "fail", "in p50", "in p99", "e2e p99", "late", "proc/s", "lag", "lag s", "relay", "pending", "pend s",
-		"ing MiB", "prc MiB", "pend dead", "pend MiB", "outbox MB", "deliv MB", "inbox MB", "warn")
+	fmt.Fprintf(w, soakHeader, "at", "acc/s", "behind", "fail", "in p50", "in p99", "e2e p99", "late", "proc/s", "lag", "lag s", "relay", "pending", "pend s",
+		"ing MiB", "prc MiB", "pend dead", "pend MiB", "outbx MiB", "deliv MiB", "inbox MiB", "warn")
 }
 
 func (s *soakRun) printRow(r SoakRow) { printSoakRow(s.c.Progress, r) }
@@ -859,8 +879,8 @@ func printSoakRow(w io.Writer, r SoakRow) {
 	for _, x := range r.Tables {
 		t[x.Name] = x
 	}
-	fmt.Fprintf(w, "%8s %8.0f %5d %8.1f %8.1f %9.1f %6d %8.0f %8d %6.1f %6.0f %7d %6.1f %7.0f %7.0f %9d %9s %9s %9s %9s %5d\n",
-		r.At, r.Accepted, r.Failed, r.IngressP50, r.IngressP99, r.E2EP99, r.E2ELate, r.Processed, r.Lag, r.LagAge, r.Relayed, r.Pending, r.PendingAge,
+	fmt.Fprintf(w, "%8s %8.0f %6.1f %5d %8.1f %8.1f %9.1f %6d %8.0f %8d %6.1f %6.0f %7d %6.1f %7.0f %7.0f %9d %9s %9s %9s %9s %5d\n",
+		r.At, r.Accepted, r.Behind, r.Failed, r.IngressP50, r.IngressP99, r.E2EP99, r.E2ELate, r.Processed, r.Lag, r.LagAge, r.Relayed, r.Pending, r.PendingAge,
 		r.IngressRSS, r.ProcRSS, t["outbox_pending"].DeadTuples, mib(t["outbox_pending"].Bytes), mib(t["outbox"].Bytes),
 		mib(t["deliveries"].Bytes), mib(t["inbox"].Bytes), r.Warnings)
 }
