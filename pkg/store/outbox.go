@@ -94,7 +94,7 @@ func (s *Store) MarkPublished(ctx context.Context, ids []string) error {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(`SET LOCAL synchronous_commit = off`)
-		b.Queue(`SET LOCAL enable_seqscan = off`)
+		b.Queue(markPlanSQL)
 		for c := range slices.Chunk(raw, markChunk) {
 			b.Queue(markPublishedSQL, c)
 		}
@@ -109,18 +109,24 @@ func (s *Store) MarkPublished(ctx context.Context, ids []string) error {
 // markChunk bounds the ids of one mark statement, and so the rows it locks.
 const markChunk = 512
 
-// markPublishedSQL deletes the pending ids in $1 that no relay holds. Under
-// sustained load outbox_pending is a few hundred live rows among up to a
-// minute's worth of dead ones (autovacuum visits a database at most once
-// per autovacuum_naptime; migration 00011). Estimated from its live rows,
-// the planner read that table twice per mark (a hash semi join over two
-// sequential scans, dead pages included), so a mark's cost grew with the
-// table's bloat rather than with its ids, and the marks that fell behind
-// after a slow period (4,096 ids at once) ran into their deadline. The
-// outer id = ANY and enable_seqscan off (MarkPublished) make both sides
-// index scans on the primary key (TestMarkPublishedProbesThePrimaryKey).
-const markPublishedSQL = `DELETE FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) AND id IN (
+// markPublishedSQL deletes the pending ids in $1 that no relay holds, and
+// markPlanSQL, run first in the mark's transaction, keeps it on the
+// primary key. Under sustained load outbox_pending is a few hundred live
+// rows among up to a minute or two of dead ones (autovacuum visits a
+// database at most once per autovacuum_naptime; migration 00011).
+// Estimated from its live rows, the planner read the table twice per mark
+// (a hash semi join over two sequential scans, dead pages included), so a
+// mark cost what the table's bloat cost rather than what its ids did —
+// most when the marker, behind after a slow period, sent 4,096 ids at once:
+// the likely cause of the marks that ran past their 10s deadline in
+// issue 22's run. The outer id = ANY with sequential scans off makes both
+// sides index scans on the primary key
+// (TestMarkPublishedProbesThePrimaryKey checks the plan).
+const (
+	markPlanSQL      = `SET LOCAL enable_seqscan = off`
+	markPublishedSQL = `DELETE FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) AND id IN (
 	SELECT id FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED)`
+)
 
 // Unpublish puts rows whose publish failed back on the pending list (aged
 // from their creation, so the lag stays honest) and records the reason,

@@ -49,7 +49,7 @@ func TestMarkPublishedProbesThePrimaryKey(t *testing.T) {
 
 	var plan []string
 	err = pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+		if _, err := tx.Exec(ctx, markPlanSQL); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `EXPLAIN `+markPublishedSQL, raw[:markChunk])
