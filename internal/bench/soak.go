@@ -313,7 +313,7 @@ integrations:
 	if err := s.run(ctx, url, signing); err != nil {
 		return rep, err
 	}
-	rep.Verdict = judgeSoak(rep.Rows, windowRows(c.Duration, c.Interval, len(rep.Rows)))
+	rep.Verdict = judgeSoak(rep.Rows, windowRows(c.Duration, c.Interval, int(c.Duration/c.Interval)))
 	rep.WarningLogs = s.firstWarnings
 	rep.Took = time.Since(rep.Started).Round(time.Second)
 	return rep, nil
@@ -372,6 +372,7 @@ type soakRun struct {
 // requests, their events' end-to-end latencies) while the load goes on.
 func (s *soakRun) run(ctx context.Context, url string, signing provider.Config) (err error) {
 	n := int(s.c.Duration / s.c.Interval)
+	w := windowRows(s.c.Duration, s.c.Interval, n)
 	conns := 4 * s.c.Connections
 	if s.lastProc, err = scrapeCounters(ctx, s.procBase); err != nil {
 		return err
@@ -405,6 +406,9 @@ func (s *soakRun) run(ctx context.Context, url string, signing provider.Config) 
 			}
 			row.complete(res)
 			row.E2EP99, row.E2ELate, row.e2e = s.endToEnd(ctx, res.Done)
+			if i >= w && i < n-w {
+				row.e2e = nil // only the compared windows' latencies are kept
+			}
 			s.rep.Rows = append(s.rep.Rows, row)
 			s.printRow(row)
 		}
@@ -779,6 +783,8 @@ func judgeSoak(rows []SoakRow, w int) SoakVerdict {
 		v.Failed = []string{"fewer than two rows"}
 		return v
 	}
+	w = max(min(w, len(rows)/2), 1) // a run cut short has fewer rows
+	v.Window = w
 	first, last := rows[:w], rows[len(rows)-w:]
 	mean := func(rs []SoakRow, f func(SoakRow) float64) float64 {
 		var s float64
