@@ -1,6 +1,12 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/intakehq/intake/internal/bench"
+)
 
 // newBenchCmd is `intake bench`: the performance harness itself (benchperf.go)
 // and, as subcommands, the other harnesses.
@@ -10,6 +16,63 @@ func newBenchCmd(g *globals) *cobra.Command {
 		Short: "Measure Intake against limits measured in the same run (and other harnesses)",
 	}
 	attachPerf(cmd, g)
-	cmd.AddCommand(newChaosCmd(), newChaosProcessorCmd(g))
+	cmd.AddCommand(newChaosCmd(), newChaosProcessorCmd(g), newSoakCmd(g))
+	return cmd
+}
+
+// newSoakCmd is `intake bench soak`: a fixed load for a long time
+// (internal/bench/soak.go).
+func newSoakCmd(g *globals) *cobra.Command {
+	var (
+		c      bench.SoakConfig
+		output string
+	)
+	d := bench.SoakConfig{}.WithDefaults()
+	cmd := &cobra.Command{
+		Use:   "soak",
+		Short: "Hold a steady load for a long time; compare the last minutes with the first",
+		Long: `soak starts a private Postgres, an embedded NATS, and ingress and processor as
+processes of this binary, saturates ingress briefly to measure its maximum, lets
+the processor catch up, then offers --load of that maximum (or --rate) for
+--duration with signed webhooks. Every interval (a minute; a tenth of a run
+shorter than ten minutes) it prints a row: accepted rate (2xx answers received),
+how far the load is behind its schedule (ingress answering slower than offered), failures, ingress
+p50/p99, end-to-end p99 (2xx to INTAKE_OUT) and events later than 30s, the
+processor's rate, its lag (INTAKE_IN pending + ack pending) and the age of the
+oldest unprocessed message, rows the relay published, the outbox pending list
+and its age, both roles' RSS, outbox_pending's dead tuples and the hot tables'
+sizes, and the WARN/ERROR lines the roles logged so far. The closing line
+compares the last five minutes with the first five (the last and first fifth
+of a run under ten minutes): accepted and processed rates >= 0.9, end-to-end
+p99 <= 1.5x, RSS <= 1.2x, no warnings, dead tuples bounded. Exits 1 when a
+check fails. Needs the PostgreSQL server binaries, and disk for the streams
+and tables (about 50 GB for 30 minutes at 5,000/s of 1 KiB: the streams keep every message, the outbox keeps rows for 72h).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c.Log = g.logger()
+			c.Progress = cmd.ErrOrStderr()
+			rep, err := bench.Soak(cmd.Context(), c)
+			if rep != nil {
+				if perr := rep.Print(cmd.OutOrStdout(), output == "json"); perr != nil && err == nil {
+					err = perr
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if !rep.Verdict.OK {
+				return exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&c.Duration, "duration", d.Duration, "how long the load runs")
+	f.Float64Var(&c.Load, "load", d.Load, "offered rate as a fraction of the ingress maximum measured at the start")
+	f.Float64Var(&c.Rate, "rate", 0, "offered requests per second instead of --load (skips the saturation)")
+	f.IntVar(&c.Payload, "payload", d.Payload, "payload size in bytes")
+	f.DurationVar(&c.Interval, "interval", 0, fmt.Sprintf("time per reported row (default %s; a tenth of --duration under 10m)", bench.DefaultSoakInterval))
+	f.IntVar(&c.Connections, "connections", d.Connections, "connections saturating ingress (the steady load opens 4x as many)")
+	f.StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd
 }

@@ -3,12 +3,15 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/intakehq/intake/pkg/provider"
@@ -53,6 +56,7 @@ func (r *requests) make(i int64) (*http.Request, string, error) {
 // loadResult is one generator run.
 type loadResult struct {
 	OK, Failed int
+	Why        map[string]int // Failed by reason: "HTTP 503", or the client's error
 	Elapsed    time.Duration
 	Latencies  []time.Duration // of OK requests
 	Done       map[string]time.Time
@@ -64,6 +68,12 @@ func (l loadResult) rate() float64 { return float64(l.OK) / l.Elapsed.Seconds() 
 func (l *loadResult) merge(o loadResult) {
 	l.OK += o.OK
 	l.Failed += o.Failed
+	for k, v := range o.Why {
+		if l.Why == nil {
+			l.Why = map[string]int{}
+		}
+		l.Why[k] += v
+	}
 	l.Elapsed += o.Elapsed
 	l.Latencies = append(l.Latencies, o.Latencies...)
 	if l.Done == nil {
@@ -121,7 +131,7 @@ func generate(ctx context.Context, client *http.Client, reqs *requests, conns in
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex
-		res      = loadResult{Done: map[string]time.Time{}}
+		res      = loadResult{Done: map[string]time.Time{}, Why: map[string]int{}}
 		firstErr error
 		wg       sync.WaitGroup
 	)
@@ -131,6 +141,7 @@ func generate(ctx context.Context, client *http.Client, reqs *requests, conns in
 		wg.Go(func() {
 			var lat []time.Duration
 			ok, failed := 0, 0
+			why := map[string]int{}
 			done := map[string]time.Time{}
 			for ctx.Err() == nil {
 				i := next.Add(1) - 1
@@ -156,6 +167,7 @@ func generate(ctx context.Context, client *http.Client, reqs *requests, conns in
 				resp, err := client.Do(req.WithContext(ctx))
 				if err != nil {
 					failed++
+					why[failure(err)]++
 					continue
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
@@ -163,6 +175,7 @@ func generate(ctx context.Context, client *http.Client, reqs *requests, conns in
 				now := time.Now()
 				if resp.StatusCode != http.StatusOK {
 					failed++
+					why[fmt.Sprintf("HTTP %d", resp.StatusCode)]++
 					continue
 				}
 				ok++
@@ -174,6 +187,9 @@ func generate(ctx context.Context, client *http.Client, reqs *requests, conns in
 			mu.Lock()
 			res.OK += ok
 			res.Failed += failed
+			for k, v := range why {
+				res.Why[k] += v
+			}
 			res.Latencies = append(res.Latencies, lat...)
 			for k, v := range done {
 				res.Done[k] = v
@@ -187,6 +203,21 @@ func generate(ctx context.Context, client *http.Client, reqs *requests, conns in
 		res.Elapsed = dur
 	}
 	return res, firstErr
+}
+
+// failure names a client error by its kind, not its text (which holds
+// addresses and ports): a timeout, a refused or reset connection.
+func failure(err error) string {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection reset"
+	}
+	return "client error"
 }
 
 func newClient(conns int) *http.Client {

@@ -58,7 +58,13 @@ func (c *child) stop() {
 }
 
 // peakRSS is the process's high-water resident set (VmHWM), in MiB.
-func (c *child) peakRSS() float64 {
+func (c *child) peakRSS() float64 { return c.status("VmHWM:") }
+
+// rss is the process's resident set now (VmRSS), in MiB.
+func (c *child) rss() float64 { return c.status("VmRSS:") }
+
+// status reads a kB field of /proc/PID/status, in MiB.
+func (c *child) status(field string) float64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
 	if err != nil {
 		return 0
@@ -66,7 +72,7 @@ func (c *child) peakRSS() float64 {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field); ok {
 			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
 			return kb / 1024
 		}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -78,6 +79,10 @@ func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int, olderThan time.Durat
 // (synchronous_commit off): losing it in a crash means the relay publishes
 // those rows again under the same Nats-Msg-Id, dropped as duplicates inside
 // the stream's window — not worth a fsync per mark.
+//
+// The ids go markChunk per statement, each statement probing the primary
+// key for its ids (markPublishedSQL): the cost follows the ids, never the
+// table's size.
 func (s *Store) MarkPublished(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
@@ -89,15 +94,39 @@ func (s *Store) MarkPublished(ctx context.Context, ids []string) error {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(`SET LOCAL synchronous_commit = off`)
-		b.Queue(`DELETE FROM intake.outbox_pending WHERE id IN (
-			SELECT id FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED)`, raw)
+		b.Queue(markPlanSQL)
+		for c := range slices.Chunk(raw, markChunk) {
+			b.Queue(markPublishedSQL, c)
+		}
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return fmt.Errorf("store: mark outbox rows published: %w", err)
+		return fmt.Errorf("store: mark %d outbox rows published: %w", len(ids), err)
 	}
 	return nil
 }
+
+// markChunk bounds the ids of one mark statement, and so the rows it locks.
+const markChunk = 512
+
+// markPublishedSQL deletes the pending ids in $1 that no relay holds, and
+// markPlanSQL, run first in the mark's transaction, keeps it on the
+// primary key. Under sustained load outbox_pending is a few hundred live
+// rows among up to a minute or two of dead ones (autovacuum visits a
+// database at most once per autovacuum_naptime; migration 00011).
+// Estimated from its live rows, the planner read the table twice per mark
+// (a hash semi join over two sequential scans, dead pages included), so a
+// mark cost what the table's bloat cost rather than what its ids did —
+// most when the marker, behind after a slow period, sent 4,096 ids at once:
+// the likely cause of the marks that ran past their 10s deadline in
+// issue 22's run. The outer id = ANY with sequential scans off makes both
+// sides index scans on the primary key
+// (TestMarkPublishedProbesThePrimaryKey checks the plan).
+const (
+	markPlanSQL      = `SET LOCAL enable_seqscan = off`
+	markPublishedSQL = `DELETE FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) AND id IN (
+	SELECT id FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED)`
+)
 
 // Unpublish puts rows whose publish failed back on the pending list (aged
 // from their creation, so the lag stays honest) and records the reason,
