@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,6 +80,24 @@ func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Act
 	return v
 }
 
+// urlHas waits until the page's URL contains s: the navigation a click
+// started has committed, so the selectors that follow cannot match nodes of
+// the page it left (chromedp then fails with "Could not find node").
+func urlHas(s string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		for {
+			if loc, err := chromedp.Location()(ctx, tg); err == nil && strings.Contains(loc, s) {
+				return chromedp.Void{}, nil
+			}
+			select {
+			case <-ctx.Done():
+				return chromedp.Void{}, fmt.Errorf("waiting for a URL with %q: %w", s, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+}
+
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
 	return strings.TrimSpace(value(t, ctx, "read "+sel, chromedp.Text(chromedp.CSS(sel))))
@@ -140,8 +159,10 @@ func TestBrowserOperatorAndViewer(t *testing.T) {
 	run(t, ctx, "filter events",
 		chromedp.SendKeys(chromedp.CSS("#key_prefix"), "demo/main/evt_b"),
 		chromedp.Click(chromedp.CSS("#search")),
+		urlHas("key_prefix=demo"), // else the next selector can match the unfiltered page being left
 		chromedp.WaitVisible(chromedp.CSS(`#events a[href*="evt_bad"]`)),
 		chromedp.Click(chromedp.CSS(`#events a[href*="evt_bad"]`)),
+		urlHas("/ui/event?"),
 		chromedp.WaitVisible(chromedp.CSS("#timeline")),
 	)
 	if s := text(t, ctx, "#status"); s != "failed" {
@@ -158,7 +179,7 @@ func TestBrowserOperatorAndViewer(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#conflicts a.diff")),
 	)
 	screenshot(t, ctx, "conflicts")
-	run(t, ctx, "click diff", chromedp.Click(chromedp.CSS("#conflicts a.diff")), chromedp.WaitVisible(chromedp.CSS("#diff")))
+	run(t, ctx, "click diff", chromedp.Click(chromedp.CSS("#conflicts a.diff")), urlHas("/ui/conflict?"), chromedp.WaitVisible(chromedp.CSS("#diff")))
 	if n := text(t, ctx, "#changed"); n != "1" {
 		t.Errorf("%s lines differ, want 1 (the amount)", n)
 	}
@@ -250,6 +271,39 @@ func TestBrowserOperatorAndViewer(t *testing.T) {
 	run(t, vctx, "no JavaScript", chromedp.Navigate(r.base+"/ui/event?key=demo%2Fmain%2Fevt_conf"), chromedp.WaitVisible(chromedp.CSS("#payload")))
 	if p := text(t, vctx, "#payload"); !strings.Contains(p, `"currency": "eur"`) {
 		t.Errorf("event page without JavaScript: payload %q", p)
+	}
+	// Every other page reads without it too: each shows what it lists.
+	for p, want := range map[string]string{
+		"/ui/":                     "demo",
+		"/ui/events":               "evt_conf",
+		"/ui/conflicts":            "evt_conf",
+		"/ui/failed":               "Nothing failed", // the operator's replay processed evt_bad
+		"/ui/replays":              "ops",
+		"/ui/reconcile?from_seq=1": "Ack floor",
+	} {
+		run(t, vctx, "no JavaScript "+p, chromedp.Navigate(r.base+p), chromedp.WaitVisible(chromedp.CSS("main")))
+		if got := text(t, vctx, "main"); !strings.Contains(got, want) {
+			t.Errorf("%s without JavaScript shows no %q: %q", p, want, got)
+		}
+	}
+	// And the pages those list: a conflict's diff, a replay's detail.
+	for _, link := range []struct{ list, sel, want string }{
+		{"/ui/conflicts", `a[href*="conflict?"]`, "eur"},
+		{"/ui/replays", `a[href*="/ui/replays/"]`, "ops"},
+	} {
+		run(t, vctx, "no JavaScript "+link.list, chromedp.Navigate(r.base+link.list), chromedp.WaitVisible(chromedp.CSS("main")))
+		attr := value(t, vctx, "link on "+link.list, chromedp.AttributeValue(chromedp.CSS(link.sel), "href"))
+		if !attr.Exists {
+			t.Fatalf("%s links to nothing matching %s", link.list, link.sel)
+		}
+		href := attr.Value
+		if !strings.HasPrefix(href, "http") {
+			href = r.base + href
+		}
+		run(t, vctx, "no JavaScript "+href, chromedp.Navigate(href), chromedp.WaitVisible(chromedp.CSS("main")))
+		if got := text(t, vctx, "main"); !strings.Contains(got, link.want) {
+			t.Errorf("%s without JavaScript shows no %q: %q", href, link.want, got)
+		}
 	}
 	if n := r.tr.Count(t, `SELECT count(*) FROM intake.replays WHERE reason = 'forged'`); n != 0 {
 		t.Errorf("the forged replay was recorded %d times", n)
