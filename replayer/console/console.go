@@ -81,7 +81,9 @@ func New(o Options) (*Console, error) {
 
 // Mount adds the console's routes under /ui to r.
 func (c *Console) Mount(r chi.Router) {
-	r.Get(Prefix, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix+"/", http.StatusFound) })
+	toConsole := func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Prefix+"/", http.StatusFound) }
+	r.Get("/", toConsole) // where the console is served, the root leads to it
+	r.Get(Prefix, toConsole)
 	r.Route(Prefix, func(r chi.Router) {
 		r.Use(secureHeaders)
 		assets, _ := fs.Sub(assetFS, "assets")

@@ -20,7 +20,11 @@ func TestSignInSessionAndCSRF(t *testing.T) {
 	r.settled()
 
 	anon := r.client()
-	resp, _ := anon.do(http.MethodGet, "/ui/events", nil, nil)
+	resp, _ := anon.do(http.MethodGet, "/", nil, nil)
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/ui/" {
+		t.Fatalf("GET / = %d %s, want 302 to /ui/", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, _ = anon.do(http.MethodGet, "/ui/events", nil, nil)
 	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/ui/signin?next=") {
 		t.Fatalf("GET /ui/events without a session = %d %s, want 303 to the sign-in form", resp.StatusCode, resp.Header.Get("Location"))
 	}
