@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -363,5 +364,56 @@ integrations:
 	fits := r.sign("std", 0, provider.Message{ID: "msg_fits", Body: append(append([]byte(`{"p":"`), bytes.Repeat([]byte("p"), int(limit)-8)...), '"', '}'), Time: time.Now()})
 	if a := r.post("std", fits); a.code != http.StatusOK {
 		t.Fatalf("a body of exactly max_body_bytes (%d): %d %s, want 200", limit, a.code, a.raw)
+	}
+}
+
+// TestIdleConnectionsMakeRoomAtTheCap: with the cap filled by keep-alive
+// connections idle between requests (as a client holding sockets would
+// fill it), a new connection takes the place of the one idle longest
+// instead of getting 503; a connection busy or freshly idle is not closed.
+func TestIdleConnectionsMakeRoomAtTheCap(t *testing.T) {
+	r := startRigYAML(t, fmt.Sprintf(testIngressY, whpk), 2)
+	r.client.CloseIdleConnections()
+	keepAlive := func() *http.Client {
+		tr := &http.Transport{MaxIdleConnsPerHost: 1}
+		t.Cleanup(tr.CloseIdleConnections)
+		return &http.Client{Timeout: 5 * time.Second, Transport: tr}
+	}
+	n := 0
+	post := func(c *http.Client) int {
+		t.Helper()
+		n++
+		req := r.sign("std", 0, provider.Message{ID: fmt.Sprintf("msg_idle_%d", n), Body: []byte(`{"ok":true}`), Time: time.Now()})
+		hr, err := http.NewRequest(http.MethodPost, r.base+"/webhooks/std", bytes.NewReader(req.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hr.Header = req.header.Clone()
+		resp, err := c.Do(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// Accepted deliveries keep their connections open (keep-alive).
+	a, b := keepAlive(), keepAlive()
+	for _, c := range []*http.Client{a, b} {
+		if code := post(c); code != http.StatusOK {
+			t.Fatalf("filling the cap: %d, want 200", code)
+		}
+	}
+	// Both connections are idle now, but only just: a new one is refused.
+	if code := post(keepAlive()); code != http.StatusServiceUnavailable {
+		t.Fatalf("at the cap with fresh idle connections: %d, want 503", code)
+	}
+	time.Sleep(1100 * time.Millisecond) // past idleEvictAfter
+	if code := post(keepAlive()); code != http.StatusOK {
+		t.Fatalf("at the cap with long-idle connections: %d, want 200: an idle one makes room", code)
+	}
+	// The client whose idle connection was closed connects again.
+	if code := post(a); code != http.StatusOK && code != http.StatusServiceUnavailable {
+		t.Fatalf("after its idle connection was closed: %d", code)
 	}
 }

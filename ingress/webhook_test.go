@@ -114,7 +114,9 @@ func startRigYAML(t *testing.T, y string, maxConns int) *rig {
 	}
 	srv := ingress.Server(ln.Addr().String(), svc.Handler(), cfg.Ingress)
 	if maxConns > 0 {
-		ln = ingress.LimitListener(ln, maxConns, false, nil)
+		limited := ingress.LimitListener(ln, maxConns, false, nil)
+		srv.ConnState = limited.ConnState
+		ln = limited
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

@@ -64,7 +64,9 @@ func (a *App) listen() (public, internal net.Listener, err error) {
 	}
 	if a.maxConns > 0 {
 		refused := a.o.Metrics.Rejected.WithLabelValues("", "connections")
-		public = ingress.LimitListener(public, a.maxConns, a.srv.TLSConfig != nil, refused.Inc)
+		limited := ingress.LimitListener(public, a.maxConns, a.srv.TLSConfig != nil, refused.Inc)
+		a.srv.ConnState = chainConnState(a.srv.ConnState, limited.ConnState)
+		public = limited
 	}
 	if a.isrv != nil {
 		internal, err = net.Listen("tcp", a.isrv.Addr)
@@ -74,6 +76,17 @@ func (a *App) listen() (public, internal net.Listener, err error) {
 		}
 	}
 	return public, internal, nil
+}
+
+// chainConnState calls first (if any), then next.
+func chainConnState(first, next func(net.Conn, http.ConnState)) func(net.Conn, http.ConnState) {
+	if first == nil {
+		return next
+	}
+	return func(c net.Conn, s http.ConnState) {
+		first(c, s)
+		next(c, s)
+	}
 }
 
 // serve runs the HTTP servers on the listeners Start bound until Stop.
