@@ -165,16 +165,18 @@ func formBatch(it jetstream.MessagesContext, size int, wait time.Duration) ([]je
 }
 
 // outage counts the workers waiting out a database that is away (or takes
-// no writes): the collector stops pulling while there is any.
+// no writes): the collector stops pulling once all of them wait — while one
+// is free it takes batches — and pulls again when one is through.
 type outage struct {
 	mu      sync.Mutex
+	n       int // the workers
 	waiting int
-	begunC  chan struct{} // closed while waiting > 0
-	overC   chan struct{} // closed while waiting == 0
+	begunC  chan struct{} // closed while waiting >= n
+	overC   chan struct{} // closed while waiting < n
 }
 
-func newOutage() *outage {
-	o := &outage{begunC: make(chan struct{}), overC: make(chan struct{})}
+func newOutage(workers int) *outage {
+	o := &outage{n: max(workers, 1), begunC: make(chan struct{}), overC: make(chan struct{})}
 	close(o.overC)
 	return o
 }
@@ -184,28 +186,29 @@ func newOutage() *outage {
 func (o *outage) wait() (done func()) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.waiting++; o.waiting == 1 {
+	if o.waiting++; o.waiting == o.n {
 		close(o.begunC)
 		o.overC = make(chan struct{})
 	}
 	return func() {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		if o.waiting--; o.waiting == 0 {
+		if o.waiting == o.n {
 			close(o.overC)
 			o.begunC = make(chan struct{})
 		}
+		o.waiting--
 	}
 }
 
-// begun is closed once a worker waits out the database.
+// begun is closed once every worker waits out the database.
 func (o *outage) begun() <-chan struct{} {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.begunC
 }
 
-// over is closed once no worker waits out the database.
+// over is closed while a worker is not waiting out the database.
 func (o *outage) over() <-chan struct{} {
 	o.mu.Lock()
 	defer o.mu.Unlock()

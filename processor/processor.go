@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/internal/backoff"
@@ -84,7 +85,7 @@ func New(o Options) (*Processor, error) {
 	for _, in := range o.Integrations {
 		byName[in.Name] = in
 	}
-	return &Processor{o: o, integrations: byName, outage: newOutage()}, nil
+	return &Processor{o: o, integrations: byName, outage: newOutage(o.Config.Concurrency)}, nil
 }
 
 // Config is the processor configuration in force, defaults filled.
@@ -202,7 +203,7 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 		culprit, err := p.commitWithRetry(ctx, shutdown, b, pub)
 		switch {
 		case err == nil:
-		case store.Transient(err):
+		case store.Transient(err) && !errors.As(err, new(*ownFailure)):
 			// Shutting down while the database is away (or read-only):
 			// leave the messages to another processor. The nak counts a
 			// delivery: a shutdown during an outage costs each message of
@@ -263,9 +264,13 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pu
 		if !store.Transient(err) {
 			return culprit, err
 		}
-		if attempt == 1 {
-			// Failed twice: the database is away, not a lost race. The
-			// collector stops pulling until this returns.
+		if p.handlerOwn(ctx, err) {
+			return culprit, &ownFailure{err}
+		}
+		if attempt == 1 && store.Away(err) {
+			// Failed twice, the database away: not a lost race, nor a
+			// slow statement. Once every worker waits like this, the
+			// collector stops pulling until one is through.
 			defer p.outage.wait()()
 		}
 		p.dbFailed(len(b), attempt, err)
@@ -273,6 +278,34 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pu
 			return -1, err
 		}
 	}
+}
+
+// ownFailure marks a handler error that looks transient but is the
+// handler's own (handlerOwn): it takes the handler-failure path.
+type ownFailure struct{ err error }
+
+func (e *ownFailure) Error() string { return e.err.Error() }
+func (e *ownFailure) Unwrap() error { return e.err }
+
+// handlerOwn reports whether err is the handler's failure that only looks
+// transient — a downstream call timing out (a net.Error, a deadline) — not
+// its transaction's database: the handler's retry budget (backoff,
+// max_deliver) applies to it, not an endless retry in place. An error from
+// Postgres itself is the database's; any other network error or deadline
+// is the handler's while the database answers a ping.
+func (p *Processor) handlerOwn(ctx context.Context, err error) bool {
+	var he *handlerError
+	if !errors.As(err, &he) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	var connErr *pgconn.ConnectError
+	if errors.As(he.err, &pgErr) || errors.As(he.err, &connErr) {
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return p.o.Store.Ping(pctx) == nil
 }
 
 // dbFailed counts and logs a transient database failure that is retried.
@@ -295,7 +328,7 @@ func (p *Processor) retryDB(shutdown context.Context, f func() error) error {
 		if err == nil || !store.Transient(err) {
 			return err
 		}
-		if attempt == 1 {
+		if attempt == 1 && store.Away(err) {
 			defer p.outage.wait()() // as in commitWithRetry
 		}
 		p.dbFailed(1, attempt, err)

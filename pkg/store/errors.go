@@ -108,3 +108,23 @@ func Refused(err error) bool {
 	}
 	return pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23"
 }
+
+// Away reports whether err means the database itself is away or takes no
+// writes — unreachable, shutting down, read-only, the connection lost —
+// rather than a statement losing a race or running out of time. A caller
+// holding work through an outage (the processor stops pulling) asks this;
+// Transient is the wider "worth running again".
+func Away(err error) bool {
+	if err == nil {
+		return false
+	}
+	if Unreachable(err) || ReadOnly(err) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return len(pgErr.Code) >= 2 && pgErr.Code[:2] == "08" || pgErr.Code == "57P02"
+	}
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &connErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
