@@ -32,8 +32,10 @@
 // after a failover), a standby's recovery conflict or a connection lost
 // during COMMIT, the batch stays unacked with its ack deadlines extended and
 // its transaction is retried in place until it commits. Every message is
-// kept in progress from the moment its batch is formed, and while the
-// workers wait out the database the collector stops the pull and keeps
+// kept in progress from the moment its batch is formed, and once every
+// worker waits out the database (store.Away: unreachable, read-only, the
+// connection lost — not a lost race, a slow statement or a handler's own
+// timeout) the collector stops the pull and keeps
 // what nats.go had prefetched in progress too (collect.go), so no delivery
 // is used up however long the outage lasts. Only a shutdown during the
 // outage costs one: it naks the batches, and another processor takes them.
