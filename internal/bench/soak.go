@@ -21,10 +21,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/intakehq/intake/internal/pgcluster"
+	"github.com/intakehq/intake/internal/scrape"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
@@ -666,34 +665,14 @@ type soakCounters struct {
 }
 
 func scrapeCounters(ctx context.Context, base string) (soakCounters, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	fams, err := scrape.Families(ctx, base+"/metrics")
 	if err != nil {
 		return soakCounters{}, err
 	}
-	req.Header.Set("Accept-Encoding", "identity")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return soakCounters{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return soakCounters{}, fmt.Errorf("%s/metrics: %s", base, resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return soakCounters{}, fmt.Errorf("%s/metrics: %w", base, err)
-	}
-	sum := func(name string) float64 {
-		var v float64
-		if f := fams[name]; f != nil {
-			for _, m := range f.GetMetric() {
-				v += m.GetCounter().GetValue()
-			}
-		}
-		return v
-	}
-	return soakCounters{messages: sum("intake_processor_messages_total"), relayed: sum("intake_outbox_relayed_total")}, nil
+	var c soakCounters
+	c.messages, _ = scrape.Sum(fams, "intake_processor_messages_total", nil)
+	c.relayed, _ = scrape.Sum(fams, "intake_outbox_relayed_total", nil)
+	return c, nil
 }
 
 // soakTableStats reads the hot tables' dead rows (the statistics

@@ -1,11 +1,9 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/intakehq/intake/internal/pgcluster"
+	"github.com/intakehq/intake/internal/scrape"
 	"github.com/intakehq/intake/pkg/config"
 )
 
@@ -256,7 +255,7 @@ func (f *faults) redeliveredNow(ctx context.Context) map[string]procCount {
 	counts := map[string]procCount{}
 	for _, c := range f.h.procs {
 		pid := c.Pid()
-		n, err := metricSumWhere(ctx, c.addr(), processedMetric, `outcome="redelivered"`)
+		n, err := metricSumWhere(ctx, c.addr(), processedMetric, map[string]string{"outcome": "redelivered"})
 		if err == nil && c.Running() && c.Pid() == pid {
 			counts[c.name] = procCount{pid, n}
 		}
@@ -530,57 +529,21 @@ func redrivenFromMetrics(ctx context.Context, addr string) (int, error) {
 // metricSum reads metric (summed over its labels) from /metrics at addr;
 // an error when it is not exported.
 func metricSum(ctx context.Context, addr, metric string) (int, error) {
-	return metricSumWhere(ctx, addr, metric, "")
+	return metricSumWhere(ctx, addr, metric, nil)
 }
 
-// metricSumWhere is metricSum over the series whose labels include label
-// (`outcome="redelivered"`; "" for all).
-func metricSumWhere(ctx context.Context, addr, metric, label string) (int, error) {
+// metricSumWhere is metricSum over the series whose labels include every
+// one of match (nil: all). A metric exported without a matching series
+// sums to 0.
+func metricSumWhere(ctx context.Context, addr, metric string, match map[string]string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	fams, err := scrape.Families(ctx, "http://"+addr+"/metrics")
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("/metrics: %s", resp.Status)
-	}
-	found, named, sum := false, false, 0.0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		name, rest, _ := strings.Cut(line, " ")
-		if name != metric && !strings.HasPrefix(name, metric+"{") {
-			continue
-		}
-		named = true // exported: a missing label value is a zero
-		if label != "" && !strings.Contains(line, label) {
-			continue
-		}
-		if strings.HasPrefix(name, metric+"{") && !strings.HasSuffix(name, "}") {
-			// a label value with a space: the value is after the closing brace
-			_, rest, _ = strings.Cut(line, "} ")
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %q: %w", metric, line, err)
-		}
-		found, sum = true, sum+v
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	if !found && !(named && label != "") {
+	sum, exported := scrape.Sum(fams, metric, match)
+	if !exported {
 		return 0, fmt.Errorf("%s not exported", metric)
 	}
 	return int(sum), nil
