@@ -147,9 +147,11 @@ func DurablePostgres(t testing.TB) *PG {
 	return privatePostgres(t, false)
 }
 
-func privatePostgres(t testing.TB, fast bool) *PG {
+// clusterDir is a data directory for a test's cluster, removed when the
+// test ends; not t.TempDir(): see sharedAdminURL.
+func clusterDir(t testing.TB, prefix string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "intake-pg-") // not t.TempDir(): see sharedAdminURL
+	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatalf("testenv: temp dir: %v", err)
 	}
@@ -158,6 +160,12 @@ func privatePostgres(t testing.TB, fast bool) *PG {
 			t.Errorf("testenv: remove %s: %v", dir, err)
 		}
 	})
+	return dir
+}
+
+func privatePostgres(t testing.TB, fast bool) *PG {
+	t.Helper()
+	dir := clusterDir(t, "intake-pg-")
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir, Fast: fast})

@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -16,15 +15,7 @@ import (
 // database.
 func (p *PG) StartStandby(t testing.TB, name string) *pgcluster.Cluster {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "intake-pg-standby-") // not t.TempDir(): see sharedAdminURL
-	if err != nil {
-		t.Fatalf("testenv: temp dir: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := os.RemoveAll(dir); err != nil {
-			t.Errorf("testenv: remove %s: %v", dir, err)
-		}
-	})
+	dir := clusterDir(t, "intake-pg-standby-")
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	c, err := pgcluster.StartStandby(ctx, p.cluster, name, pgcluster.Options{Dir: dir, Fast: true})

@@ -12,13 +12,8 @@ import (
 // another replay of them would only add a duplicate.
 func (s *Store) QueuedForReplay(ctx context.Context, keys []envelope.Key) (map[envelope.Key]bool, error) {
 	out := map[envelope.Key]bool{}
-	const chunk = 5000
-	for start := 0; start < len(keys); start += chunk {
-		part := keys[start:min(start+chunk, len(keys))]
-		integ, acct, id := make([]string, len(part)), make([]string, len(part)), make([]string, len(part))
-		for i, k := range part {
-			integ[i], acct[i], id[i] = k.Integration, k.Account, k.EventID
-		}
+	for start := 0; start < len(keys); start += keyChunk {
+		integ, acct, id := keyColumns(keys[start:min(start+keyChunk, len(keys))])
 		rows, err := s.pool.Query(ctx, `
 			SELECT DISTINCT i.integration, i.account, i.event_id
 			FROM intake.replay_items i

@@ -25,16 +25,24 @@ type InboxState struct {
 	StreamSeq     uint64
 }
 
+// keyChunk bounds the keys one statement sends as arrays.
+const keyChunk = 5000
+
+// keyColumns splits keys into the three text arrays a statement unnests as
+// (integration, account, event_id).
+func keyColumns(keys []envelope.Key) (integ, acct, id []string) {
+	integ, acct, id = make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		integ[i], acct[i], id[i] = k.Integration, k.Account, k.EventID
+	}
+	return integ, acct, id
+}
+
 // LookupInbox returns the inbox rows of keys that have one.
 func (s *Store) LookupInbox(ctx context.Context, keys []envelope.Key) (map[envelope.Key]InboxState, error) {
 	out := make(map[envelope.Key]InboxState, len(keys))
-	const chunk = 5000
-	for start := 0; start < len(keys); start += chunk {
-		part := keys[start:min(start+chunk, len(keys))]
-		integ, acct, id := make([]string, len(part)), make([]string, len(part)), make([]string, len(part))
-		for i, k := range part {
-			integ[i], acct[i], id[i] = k.Integration, k.Account, k.EventID
-		}
+	for start := 0; start < len(keys); start += keyChunk {
+		integ, acct, id := keyColumns(keys[start:min(start+keyChunk, len(keys))])
 		rows, err := s.pool.Query(ctx, `
 			SELECT `+inboxStateColumns+` FROM intake.inbox i
 			JOIN unnest($1::text[], $2::text[], $3::text[]) AS t(integration, account, event_id)
