@@ -432,7 +432,12 @@ func TestRedriveLookbackCoversLateAcks(t *testing.T) {
 	r.runReplayer(rp)
 
 	// evt_slow waits in the stream (the processor paused) longer than the
-	// lookback; a pass samples the ack floor meanwhile.
+	// lookback; a pass samples the ack floor meanwhile. The processor
+	// creates its consumer as it starts: wait for it before pausing it.
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		_, err := r.js.Consumer(ctx, envelope.StreamIn, envelope.ConsumerName)
+		return err == nil
+	}, "the processor never created its consumer")
 	if _, err := r.js.PauseConsumer(ctx, envelope.StreamIn, envelope.ConsumerName, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
