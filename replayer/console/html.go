@@ -17,7 +17,7 @@ import (
 //
 // The rules that keep a page safe:
 //   - markup (writer.m) is HTML from this package's source: an untyped string
-//     constant converts to it, a string variable does not compile, so every
+//     constant converts to it implicitly, a string value does not, so every
 //     value from Postgres, NATS or the request goes through writer.t, which
 //     escapes & < > " ' (html.EscapeString);
 //   - the markup quotes every attribute value with ", so that one escaping is
@@ -75,7 +75,7 @@ func (w *writer) un(i uint64) *writer {
 	return w
 }
 
-// f writes a number of the overview's chart, as text/template printed it.
+// f writes a chart coordinate, in the shortest form that reads back exactly.
 func (w *writer) f(x float64) *writer {
 	w.buf.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
 	return w
