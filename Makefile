@@ -9,7 +9,7 @@ PKGS     ?= ./...
 PG_BIN   := $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin)))
 export PATH := $(PATH)$(if $(PG_BIN),:$(PG_BIN),)
 
-.PHONY: all build test vet fmt-check fuzz-short fuzz test-race chaos clean chromium screenshots
+.PHONY: all build test vet fmt-check fuzz-short fuzz test-race chaos clean chromium screenshots deadcode
 
 all: build
 
@@ -40,6 +40,16 @@ chromium:
 # The console's screenshots in docs/console, taken by its browser test.
 screenshots: chromium
 	INTAKE_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestBrowserOperatorAndViewer ./replayer/console
+
+# The intake binary keeps the linker's dead code elimination of methods: no
+# reachable function looks a method up by a name known only at run time
+# (text/template's executor does; docs/console.md). The linker marks such
+# functions <ReflectMethod> in its -dumpdep output.
+deadcode: ## fail if anything in the intake binary switches method dead code elimination off
+	@dir=$$(mktemp -d); log=$$dir/dumpdep; trap 'rm -rf $$dir' EXIT; \
+	if ! $(GO) build -ldflags=-dumpdep -o $$dir/intake ./cmd/intake 2>$$log; then grep -v ' -> ' $$log; exit 1; fi; \
+	out=$$(grep -o '^[^ ]* <ReflectMethod>' $$log | sort -u); \
+	if [ -n "$$out" ]; then echo "method dead code elimination is off in intake; these look methods up by name:"; echo "$$out"; exit 1; fi
 
 test-race: ## every test under the race detector (slower)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)

@@ -82,3 +82,63 @@ func (c *Console) conflict(w http.ResponseWriter, r *http.Request) {
 	}
 	c.render(w, r, http.StatusOK, "conflict", "Conflict on "+k.String(), d)
 }
+
+func (d conflictsData) write(w *writer, _ page) {
+	f := d.Filter
+	w.m(`<form method="get" action="/ui/conflicts" class="filter">
+  <label>Integration <input name="integration" value="`).t(f.Integration).m(`"></label>
+  <label>Tenant <input name="tenant" value="`).t(f.Tenant).m(`"></label>
+  <label>Since <input name="since" value="`).t(f.Since).m(`" placeholder="2026-01-02T15:04"></label>
+  <label>Until <input name="until" value="`).t(f.Until).m(`" placeholder="UTC"></label>
+  <label>Key prefix <input name="key_prefix" value="`).t(f.KeyPrefix).m(`"></label>
+  <button type="submit">Filter</button>
+</form>
+<table class="list" id="conflicts">
+<thead><tr><th>Detected</th><th>Key</th><th>Tenant</th><th>Original (seq, sha256)</th><th>Conflicting (seq, sha256)</th><th></th></tr></thead>
+<tbody>
+`)
+	for _, cf := range d.Conflicts {
+		w.m(`<tr>
+<td>`).t(ts(cf.DetectedAt)).m(`</td>
+<td><a href="`).u(eventLink(cf.Key)).m(`">`).t(cf.Key).m(`</a></td><td>`).t(cf.Tenant).m(`</td>
+<td>`).n(cf.OriginalStreamSeq).m(` <code>`).t(short(cf.OriginalSHA256, 16)).m(`</code></td>
+<td>`).n(cf.ConflictingStreamSeq).m(` <code>`).t(short(cf.ConflictingSHA256, 16)).m(`</code></td>
+<td><a class="diff" href="`).u(conflictLink(cf.Key, cf.ID)).m(`">Diff</a></td>
+</tr>`)
+	}
+	if len(d.Conflicts) == 0 {
+		w.m(`<tr><td colspan="6" class="empty">No conflicts match.</td></tr>`)
+	}
+	w.m(`
+</tbody></table>
+`)
+	if d.Next != "" {
+		w.m(`<p><a href="`).u(nextLink("/ui/conflicts", d.Query, d.Next)).m(`">Next page →</a></p>`)
+	}
+}
+
+func (d conflictData) write(w *writer, _ page) {
+	cf := d.Conflict
+	w.m(`<p><a href="`).u(eventLink(cf.Key)).m(`">The event</a> · received `).t(ts(cf.ReceivedAt)).m(`, detected `).t(ts(cf.DetectedAt)).m(` ·
+ <span id="changed">`).n(int64(d.Changed)).m(`</span> line(s) differ.</p>
+`)
+	if d.Original.Missing != "" || d.Conflicting.Missing != "" {
+		w.m(`<p class="warn">`).t(d.Original.Missing).m(` `).t(d.Conflicting.Missing).m(`</p>`)
+		return
+	}
+	w.m(`<table class="diff" id="diff">
+<colgroup><col class="n"><col><col class="n"><col></colgroup>
+<thead><tr><th colspan="2">Original — seq `).n(cf.OriginalStreamSeq).m(`, <code>`).t(short(cf.OriginalSHA256, 16)).m(`</code></th>
+<th colspan="2">Conflicting — seq `).n(cf.ConflictingStreamSeq).m(`, <code>`).t(short(cf.ConflictingSHA256, 16)).m(`</code></th></tr></thead>
+<tbody>
+`)
+	for _, row := range d.Diff {
+		change := row.Op == "change"
+		w.m(`<tr class="`).t(row.Op).m(`">
+<td class="n">`).n0(row.LN).m(`</td><td class="l`).mif(change, ` del`).m(`">`).t(row.Left).m(`</td>
+<td class="n">`).n0(row.RN).m(`</td><td class="r`).mif(change, ` add`).m(`">`).t(row.Right).m(`</td>
+</tr>`)
+	}
+	w.m(`
+</tbody></table>`)
+}

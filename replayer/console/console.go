@@ -1,17 +1,16 @@
 package console
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"embed"
 	"errors"
 	"fmt"
-	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,9 +19,6 @@ import (
 	"github.com/intakehq/intake/pkg/telemetry"
 	"github.com/intakehq/intake/replayer"
 )
-
-//go:embed templates/*.html
-var templateFS embed.FS
 
 //go:embed assets
 var assetFS embed.FS
@@ -48,12 +44,11 @@ type Console struct {
 	log    *slog.Logger
 	signer *signer
 	auth   func(http.Handler) http.Handler
-	pages  map[string]*template.Template
 	now    func() time.Time
 }
 
-// New builds the console: parses the embedded templates and derives the
-// session keys from the replayer's tokens.
+// New builds the console and derives its session keys from the replayer's
+// tokens.
 func New(o Options) (*Console, error) {
 	if o.Replayer == nil {
 		return nil, errors.New("console: Options.Replayer is required")
@@ -71,12 +66,8 @@ func New(o Options) (*Console, error) {
 	if o.Log == nil {
 		o.Log = telemetry.Discard()
 	}
-	pages, err := parsePages()
-	if err != nil {
-		return nil, err
-	}
 	return &Console{rp: o.Replayer, ro: ro, log: o.Log, signer: newSigner(ro.Tokens, o.SessionTTL),
-		auth: replayer.RequireToken(ro.Tokens, ro.Auth), pages: pages, now: time.Now}, nil
+		auth: replayer.RequireToken(ro.Tokens, ro.Auth), now: time.Now}, nil
 }
 
 // Mount adds the console's routes under /ui to r.
@@ -206,7 +197,8 @@ func equal(got, want string) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-// page is what every template gets.
+// page is what every page's content gets: the layout's title, the nav entry
+// that is on, who is signed in and the message above the content.
 type page struct {
 	Title    string
 	Nav      string
@@ -214,43 +206,44 @@ type page struct {
 	CSRF     string
 	Operator bool
 	Error    string
-	Data     any
+	Data     content
 }
 
-func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
+// content is a page's data, which writes the page inside the layout.
+type content interface {
+	write(w *writer, p page)
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data content) {
 	s := sessionFrom(r.Context())
 	p := page{Title: title, Nav: name, User: s.caller, Data: data}
 	if s.nonce != "" {
 		p.CSRF, p.Operator = s.csrf(), s.operator()
 	}
-	c.write(w, code, name, p)
+	c.write(w, code, p)
 }
 
-func (c *Console) write(w http.ResponseWriter, code int, name string, p page) {
-	t, ok := c.pages[name]
-	if !ok {
-		http.Error(w, "no page "+name, http.StatusInternalServerError)
-		return
-	}
-	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
-		c.log.Error("console: render", "page", name, "err", err)
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
+func (c *Console) write(w http.ResponseWriter, code int, p page) {
+	var out writer
+	layout(&out, p)
+	send(w, code, &out)
+}
+
+// send answers with a complete page (or a fragment of one).
+func send(w http.ResponseWriter, code int, out *writer) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(out.buf.Bytes())
 }
 
-// fail renders the page's template with an error message instead of data.
+// fail renders the layout with an error message instead of a page's data.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	s := sessionFrom(r.Context())
-	p := page{Title: "Error", User: s.caller, Error: msg}
+	p := page{Title: "Error", User: s.caller, Error: msg, Data: errorData{}}
 	if s.nonce != "" {
 		p.CSRF, p.Operator = s.csrf(), s.operator()
 	}
-	c.write(w, code, "error", p)
+	c.write(w, code, p)
 }
 
 func (c *Console) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
@@ -258,28 +251,66 @@ func (c *Console) internal(w http.ResponseWriter, r *http.Request, what string, 
 	c.fail(w, r, http.StatusInternalServerError, what+": internal error (see the replayer's log)")
 }
 
-func parsePages() (map[string]*template.Template, error) {
-	base, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
-	if err != nil {
-		return nil, fmt.Errorf("console: templates: %w", err)
-	}
-	names, err := fs.Glob(templateFS, "templates/*.html")
-	if err != nil {
-		return nil, err
-	}
-	pages := map[string]*template.Template{}
-	for _, n := range names {
-		name := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
-		if name == "layout" {
-			continue
+// errorData is an error page's content, below the message.
+type errorData struct{}
+
+func (errorData) write(w *writer, _ page) {
+	w.m(`<p><a href="/ui/">Back to the overview</a></p>`)
+}
+
+// nav is the header's links; an entry is on for the pages it names.
+var nav = []struct {
+	href, label markup
+	pages       []string
+}{
+	{"/ui/", "Overview", []string{"overview"}},
+	{"/ui/events", "Events", []string{"events", "event"}},
+	{"/ui/conflicts", "Conflicts", []string{"conflicts", "conflict"}},
+	{"/ui/failed", "Failed", []string{"failed"}},
+	{"/ui/replays", "Replays", []string{"replays", "replay", "dryrun"}},
+	{"/ui/reconcile", "Reconcile", []string{"reconcile"}},
+}
+
+// layout writes the page around p's content: head, header (nav and who is
+// signed in, once someone is), title and error.
+func layout(w *writer, p page) {
+	w.m(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>`).t(p.Title).m(` · Intake</title>
+<link rel="stylesheet" href="/ui/assets/console.css">
+<script src="/ui/assets/console.js" defer></script>
+</head>
+<body>
+<header>
+  <a class="brand" href="/ui/">Intake</a>
+`)
+	if p.User.Name != "" {
+		w.m("  <nav>\n")
+		for _, n := range nav {
+			w.m(`    <a href="`).m(n.href).m(`"`).mif(slices.Contains(n.pages, p.Nav), ` class="on"`).m(`>`).m(n.label).m("</a>\n")
 		}
-		t, err := template.Must(base.Clone()).ParseFS(templateFS, n)
-		if err != nil {
-			return nil, fmt.Errorf("console: template %s: %w", name, err)
-		}
-		pages[name] = t
+		w.m(`  </nav>
+  <form class="who" method="post" action="/ui/signout">
+    <span id="who">`).t(p.User.Name).m(` (`).t(string(p.User.Role)).m(`)</span>
+    <input type="hidden" name="csrf" value="`).t(p.CSRF).m(`">
+    <button type="submit" id="signout">Sign out</button>
+  </form>
+`)
 	}
-	return pages, nil
+	w.m(`</header>
+<main>
+<h1>`).t(p.Title).m("</h1>\n")
+	if p.Error != "" {
+		w.m(`<p class="error" id="error">`).t(p.Error).m("</p>\n")
+	}
+	p.Data.write(w, p)
+	w.m(`
+</main>
+</body>
+</html>`)
 }
 
 // Mount builds a console on rp with the default options and adds its

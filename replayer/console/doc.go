@@ -1,7 +1,12 @@
 // Package console is the operator console: the browser side of the
-// replayer, served under /ui/ from templates and assets embedded in the
-// binary (no CDN, no JavaScript build, every page readable without
-// JavaScript).
+// replayer, served under /ui/ with its assets embedded in the binary (no
+// CDN, no JavaScript build, every page readable without JavaScript).
+//
+// Each page's data writes the page in Go (its write method, beside the
+// handler that reads the data) through writer, which escapes every value;
+// there is no template engine, so that the one intake binary keeps the
+// linker's dead code elimination of methods (html.go says why, and the
+// rules that keep a page safe).
 //
 // It is a client of the replayer, not a second API: pages read through the
 // same store queries as /api/v1, and mutations (a replay's dry run, its

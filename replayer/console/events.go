@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 )
 
@@ -103,10 +104,10 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 }
 
 // renderErr renders a page with a 400 and the message above its form.
-func (c *Console) renderErr(w http.ResponseWriter, r *http.Request, name, title string, data any, msg string) {
+func (c *Console) renderErr(w http.ResponseWriter, r *http.Request, name, title string, data content, msg string) {
 	s := sessionFrom(r.Context())
 	p := page{Title: title, Nav: name, User: s.caller, Data: data, Error: msg, CSRF: s.csrf(), Operator: s.operator()}
-	c.write(w, http.StatusBadRequest, name, p)
+	c.write(w, http.StatusBadRequest, p)
 }
 
 // entry is one line of an event's timeline.
@@ -115,7 +116,7 @@ type entry struct {
 	Kind   string // delivery, execution, replay, conflict, rejection, processed
 	What   string
 	Detail string
-	Link   string
+	Link   link // none when empty
 }
 
 type eventData struct {
@@ -181,7 +182,7 @@ func (c *Console) timeline(ctx context.Context, ev store.Event, k envelope.Key) 
 		en := entry{At: e.ExecutedAt, Kind: "execution", What: "handler ran (" + e.Mode + ")",
 			Detail: fmt.Sprintf("execution %s, stream seq %d", e.ID, e.StreamSeq)}
 		if e.ReplayID != nil {
-			en.Link = "/ui/replays/" + *e.ReplayID
+			en.Link = replayLink(*e.ReplayID, "")
 		}
 		out = append(out, en)
 	}
@@ -191,7 +192,7 @@ func (c *Console) timeline(ctx context.Context, ev store.Event, k envelope.Key) 
 	}
 	for _, rp := range reps {
 		out = append(out, entry{At: rp.CreatedAt, Kind: "replay", What: "replay " + rp.Mode + " by " + rp.RequestedBy + " (" + rp.State + ", item " + rp.ItemState + ")",
-			Detail: "reason: " + rp.Reason, Link: "/ui/replays/" + rp.ID})
+			Detail: "reason: " + rp.Reason, Link: replayLink(rp.ID, "")})
 	}
 	conflicts, err := st.EventConflicts(ctx, k)
 	if err != nil {
@@ -200,7 +201,7 @@ func (c *Console) timeline(ctx context.Context, ev store.Event, k envelope.Key) 
 	for _, cf := range conflicts {
 		out = append(out, entry{At: cf.DetectedAt, Kind: "conflict", What: "conflicting payload recorded",
 			Detail: fmt.Sprintf("stream seq %d, sha256 %s", cf.ConflictingStreamSeq, cf.ConflictingSHA256),
-			Link:   fmt.Sprintf("/ui/conflict?key=%s&id=%d", url.QueryEscape(cf.Key), cf.ID)})
+			Link:   conflictLink(cf.Key, cf.ID)})
 	}
 	rejs, err := st.EventRejections(ctx, k)
 	if err != nil {
@@ -274,4 +275,113 @@ func pretty(b []byte) (string, bool) {
 		return buf.String(), true
 	}
 	return string(b), false
+}
+
+func (d eventsData) write(w *writer, _ page) {
+	f := d.Filter
+	w.m(`<form method="get" action="/ui/events" class="filter" id="filter">
+  <label>Integration <input name="integration" value="`).t(f.Integration).m(`"></label>
+  <label>Tenant <input name="tenant" value="`).t(f.Tenant).m(`"></label>
+  <label>Status <select name="status"><option value="">any</option>`)
+	for _, st := range d.Statuses {
+		w.m(`<option`).mif(st == f.Status, ` selected`).m(`>`).t(st).m(`</option>`)
+	}
+	w.m(`</select></label>
+  <label>Type <input name="event_type" value="`).t(f.EventType).m(`"></label>
+  <label>Since <input name="since" value="`).t(f.Since).m(`" placeholder="2026-01-02T15:04"></label>
+  <label>Until <input name="until" value="`).t(f.Until).m(`" placeholder="UTC"></label>
+  <label>Key prefix <input name="key_prefix" id="key_prefix" value="`).t(f.KeyPrefix).m(`"></label>
+  <button type="submit" id="search">Filter</button>
+</form>
+`)
+	eventTable(w, d.Events)
+	if d.Next != "" {
+		w.m(`<p><a id="next" href="`).u(nextLink("/ui/events", d.Query, d.Next)).m(`">Next page →</a></p>`)
+	}
+}
+
+func eventTable(w *writer, events []store.Event) {
+	w.m(`<table class="list" id="events">
+<thead><tr><th>First received</th><th>Key</th><th>Tenant</th><th>Type</th><th>Status</th><th>Deliveries</th><th>Conflicts</th><th>Error</th></tr></thead>
+<tbody>
+`)
+	for _, e := range events {
+		w.m(`<tr>
+<td>`).t(ts(e.FirstReceivedAt)).m(`</td>
+<td><a href="`).u(eventLink(e.Key)).m(`">`).t(e.Key).m(`</a></td>
+<td>`).t(e.Tenant).m(`</td><td>`).t(e.EventType).m(`</td>
+<td><span class="status `).t(string(e.Status)).m(`">`).t(string(e.Status)).m(`</span></td>
+<td>`).n(int64(e.DeliveryCount)).m(`</td><td>`).n(int64(e.Conflicts)).m(`</td>
+<td class="err">`).t(short(deref(e.Error), 120)).m(`</td>
+</tr>`)
+	}
+	if len(events) == 0 {
+		w.m(`<tr><td colspan="8" class="empty">No events match.</td></tr>`)
+	}
+	w.m(`
+</tbody>
+</table>
+`)
+}
+
+func (d eventData) write(w *writer, p page) {
+	e := d.Event
+	w.m(`<dl class="facts">
+  <dt>Status</dt><dd><span class="status `).t(string(e.Status)).m(`" id="status">`).t(string(e.Status)).m(`</span></dd>
+  <dt>Integration / account / event id</dt><dd>`).t(e.Integration).m(` / `).t(e.Account).m(` / `).t(e.EventID).m(`</dd>
+  <dt>Tenant</dt><dd>`).t(e.Tenant).m(`</dd>
+  <dt>Type</dt><dd>`).t(e.EventType).m(`</dd>
+  <dt>Deliveries / attempts</dt><dd>`).n(int64(e.DeliveryCount)).m(` / `).n(int64(e.Attempts)).m(`</dd>
+  <dt>First / last received</dt><dd>`).t(ts(e.FirstReceivedAt)).m(` / `).t(ts(e.LastReceivedAt)).m(`</dd>
+  <dt>Processed</dt><dd>`).t(tsp(e.ProcessedAt)).m(`</dd>
+  <dt>Stream seq</dt><dd>`).n(e.StreamSeq).m(`</dd>
+  <dt>Payload SHA-256</dt><dd><code id="hash">`).t(e.PayloadSHA256).m(`</code></dd>
+`)
+	if e.Error != nil {
+		w.m(`  <dt>Error</dt><dd class="err">`).t(*e.Error).m("</dd>\n")
+	}
+	w.m("</dl>\n")
+	if p.Operator && (e.Status == inbox.StatusFailed || e.Status == inbox.StatusQuarantined) {
+		w.m(`<form method="post" action="/ui/replays/dry-run" class="inline mutate">
+  <input type="hidden" name="csrf" value="`).t(p.CSRF).m(`">
+  <input type="hidden" name="key" value="`).t(e.Key).m(`">
+  <button type="submit" id="replay-event">Replay this event (dry run first)</button>
+</form>`)
+	}
+	w.m(`
+<h2>Timeline</h2>
+<ol class="timeline" id="timeline">
+`)
+	for _, en := range d.Timeline {
+		w.m(`<li class="`).t(en.Kind).m(`"><time>`).t(ts(en.At)).m(`</time> <b>`).t(en.Kind).m(`</b> `)
+		if en.Link != "" {
+			w.m(`<a href="`).u(en.Link).m(`">`).t(en.What).m(`</a>`)
+		} else {
+			w.t(en.What)
+		}
+		if en.Detail != "" {
+			w.m(`<br><small>`).t(en.Detail).m(`</small>`)
+		}
+		w.m("</li>\n")
+	}
+	if len(d.Timeline) == 0 {
+		w.m("<li>Nothing recorded.</li>\n")
+	}
+	w.m(`</ol>
+<h2>Raw payload</h2>
+`)
+	pl := d.Payload
+	if pl.Missing != "" {
+		w.m(`<p class="warn">`).t(pl.Missing).m(`</p>`)
+		return
+	}
+	w.m(`<p class="hint">INTAKE_IN message `).n(pl.Seq).m(`, SHA-256 <code>`).t(pl.SHA256).m(`</code> `)
+	if pl.Matches {
+		w.m(`(matches the inbox row)`)
+	} else {
+		w.m(`<b class="warn">(differs from the inbox row's)</b>`)
+	}
+	w.m(`
+ <button type="button" class="copy" data-copy="payload">Copy</button></p>
+<pre class="payload" id="payload">`).t(pl.Text).m(`</pre>`)
 }

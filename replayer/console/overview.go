@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"time"
 )
@@ -211,4 +212,55 @@ func (c *Console) loadOverview(ctx context.Context, now time.Time) (overviewData
 
 func secs(s float64) time.Duration {
 	return time.Duration(s * float64(time.Second)).Round(time.Millisecond)
+}
+
+func (d overviewData) write(w *writer, _ page) {
+	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection; processing lag is first receipt to processed (p50 / p95); outbox pending is now.</p>
+<div class="cards" id="overview">
+`)
+	for _, o := range d.Integrations {
+		w.m(`<section class="card" data-integration="`).t(o.Name).m(`">
+<h3><a href="`).u(listLink("/ui/events", url.Values{"integration": {o.Name}})).m(`">`).t(o.Name).m(`</a></h3>
+<table>
+<thead><tr><th></th>`)
+		for _, win := range d.Windows {
+			w.m(`<th>`).t(win.Name).m(`</th>`)
+		}
+		w.m("</tr></thead>\n<tbody>\n")
+		row := func(name markup, cell func(s stats)) {
+			w.m(`<tr><td>`).m(name).m(`</td>`)
+			for _, s := range o.Windows {
+				w.m(`<td>`)
+				cell(s)
+				w.m(`</td>`)
+			}
+			w.m("</tr>\n")
+		}
+		row("accepted", func(s stats) { w.n(s.Accepted) })
+		row("duplicates", func(s stats) { w.n(s.Duplicates) })
+		row("conflicts", func(s stats) { w.n(s.Conflicts) })
+		row("failed", func(s stats) { w.n(s.Failed) })
+		row("quarantined", func(s stats) { w.n(s.Quarantined) })
+		row("processing lag", func(s stats) { w.t(s.LagP50.String()).m(` / `).t(s.LagP95.String()) })
+		w.m(`<tr><td>outbox pending</td><td colspan="2">`).n(o.Pending).m(`</td></tr>
+</tbody></table>
+<svg class="spark" viewBox="0 0 240 40" preserveAspectRatio="none" role="img" aria-label="events per hour, last 24 hours (max `).n(o.Max).m(`)">
+`)
+		for i, b := range o.Hourly {
+			x := int64(i * 10)
+			w.m(`<rect class="bar" x="`).n(x).m(`" y="`).f(chartHeight - b.Height).m(`" width="8" height="`).f(b.Height).m(`"><title>`).
+				t(ts(b.At)).m(`: `).n(b.Accepted).m(` events, `).n(b.FailedOrQ).m(` failed or quarantined</title></rect>`)
+			if b.Bad != 0 {
+				w.m(`<rect class="bad" x="`).n(x).m(`" y="`).f(chartHeight - b.Bad).m(`" width="8" height="`).f(b.Bad).m(`"></rect>`)
+			}
+			w.m("\n")
+		}
+		w.m(`</svg>
+<p class="hint">events per hour, last 24 h (max `).n(o.Max).m(`); red: failed or quarantined</p>
+</section>`)
+	}
+	if len(d.Integrations) == 0 {
+		w.m(`<p>No events in the last day.</p>`)
+	}
+	w.m("\n</div>\n")
 }

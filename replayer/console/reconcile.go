@@ -73,3 +73,46 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 	}
 	c.render(w, r, http.StatusOK, "reconcile", "Reconcile", d)
 }
+
+func (d reconcileData) write(w *writer, p page) {
+	w.m(`<p class="hint">Compare an INTAKE_IN range with the inbox: messages acknowledged to the provider with no inbox row are missing, and the fix is the replay that processes them.</p>
+<form method="get" action="/ui/reconcile" class="filter">
+  <label>From seq <input name="from_seq" id="from_seq" value="`).t(d.FromSeq).m(`"></label>
+  <label>To seq <input name="to_seq" id="to_seq" value="`).t(d.ToSeq).m(`"></label>
+  <label>Since <input name="since" value="`).t(d.Since).m(`" placeholder="2026-01-02T15:04"></label>
+  <label>Until <input name="until" value="`).t(d.Until).m(`" placeholder="UTC"></label>
+  <label>Integration <input name="integration" value="`).t(d.Integration).m(`"></label>
+  <button type="submit" id="check">Check</button>
+</form>
+`)
+	if !d.Ran {
+		return
+	}
+	res := d.Result
+	w.m(`<dl class="facts" id="result">
+  <dt>Checked</dt><dd id="checked">`).n(int64(res.Checked)).m(`</dd>
+  <dt>Missing</dt><dd id="missing">`).n(int64(len(res.Missing))).mif(res.Truncated, `+ (truncated)`).m(`</dd>
+  <dt>Pending (not yet acked by the processor)</dt><dd>`).n(int64(res.Pending)).m(`</dd>
+  <dt>Rejected on purpose</dt><dd>`).n(int64(res.Rejected)).m(`</dd>
+  <dt>Ack floor / last seq</dt><dd>`).un(res.AckFloor).m(` / `).un(res.LastSeq).m(`</dd>
+  <dt>Lost conflict records</dt><dd>`).n(int64(len(res.LostConflicts))).m(`</dd>
+</dl>
+`)
+	if len(res.Missing) > 0 {
+		w.m(`<table class="list"><thead><tr><th>Key</th><th>Stream seq</th></tr></thead><tbody>
+`)
+		for _, m := range res.Missing {
+			w.m(`<tr><td>`).t(m.Key).m(`</td><td>`).un(m.StreamSeq).m(`</td></tr>`)
+		}
+		w.m("</tbody></table>\n")
+	}
+	if d.FixJSON == "" {
+		w.m(`<p>Nothing to fix.</p>`)
+		return
+	}
+	w.m(`<h2>Proposed fix</h2><pre id="fix">`).t(d.FixJSON).m("</pre>\n")
+	if p.Operator {
+		w.m(`<form method="post" action="/ui/replays/dry-run" class="mutate"><input type="hidden" name="csrf" value="`).t(p.CSRF).m(`">
+<input type="hidden" name="selector" value="`).t(d.FixJSON).m(`"><button type="submit" id="dry-run-fix">Dry-run the fix</button></form>`)
+	}
+}

@@ -1,34 +1,224 @@
 package console
 
 import (
-	"bytes"
+	"html"
+	"net/url"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/intakehq/intake/pkg/inbox"
+	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/replayer"
 )
 
-// TestPagesRender executes every page's template with its zero data, as a
-// signed-in operator and as nobody: a field a template names but the data
-// lacks fails here, not in an operator's browser.
+// pages are every page's content, from data: the tests render each.
+func pages(d func(string) string) map[string]content {
+	at := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	errMsg, by := d("handler: bad input"), d("ops")
+	ev := store.Event{Key: d("demo/main/evt_1"), Integration: d("demo"), Account: d("main"), EventID: d("evt_1"), Tenant: d("acme"),
+		EventType: d("invoice.paid"), Status: inbox.Status(d("failed")), PayloadSHA256: d("sha"), FirstReceivedAt: at, LastReceivedAt: at,
+		ProcessedAt: &at, Error: &errMsg}
+	failed := ev
+	failed.Status = inbox.StatusFailed // the event page's replay form shows for failed events only
+	f := filter{Integration: d("demo"), Tenant: d("acme"), Status: d("failed"), EventType: d("invoice.paid"), Since: d("since"), Until: d("until")}
+	q := f.query()
+	cf := store.Conflict{ID: 3, Key: d("demo/main/evt_1"), Tenant: d("acme"), OriginalSHA256: d("sha-1"), ConflictingSHA256: d("sha-2"),
+		ReceivedAt: at, DetectedAt: at}
+	pl := payload{Seq: 7, Text: d(`{"amount": 7}`), SHA256: d("sha")}
+	rep := store.Replay{ID: d("replay-id"), RequestedBy: by, Reason: d("the bug is fixed"), Mode: d("exact"), State: store.ReplayRunning,
+		Matched: 2, CreatedAt: at, FinishedAt: &at, CancelledBy: &by, Error: &errMsg, Sample: []string{d("demo/main/evt_1")},
+		Counts: []store.OutcomeCount{{Tenant: d("acme"), Integration: d("demo"), EventType: d("invoice.paid"), Outcome: d("would_retry"), Count: 2}}}
+	missing := []replayer.MissingEvent{{Key: d("demo/main/evt_2"), StreamSeq: 2}}
+	return map[string]content{
+		"error":  errorData{},
+		"signin": signInData{Pre: d("pre"), Next: d("/ui/events")},
+		"events": eventsData{Filter: f, Query: q, Events: []store.Event{ev}, Next: d("cursor"), Statuses: []string{d("failed")}},
+		"event": eventData{Event: failed, Payload: pl, Timeline: []entry{
+			{At: at, Kind: d("replay"), What: d("replay exact"), Detail: d("reason"), Link: replayLink(d("replay-id"), "")},
+			{At: at, Kind: d("conflict"), What: d("conflicting payload"), Link: conflictLink(d("demo/main/evt_1"), 3)},
+			{At: at, Kind: d("rejection"), What: d("refused"), Detail: d("detail")}}},
+		"event-missing": eventData{Event: ev, Payload: payload{Missing: d("gone")}},
+		"conflicts":     conflictsData{Filter: f, Query: q, Conflicts: []store.Conflict{cf}, Next: d("cursor")},
+		"conflict": conflictData{Conflict: cf, Original: pl, Conflicting: pl, Changed: 1,
+			Diff: []diffRow{{Op: "same", Left: d("{"), Right: d("{"), LN: 1, RN: 1}, {Op: "change", Left: d("a"), Right: d("b"), LN: 2, RN: 2}}},
+		"conflict-missing": conflictData{Conflict: cf, Original: payload{Missing: d("gone")}},
+		"failed":           failedData{Filter: f, Query: q, Events: []store.Event{ev}, Next: d("cursor")},
+		"dryrun": dryRunData{Replay: rep, Form: replayForm{SelectorJSON: d(`{"keys":["demo/main/evt_1"]}`), Mode: d("exact"), Reason: d("why")},
+			Modes: []string{"exact", "reexecute"}},
+		"replays": replaysData{Replays: []store.Replay{rep}, Next: d("cursor")},
+		"replay":  replayData{Replay: rep, Selector: d(`{"keys": []}`)},
+		"reconcile": reconcileData{FromSeq: d("1"), ToSeq: d("2"), Since: d("since"), Until: d("until"), Integration: d("demo"), Ran: true,
+			Result: replayer.ReconcileResult{Missing: missing, LostConflicts: missing}, FixJSON: d(`{"keys":["demo/main/evt_2"]}`)},
+		"overview": overviewData{Windows: overviewWindows, At: at, Integrations: []integrationOverview{{Name: d("demo"),
+			Windows: make([]stats, len(overviewWindows)), Hourly: []bucket{{At: at, Accepted: 3, FailedOrQ: 1, Height: 40, Bad: 13.3}}, Max: 3}}},
+	}
+}
+
+// render writes a page as the console sends it: the layout around its
+// content, as an operator (every control shown) or signed out.
+func render(data content, operator bool, d func(string) string) string {
+	p := page{Title: d("Title"), Nav: "events", Error: d("error"), Data: data}
+	if operator {
+		p.User, p.CSRF, p.Operator = replayer.Caller{Name: d("ops"), Role: "operator"}, d("csrf"), true
+	}
+	var w writer
+	layout(&w, p)
+	if r, ok := data.(replayData); ok {
+		r.progress(&w, p) // the fragment console.js polls
+	}
+	return w.buf.String()
+}
+
+// TestPagesRender renders every page with its zero data and with data, as
+// an operator and as nobody: a nil the page does not expect fails here, and
+// so does a tag left open in a page's markup.
 func TestPagesRender(t *testing.T) {
-	pages, err := parsePages()
-	if err != nil {
-		t.Fatal(err)
+	zero := map[string]content{
+		"error": errorData{}, "signin": signInData{}, "events": eventsData{}, "event": eventData{}, "conflicts": conflictsData{},
+		"conflict": conflictData{}, "failed": failedData{}, "dryrun": dryRunData{}, "replays": replaysData{}, "replay": replayData{},
+		"reconcile": reconcileData{Ran: true}, "overview": overviewData{},
 	}
-	data := map[string]any{
-		"error": nil, "signin": signInData{}, "events": eventsData{}, "event": eventData{},
-		"conflicts": conflictsData{}, "conflict": conflictData{}, "failed": failedData{}, "dryrun": dryRunData{},
-		"replays": replaysData{}, "replay": replayData{}, "reconcile": reconcileData{Ran: true}, "overview": overviewData{},
-	}
-	for name, tp := range pages {
-		d, ok := data[name]
-		if !ok {
-			t.Errorf("page %s has no test data", name)
-			continue
+	same := func(s string) string { return s }
+	for name := range pages(same) {
+		if _, ok := zero[strings.TrimSuffix(name, "-missing")]; !ok {
+			t.Errorf("page %s has no zero data in this test", name)
 		}
-		for _, p := range []page{{Data: d}, {Data: d, CSRF: "x", Operator: true}} {
-			var b bytes.Buffer
-			if err := tp.ExecuteTemplate(&b, "layout", p); err != nil {
-				t.Errorf("%s: %v", name, err)
+	}
+	for what, set := range map[string]map[string]content{"zero": zero, "data": pages(same)} {
+		for name, data := range set {
+			for _, op := range []bool{false, true} {
+				out := render(data, op, same)
+				if err := checkMarkup(out); err != "" {
+					t.Errorf("%s with %s data (operator %v): %s\n%s", name, what, op, err, out)
+				}
 			}
 		}
 	}
+}
+
+// hostile is what a provider, a tenant or an operator could store in a
+// value the console shows: markup, quotes of both kinds, an event handler
+// and a URL scheme that runs script.
+const hostile = `javascript:alert(1)//<script>alert(2)</script><img src=x onerror=alert(3)>"' onmouseover="alert(4)" x='`
+
+// TestPagesInertWithHostileValues renders every page with every value from
+// Postgres, NATS or the request made hostile, and reads the markup back:
+// the only elements and attributes are the page's own, every value shows
+// as text, and every link stays under /ui/.
+func TestPagesInertWithHostileValues(t *testing.T) {
+	evil := func(s string) string { return s + hostile }
+	for name, data := range pages(evil) {
+		out := render(data, true, evil)
+		if err := checkMarkup(out); err != "" {
+			t.Errorf("%s: %s\n%s", name, err, out)
+			continue
+		}
+		if n := strings.Count(out, "<script"); n != 1 {
+			t.Errorf("%s: %d <script> elements, want the one of console.js", name, n)
+		}
+		if !strings.Contains(out, html.EscapeString(hostile)) {
+			t.Errorf("%s: the hostile value is not shown escaped:\n%s", name, out)
+		}
+		for _, m := range attrRE.FindAllStringSubmatch(out, -1) {
+			attr, val := strings.ToLower(m[1]), html.UnescapeString(m[2])
+			if strings.HasPrefix(attr, "on") || attr == "style" || attr == "formaction" || attr == "srcdoc" {
+				t.Errorf("%s: attribute %s=%q", name, attr, val)
+			}
+			if attr == "href" || attr == "action" || attr == "src" {
+				u, err := url.Parse(val)
+				if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(val, Prefix+"/") {
+					t.Errorf("%s: %s=%q leaves the console", name, attr, val)
+				}
+			}
+		}
+	}
+}
+
+// TestLinks: the values in a link come back out of it as they went in,
+// and a replay id stays one path segment.
+func TestLinks(t *testing.T) {
+	v := "demo/main/evt 1?&#=%2F" + hostile
+	for _, tc := range []struct {
+		l     link
+		path  string
+		query url.Values
+	}{
+		{eventLink(v), "/ui/event", url.Values{"key": {v}}},
+		{conflictLink(v, 3), "/ui/conflict", url.Values{"key": {v}, "id": {"3"}}},
+		{replayLink("../"+v, "/cancel"), "/ui/replays/../" + v + "/cancel", url.Values{}},
+		{nextLink("/ui/events", url.Values{"tenant": {v}, "cursor": {"old"}}, v), "/ui/events", url.Values{"tenant": {v}, "cursor": {v}}},
+		{listLink("/ui/replays", nil), "/ui/replays", url.Values{}},
+	} {
+		u, err := url.Parse(string(tc.l))
+		if err != nil {
+			t.Errorf("%s: %v", tc.l, err)
+			continue
+		}
+		if u.Scheme != "" || u.Host != "" || u.Path != tc.path || u.Query().Encode() != tc.query.Encode() {
+			t.Errorf("%s: path %q query %v, want %q %v", tc.l, u.Path, u.Query(), tc.path, tc.query)
+		}
+	}
+	if l := replayLink("../"+v, "/cancel"); strings.Count(string(l), "/") != 4 {
+		t.Errorf("%s: the replay id spans path segments", l)
+	}
+}
+
+var (
+	// tagRE is one tag: its attribute values all quoted with ", holding
+	// no < > or " (escaped values hold none).
+	tagRE = regexp.MustCompile(`^<(/?)([a-zA-Z][a-zA-Z0-9]*)((?:\s+[a-zA-Z-]+(?:="[^"<>]*")?)*)\s*>`)
+	// attrRE is one attribute inside a tag tagRE matched.
+	attrRE = regexp.MustCompile(`\s([a-zA-Z-]+)="([^"<>]*)"`)
+	// elements are the pages' own.
+	elements = map[string]bool{"html": true, "head": true, "meta": true, "title": true, "link": true, "script": true, "body": true,
+		"header": true, "nav": true, "a": true, "form": true, "span": true, "input": true, "button": true, "main": true, "h1": true,
+		"h2": true, "h3": true, "p": true, "code": true, "table": true, "thead": true, "tbody": true, "tr": true, "th": true, "td": true,
+		"colgroup": true, "col": true, "dl": true, "dt": true, "dd": true, "label": true, "select": true, "option": true,
+		"textarea": true, "ol": true, "li": true, "time": true, "b": true, "br": true, "small": true, "pre": true, "div": true,
+		"progress": true, "noscript": true, "section": true, "svg": true, "rect": true}
+	void = map[string]bool{"meta": true, "link": true, "input": true, "br": true, "col": true}
+)
+
+// checkMarkup reads a page's markup: every < opens a tag of the pages'
+// own elements, > appears only closing one, and every element is closed
+// in order. It returns what is wrong, or "".
+func checkMarkup(out string) string {
+	rest := strings.TrimPrefix(out, "<!doctype html>")
+	var open []string
+	for {
+		i := strings.IndexAny(rest, "<>")
+		if i < 0 {
+			break
+		}
+		if rest[i] == '>' {
+			return "a > outside a tag: " + around(rest, i)
+		}
+		m := tagRE.FindStringSubmatch(rest[i:])
+		if m == nil {
+			return "a < that opens no well-formed tag: " + around(rest, i)
+		}
+		name := strings.ToLower(m[2])
+		switch {
+		case !elements[name]:
+			return "element " + name + " is not one of the pages' own: " + around(rest, i)
+		case m[1] == "" && !void[name]:
+			open = append(open, name)
+		case m[1] == "/":
+			if len(open) == 0 || open[len(open)-1] != name {
+				return "</" + name + "> closes " + strings.Join(open, ">") + ": " + around(rest, i)
+			}
+			open = open[:len(open)-1]
+		}
+		rest = rest[i+len(m[0]):]
+	}
+	if len(open) != 0 {
+		return "left open: " + strings.Join(open, ", ")
+	}
+	return ""
+}
+
+func around(s string, i int) string {
+	return s[max(0, i-80):min(len(s), i+80)]
 }

@@ -131,7 +131,7 @@ func (c *Console) plan(w http.ResponseWriter, r *http.Request, form replayForm, 
 	d := dryRunData{Replay: rep, Form: form, Modes: []string{string(inbox.ReplayExact), string(inbox.ReplayReexecute)},
 		DefaultRate: c.ro.DefaultRate, MaxRate: c.ro.MaxRate}
 	s := sessionFrom(r.Context())
-	c.write(w, code, "dryrun", page{Title: "Replay: dry run", Nav: "dryrun", User: s.caller, CSRF: s.csrf(), Operator: s.operator(), Data: d, Error: msg})
+	c.write(w, code, page{Title: "Replay: dry run", Nav: "dryrun", User: s.caller, CSRF: s.csrf(), Operator: s.operator(), Data: d, Error: msg})
 }
 
 // replayErr answers a refused replay as the API would (400, 422).
@@ -246,11 +246,210 @@ func (c *Console) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Query().Get("fragment") == "progress" {
 		s := sessionFrom(r.Context())
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := c.pages["replay"].ExecuteTemplate(w, "progress", page{User: s.caller, CSRF: s.csrf(), Operator: s.operator(), Data: d}); err != nil {
-			c.log.Error("console: render progress", "err", err)
-		}
+		var out writer
+		d.progress(&out, page{User: s.caller, CSRF: s.csrf(), Operator: s.operator()})
+		send(w, http.StatusOK, &out)
 		return
 	}
 	c.render(w, r, http.StatusOK, "replay", "Replay "+rep.ID, d)
+}
+
+func (d failedData) write(w *writer, p page) {
+	f, op := d.Filter, p.Operator
+	w.m(`<form method="get" action="/ui/failed" class="filter">
+  <label>Status <select name="status"><option`).mif(f.Status == string(inbox.StatusFailed), ` selected`).m(`>failed</option><option`).
+		mif(f.Status == string(inbox.StatusQuarantined), ` selected`).m(`>quarantined</option></select></label>
+  <label>Integration <input name="integration" value="`).t(f.Integration).m(`"></label>
+  <label>Tenant <input name="tenant" value="`).t(f.Tenant).m(`"></label>
+  <label>Type <input name="event_type" value="`).t(f.EventType).m(`"></label>
+  <label>Key prefix <input name="key_prefix" value="`).t(f.KeyPrefix).m(`"></label>
+  <button type="submit">Filter</button>
+</form>
+`)
+	if op {
+		w.m(`<form method="post" action="/ui/replays/dry-run" id="replay-form" class="mutate">
+<input type="hidden" name="csrf" value="`).t(p.CSRF).m(`">
+<input type="hidden" name="status" value="`).t(f.Status).m(`">
+<input type="hidden" name="integration" value="`).t(f.Integration).m(`">
+<input type="hidden" name="tenant" value="`).t(f.Tenant).m(`">
+<input type="hidden" name="event_type" value="`).t(f.EventType).m(`">
+<p><button type="submit" id="dry-run-selected">Replay selected (dry run)</button>
+`)
+		if f.KeyPrefix != "" {
+			w.m(`<span class="hint">(a key prefix is no replay selector: select the rows)</span>`)
+		} else {
+			w.m(`<button type="submit" name="all" value="1" id="dry-run-all">Replay all `).t(f.Status)
+			if f.Integration != "" {
+				w.m(` of `).t(f.Integration)
+			}
+			if f.Tenant != "" {
+				w.m(` for `).t(f.Tenant)
+			}
+			if f.EventType != "" {
+				w.m(` of type `).t(f.EventType)
+			}
+			w.m(` (dry run)</button>`)
+		}
+		w.m(`
+<label>Mode <select name="mode"><option>exact</option><option>reexecute</option></select></label></p>
+`)
+	}
+	w.m(`<table class="list" id="failed">
+<thead><tr>`).mif(op, `<th><input type="checkbox" id="select-all" title="select all on this page"></th>`).
+		m(`<th>Last received</th><th>Key</th><th>Tenant</th><th>Type</th><th>Status</th><th>Attempts</th><th>Error</th></tr></thead>
+<tbody>
+`)
+	for _, e := range d.Events {
+		w.m("<tr>\n")
+		if op {
+			w.m(`<td><input type="checkbox" name="key" value="`).t(e.Key).m("\"></td>\n")
+		}
+		w.m(`<td>`).t(ts(e.LastReceivedAt)).m(`</td>
+<td><a href="`).u(eventLink(e.Key)).m(`">`).t(e.Key).m(`</a></td><td>`).t(e.Tenant).m(`</td><td>`).t(e.EventType).m(`</td>
+<td><span class="status `).t(string(e.Status)).m(`">`).t(string(e.Status)).m(`</span></td><td>`).n(int64(e.Attempts)).m(`</td>
+<td class="err">`).t(deref(e.Error)).m(`</td>
+</tr>`)
+	}
+	if len(d.Events) == 0 {
+		w.m(`<tr><td colspan="8" class="empty">Nothing `).t(f.Status).m(`.</td></tr>`)
+	}
+	w.m(`
+</tbody></table>
+`)
+	if op {
+		w.m("</form>\n")
+	}
+	if d.Next != "" {
+		w.m(`<p><a href="`).u(nextLink("/ui/failed", d.Query, d.Next)).m(`">Next page →</a></p>`)
+	}
+}
+
+// outcomes are a replay's (or a dry run's) counts: rows of tenant,
+// integration, type, outcome and events.
+func outcomes(w *writer, counts []store.OutcomeCount) {
+	for _, oc := range counts {
+		w.m(`<tr><td>`).t(oc.Tenant).m(`</td><td>`).t(oc.Integration).m(`</td><td>`).t(oc.EventType).m(`</td><td>`).
+			t(oc.Outcome).m(`</td><td>`).n(oc.Count).m("</td></tr>\n")
+	}
+}
+
+func (d dryRunData) write(w *writer, p page) {
+	rp, form := d.Replay, d.Form
+	w.m(`<p>Dry run <a href="`).u(replayLink(rp.ID, "")).m(`">`).t(rp.ID).m(`</a> (recorded in the audit log): nothing was published.</p>
+<dl class="facts">
+  <dt>Selector</dt><dd><code>`).t(form.SelectorJSON).m(`</code></dd>
+  <dt>Mode</dt><dd>`).t(form.Mode).m(`</dd>
+  <dt>Matched</dt><dd id="matched">`).n(rp.Matched).m(`</dd>
+</dl>
+<h2>Predicted outcomes</h2>
+<table class="list" id="outcomes">
+<thead><tr><th>Tenant</th><th>Integration</th><th>Type</th><th>Outcome</th><th>Events</th></tr></thead>
+<tbody>`)
+	outcomes(w, rp.Counts)
+	if len(rp.Counts) == 0 {
+		w.m(`<tr><td colspan="5" class="empty">Nothing matches.</td></tr>`)
+	}
+	w.m("</tbody></table>\n")
+	if len(rp.Sample) > 0 {
+		w.m(`<p class="hint">Sample: `).t(strings.Join(rp.Sample, ", ")).m("</p>\n")
+	}
+	if !p.Operator || rp.Matched == 0 {
+		return
+	}
+	w.m(`<form method="post" action="/ui/replays" class="confirm mutate" id="confirm-form">
+  <input type="hidden" name="csrf" value="`).t(p.CSRF).m(`">
+  <input type="hidden" name="selector" value="`).t(form.SelectorJSON).m(`">
+  <input type="hidden" name="mode" value="`).t(form.Mode).m(`">
+  <label>Rate <input type="number" name="rate" id="rate" min="1" max="`).n(int64(d.MaxRate)).m(`" placeholder="`).n(int64(d.DefaultRate)).
+		m(`"> events/s (default `).n(int64(d.DefaultRate)).m(`)</label>
+  <label>Reason (required, goes in the audit log)<br><textarea name="reason" id="reason" rows="2" cols="60" required>`).t(form.Reason).m(`</textarea></label>
+  <p><button type="submit" class="primary" id="confirm">Confirm: replay `).n(rp.Matched).m(` event(s), `).t(form.Mode).m(`</button> <a href="/ui/failed">Cancel</a></p>
+</form>
+`)
+	for _, mode := range d.Modes {
+		if mode == form.Mode {
+			continue
+		}
+		w.m(`<form method="post" action="/ui/replays/dry-run" class="inline mutate">
+<input type="hidden" name="csrf" value="`).t(p.CSRF).m(`"><input type="hidden" name="selector" value="`).t(form.SelectorJSON).m(`">
+<input type="hidden" name="mode" value="`).t(mode).m(`"><button type="submit">Dry-run as `).t(mode).m(` instead</button></form>`)
+	}
+}
+
+func (d replaysData) write(w *writer, _ page) {
+	w.m(`<table class="list" id="replays">
+<thead><tr><th>Created</th><th>Who</th><th>Why</th><th>Mode</th><th>Dry run</th><th>Matched</th><th>Published</th><th>State</th><th></th></tr></thead>
+<tbody>
+`)
+	for _, rp := range d.Replays {
+		w.m(`<tr>
+<td>`).t(ts(rp.CreatedAt)).m(`</td><td>`).t(rp.RequestedBy).m(`</td><td>`).t(rp.Reason).m(`</td><td>`).t(rp.Mode).m(`</td><td>`).
+			mif(rp.DryRun, `yes`).m(`</td>
+<td>`).n(rp.Matched).m(`</td><td>`).n(rp.Published).m(`</td><td><span class="status `).t(rp.State).m(`">`).t(rp.State).m(`</span></td>
+<td><a href="`).u(replayLink(rp.ID, "")).m(`">`).t(short(rp.ID, 8)).m(`</a></td>
+</tr>`)
+	}
+	if len(d.Replays) == 0 {
+		w.m(`<tr><td colspan="9" class="empty">No replays yet.</td></tr>`)
+	}
+	w.m(`
+</tbody></table>
+`)
+	if d.Next != "" {
+		w.m(`<p><a href="`).u(listLink("/ui/replays", url.Values{"cursor": {d.Next}})).m(`">Next page →</a></p>`)
+	}
+}
+
+func (d replayData) write(w *writer, p page) {
+	rp := d.Replay
+	if rp.State == store.ReplayRunning {
+		w.m(`<noscript><meta http-equiv="refresh" content="2"></noscript>`)
+	}
+	d.progress(w, p)
+	w.m(`<dl class="facts">
+  <dt>Requested by</dt><dd id="requested-by">`).t(rp.RequestedBy).m(`</dd>
+  <dt>Reason</dt><dd id="reason">`).t(rp.Reason).m(`</dd>
+  <dt>Mode</dt><dd>`).t(rp.Mode).mif(rp.DryRun, ` (dry run)`).m(`</dd>
+  <dt>Created / finished</dt><dd>`).t(ts(rp.CreatedAt)).m(` / `).t(tsp(rp.FinishedAt)).m(`</dd>
+  <dt>Rate</dt><dd>`).n(int64(rp.Rate)).m(`/s</dd>
+  <dt>Selector</dt><dd><pre>`).t(d.Selector).m(`</pre></dd>
+`)
+	if rp.CancelledBy != nil {
+		w.m(`  <dt>Cancelled by</dt><dd>`).t(*rp.CancelledBy).m("</dd>\n")
+	}
+	if rp.Error != nil {
+		w.m(`  <dt>Error</dt><dd class="err">`).t(*rp.Error).m("</dd>\n")
+	}
+	w.m(`</dl>
+<h2>Outcomes</h2>
+<table class="list"><thead><tr><th>Tenant</th><th>Integration</th><th>Type</th><th>Outcome</th><th>Events</th></tr></thead>
+<tbody>`)
+	outcomes(w, rp.Counts)
+	w.m("</tbody></table>\n")
+	if len(rp.Sample) > 0 {
+		w.m(`<p class="hint">Sample: `)
+		for _, k := range rp.Sample {
+			w.m(`<a href="`).u(eventLink(k)).m(`">`).t(k).m(`</a> `)
+		}
+		w.m("</p>\n")
+	}
+}
+
+// progress is the block console.js polls (?fragment=progress) while the
+// replay runs.
+func (d replayData) progress(w *writer, p page) {
+	rp := d.Replay
+	w.m(`
+<div id="progress" data-state="`).t(rp.State).m(`">
+<p>State <span class="status `).t(rp.State).m(`" id="state">`).t(rp.State).m(`</span> ·
+ published <span id="published">`).n(rp.Published).m(`</span> of `).n(d.Total).m(` (matched `).n(rp.Matched).m(`)
+ <progress max="100" value="`).n(d.Percent).m(`">`).n(d.Percent).m(`%</progress></p>
+`)
+	if p.Operator && rp.State == store.ReplayRunning {
+		w.m(`<form method="post" action="`).u(replayLink(rp.ID, "/cancel")).m(`" class="mutate"><input type="hidden" name="csrf" value="`).t(p.CSRF).m(`">
+<button type="submit" class="danger" id="cancel">Cancel replay</button></form>`)
+	}
+	w.m(`
+</div>
+`)
 }

@@ -26,7 +26,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	again := func(code int, msg string) {
 		pre := randomToken()
 		setCookie(w, r, preCookie, pre, c.now().Add(DefaultSessionTTL))
-		c.write(w, code, "signin", page{Title: "Sign in", Error: msg, Data: signInData{Pre: pre, Next: next}})
+		c.write(w, code, page{Title: "Sign in", Error: msg, Data: signInData{Pre: pre, Next: next}})
 	}
 	ck, err := r.Cookie(preCookie)
 	if err != nil || !sameOrigin(r) || !equal(r.PostFormValue("pre"), ck.Value) {
@@ -99,4 +99,14 @@ func (r *recorder) Write(b []byte) (int, error) {
 		r.code = http.StatusOK
 	}
 	return r.body.Write(b)
+}
+
+func (d signInData) write(w *writer, _ page) {
+	w.m(`<form method="post" action="/ui/signin" class="signin">
+  <input type="hidden" name="pre" value="`).t(d.Pre).m(`">
+  <input type="hidden" name="next" value="`).t(d.Next).m(`">
+  <label>API token <input type="password" name="token" id="token" autocomplete="current-password" required autofocus></label>
+  <button type="submit" id="signin">Sign in</button>
+  <p class="hint">A token from <code>api.tokens</code>: a viewer reads, an operator also replays.</p>
+</form>`)
 }
