@@ -376,7 +376,7 @@ func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []stor
 		}
 		if err := it.msg.Ack(); err != nil {
 			// The commit stands; the redelivery will find the row.
-			p.o.Log.Warn("ack failed after commit", "key", it.ev.Key.String(), "err", err)
+			p.o.Log.Warn("ack failed after commit", "key", it.ev.Key.String(), "err", err, it.logTraceID())
 		}
 	}
 	if len(outbox) == 0 {

@@ -51,7 +51,10 @@ type TracingOptions struct {
 	Role string
 	// Version is service.version.
 	Version string
-	// LookupEnv reads the environment. Defaults to os.LookupEnv.
+	// LookupEnv reads the variables that decide whether tracing is on and
+	// which exporter runs (the ones named above). Defaults to os.LookupEnv.
+	// The exporter, the SDK and the resource read the process environment
+	// themselves.
 	LookupEnv func(string) (string, bool)
 	// EndpointURL, when set, is the OTLP/HTTP traces URL
 	// (http://host:4318/v1/traces), in place of the environment's: tests.
