@@ -197,7 +197,7 @@ func (j *job) publishBatch(ctx context.Context, items []store.ReplayItem, pace *
 	timeout := time.NewTimer(j.r.o.PublishTimeout)
 	defer timeout.Stop()
 wait:
-	for _, s := range out {
+	for i, s := range out {
 		select {
 		case ack := <-s.fut.Ok():
 			endRepublish(s.span, nil)
@@ -215,6 +215,9 @@ wait:
 		case <-timeout.C:
 			if batchErr == nil {
 				batchErr = fmt.Errorf("no PubAck within %s", j.r.o.PublishTimeout)
+			}
+			for _, s := range out[i:] {
+				endRepublish(s.span, batchErr)
 			}
 			break wait
 		}
