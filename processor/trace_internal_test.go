@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
@@ -72,5 +73,60 @@ func TestTracingOffAllocatesNothingPerEvent(t *testing.T) {
 	}
 	if got := row.Headers[envelope.HeaderTraceparent]; len(got) != 1 || got[0][3:35] != "4bf92f3577b34da6a3ce929d0e0e4736" {
 		t.Errorf("traced outbox row traceparent %q, want the event's trace", got)
+	}
+}
+
+// The first delivery continues the trace of the message's traceparent; a
+// redelivery starts its own, linked to it; the batch span links to both.
+func TestEventSpansParentOrLink(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	p := &Processor{tracer: telemetry.Tracer(tp)}
+	const tid, sid = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	first, again := testItems("00-" + tid + "-" + sid + "-01")[0], testItems("00-" + tid + "-" + sid + "-01")[0]
+	again.ev.Delivery = 2
+	items := []*item{first, again}
+	p.startBatch(items).end(items)
+
+	var batch sdktrace.ReadOnlySpan
+	var events []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case spanBatch:
+			batch = s
+		case spanEvent:
+			events = append(events, s)
+		}
+	}
+	if batch == nil || len(events) != 2 {
+		t.Fatalf("spans ended: batch %v, %d events", batch, len(events))
+	}
+	if batch.Parent().IsValid() || len(batch.Links()) != 2 || batch.Links()[0].SpanContext.TraceID().String() != tid {
+		t.Errorf("batch span: parent %v, links %v; want a root linked to both messages", batch.Parent(), batch.Links())
+	}
+	for _, ev := range events {
+		delivery := int64(0)
+		for _, a := range ev.Attributes() {
+			if a.Key == telemetry.AttrDelivery {
+				delivery = a.Value.AsInt64()
+			}
+		}
+		linked := false
+		for _, l := range ev.Links() {
+			linked = linked || l.SpanContext.TraceID().String() == tid && l.SpanContext.SpanID().String() == sid
+		}
+		switch delivery {
+		case 1:
+			if ev.Parent().TraceID().String() != tid || ev.Parent().SpanID().String() != sid || !ev.Parent().IsRemote() {
+				t.Errorf("first delivery: parent %v, want the remote %s/%s", ev.Parent(), tid, sid)
+			}
+		case 2:
+			if ev.Parent().IsValid() || ev.SpanContext().TraceID().String() == tid || !linked {
+				t.Errorf("redelivery: parent %v, trace %s, links %v; want a new root linked to the original", ev.Parent(), ev.SpanContext().TraceID(), ev.Links())
+			}
+		default:
+			t.Errorf("event span with delivery %d", delivery)
+		}
 	}
 }
