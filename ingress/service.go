@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/intakehq/intake/pkg/config"
@@ -32,6 +33,7 @@ type Service struct {
 	addrs    clientAddrs
 	bodies   *bodyBudget
 	maxDepth int
+	tracer   trace.Tracer // nil: tracing off (WithTracerProvider)
 }
 
 type integration struct {
@@ -68,7 +70,7 @@ func newIntegrationMetrics(m *telemetry.Metrics, in config.Integration) integrat
 // validated, so a hand-built config behaves like a loaded one and a bad value
 // is an error naming its field. cfg itself is not modified. Nil m and log
 // default to a private registry and discarding.
-func New(cfg *config.Config, js jetstream.JetStream, m *telemetry.Metrics, log *slog.Logger) (*Service, error) {
+func New(cfg *config.Config, js jetstream.JetStream, m *telemetry.Metrics, log *slog.Logger, opts ...Option) (*Service, error) {
 	if cfg == nil || js == nil {
 		return nil, errors.New("ingress: a config and a JetStream client are required")
 	}
@@ -93,6 +95,9 @@ func New(cfg *config.Config, js jetstream.JetStream, m *telemetry.Metrics, log *
 		clients:        newClientLimiter(c.Ingress.ClientRateLimit.PerSecond, c.Ingress.ClientRateLimit.Burst, c.Ingress.ClientRateLimit.MaxClients),
 		bodies:         newBodyBudget(c.Ingress.MaxInflightBodyBytes),
 		maxDepth:       c.Ingress.MaxJSONDepth,
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	trusted, err := c.Ingress.TrustedPrefixes()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/internal/jsonstr"
@@ -46,7 +47,14 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.m.received.Inc()
+	var span trace.Span
+	if s.tracer != nil {
+		r, span = s.startRequest(r, in)
+	}
 	code := s.receive(w, r, in, start)
+	if span != nil {
+		endRequest(span, code)
+	}
 	latency := in.m.latencyOK
 	if code != http.StatusOK {
 		latency = s.metrics.RequestLatency.WithLabelValues(name, strconv.Itoa(code))
@@ -57,7 +65,9 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integration, now time.Time) int {
 	reject := func(code int, reason string) int {
 		s.metrics.Rejected.WithLabelValues(in.Name, reason).Inc()
-		s.log.Info("webhook rejected", "integration", in.Name, "reason", reason, "status", code, "remote", r.RemoteAddr)
+		s.outcome(r.Context(), reason)
+		s.log.Info("webhook rejected", "integration", in.Name, "reason", reason, "status", code, "remote", r.RemoteAddr,
+			s.logTraceID(r.Context()))
 		writeAnswer(w, code, Answer{Status: "rejected", Reason: reason})
 		return code
 	}
@@ -106,7 +116,9 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 		return reject(http.StatusBadRequest, "too_deep")
 	}
 
+	vspan := s.startVerify(r.Context())
 	ev, err := in.verifier.Verify(&provider.Delivery{Header: r.Header, Body: body, Now: now})
+	endVerify(vspan, err)
 	if err != nil {
 		code := http.StatusUnauthorized
 		if errors.Is(err, provider.ErrMalformed) {
@@ -135,6 +147,7 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 		// A verified handshake (Slack's url_verification) proves the
 		// endpoint; it is no event, so nothing is published.
 		s.metrics.Handshakes.WithLabelValues(in.Name).Inc()
+		s.outcome(r.Context(), "handshake")
 		writeJSON(w, http.StatusOK, challengeAnswer{Challenge: ev.Challenge})
 		return http.StatusOK
 	}
@@ -167,13 +180,16 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 	ctx, cancel := context.WithTimeout(r.Context(), s.publishTimeout)
 	defer cancel()
 	pubStart := time.Now()
+	pspan := s.startPublish(ctx, msg, key, ev.Type)
 	ack, err := s.publish(ctx, msg)
+	endPublish(pspan, ack, err)
 	in.m.publishLatency.Observe(time.Since(pubStart).Seconds())
 	if err != nil {
 		// Not persisted (or not confirmed): the provider must retry. A retry
 		// of a write that did land is stopped by the duplicate window.
 		s.metrics.Rejected.WithLabelValues(in.Name, "unavailable").Inc()
-		s.log.Warn("publish failed", "integration", in.Name, "key", key.String(), "err", err)
+		s.outcome(r.Context(), "unavailable")
+		s.log.Warn("publish failed", "integration", in.Name, "key", key.String(), "err", err, s.logTraceID(r.Context()))
 		w.Header().Set("Retry-After", retryAfter)
 		writeAnswer(w, http.StatusServiceUnavailable, Answer{Status: "unavailable", Reason: "stream_unavailable"})
 		s.sendReceipt(ev.HintMap(), key, now, http.StatusServiceUnavailable, "unavailable")
@@ -181,11 +197,13 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 	}
 	if ack.Duplicate {
 		s.metrics.Duplicates.WithLabelValues(in.Name).Inc()
+		s.outcome(r.Context(), "duplicate")
 		writeAnswer(w, http.StatusOK, Answer{Status: "duplicate", Key: key.String()})
 		s.sendReceipt(ev.HintMap(), key, now, http.StatusOK, "duplicate")
 		return http.StatusOK
 	}
 	in.m.accepted.Inc()
+	s.outcome(r.Context(), "accepted")
 	// No receipt: the accepted delivery enters the history from its stream
 	// message (Intake-Instance, Intake-Retry-Hints).
 	writeAnswer(w, http.StatusOK, Answer{Status: "accepted", Key: key.String()})

@@ -110,6 +110,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 			d := inbox.Decide(row, !inserted[j], inbox.Message{PayloadSHA256: ev.PayloadSHA256,
 				StreamSeq: ev.StreamSeq, ReplayMode: ev.ReplayMode, Executed: executed[i]})
 			outcomes[i], ev.Mode = d.Outcome, d.Mode
+			b[i].decided(d.Outcome)
 			settles[i] = d.Settles
 			if d.Run {
 				run = append(run, i)
@@ -165,7 +166,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 			}
 			ev.ExecutionID = store.NewID()
 			ev.queue = &w.Queued
-			msgs, err := p.o.Handler.Handle(ctx, tx, ev)
+			msgs, err := p.o.Handler.Handle(b[i].handlerCtx(ctx), tx, ev)
 			if err != nil {
 				culprit = i
 				return &handlerError{err: err}
@@ -182,6 +183,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 					h[k] = v
 				}
 				h.Set(envelope.HeaderExecutionID, ev.ExecutionID)
+				b[i].injectOutbox(h)
 				w.Outbox = append(w.Outbox, store.OutboxRow{Key: ev.Key, Subject: m.Subject, Headers: h, Payload: m.Data,
 					MsgID: store.OutboxMsgID(ev.Key, ev.Mode, ev.ReplayID, pos)})
 			}

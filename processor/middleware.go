@@ -8,10 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/intakehq/intake/pkg/telemetry"
 )
 
 // Recover turns a handler panic into a retryable error carrying the stack,
@@ -46,27 +45,10 @@ func HandlerMetrics(h *prometheus.HistogramVec) Middleware {
 	}
 }
 
-// Tracing wraps each handler run in an OpenTelemetry span. With no tracer
-// provider configured (the default) the global one is a no-op and costs
-// next to nothing.
-func Tracing() Middleware {
-	tracer := otel.Tracer("github.com/intakehq/intake/processor")
-	return func(next Handler) Handler {
-		return HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *Event) ([]Message, error) {
-			// Attributes at the start, where samplers see them.
-			ctx, span := tracer.Start(ctx, "intake.handle", trace.WithAttributes(
-				attribute.String("intake.key", ev.Key.String()),
-				attribute.String("intake.event_type", ev.EventType),
-				attribute.String("intake.mode", string(ev.Mode)),
-				attribute.String("intake.execution_id", ev.ExecutionID),
-			))
-			defer span.End()
-			msgs, err := next.Handle(ctx, tx, ev)
-			if err != nil {
-				span.RecordError(err)
-				span.SetStatus(codes.Error, "handler failed")
-			}
-			return msgs, err
-		})
-	}
+// Tracing wraps each handler run in an OpenTelemetry span (intake.handle)
+// of tp, a child of the event's span when the processor traces too
+// (Options.TracerProvider, which adds it for every handler). nil tp is no
+// middleware at all: nothing is allocated per event.
+func Tracing(tp trace.TracerProvider) Middleware {
+	return handlerTracing(telemetry.Tracer(tp))
 }

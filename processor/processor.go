@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/internal/faults"
@@ -38,6 +39,10 @@ type Options struct {
 	Handler Handler
 	Metrics *telemetry.Metrics // defaults to a private registry
 	Log     *slog.Logger       // defaults to discarding
+	// TracerProvider traces each batch and event (docs/tracing.md),
+	// continuing the trace ingress started. nil (the default) is tracing
+	// off: no span, no header, nothing allocated per event.
+	TracerProvider trace.TracerProvider
 }
 
 // Processor consumes INTAKE_IN through the shared durable consumer, one
@@ -54,6 +59,7 @@ type Processor struct {
 	// outage counts the workers waiting out the database; the collector
 	// stops pulling while there is any.
 	outage *outage
+	tracer trace.Tracer // nil: tracing off
 }
 
 // New fills o's defaults, then validates it: a bad value is an error naming
@@ -80,12 +86,12 @@ func New(o Options) (*Processor, error) {
 	}
 	// Every handler, built-in or a library user's, runs behind recovery,
 	// tracing and metrics.
-	o.Handler = Chain(o.Handler, Recover(), Tracing(), HandlerMetrics(o.Metrics.HandlerLatency))
+	o.Handler = Chain(o.Handler, Recover(), Tracing(o.TracerProvider), HandlerMetrics(o.Metrics.HandlerLatency))
 	byName := make(map[string]config.Integration, len(o.Integrations))
 	for _, in := range o.Integrations {
 		byName[in.Name] = in
 	}
-	return &Processor{o: o, integrations: byName, outage: newOutage(o.Config.Concurrency)}, nil
+	return &Processor{o: o, integrations: byName, outage: newOutage(o.Config.Concurrency), tracer: telemetry.Tracer(o.TracerProvider)}, nil
 }
 
 // Config is the processor configuration in force, defaults filled.
@@ -175,6 +181,8 @@ type item struct {
 	// reject is set, by the batch's transaction, when the envelope
 	// checks refused the message.
 	reject *store.Rejection
+	// span is the event's (startBatch); nil when tracing is off.
+	span trace.Span
 }
 
 // handleBatch runs a batch to its end: every message acked, nak'd for a
@@ -193,6 +201,7 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 		}
 		items = append(items, &item{msg: m, ev: ev})
 	}
+	defer p.startBatch(items).end(items)
 	queue := [][]*item{items}
 	for len(queue) > 0 {
 		b := queue[0]
@@ -348,9 +357,11 @@ func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []stor
 		}
 		o := outcomes[i]
 		p.o.Metrics.Processed.WithLabelValues(it.ev.Key.Integration, o.String()).Inc()
+		it.settled(o.String(), false)
 		if o == inbox.Conflict {
 			p.o.Metrics.Conflicts.WithLabelValues(it.ev.Key.Integration).Inc()
-			p.o.Log.Warn("conflict: same event id, different payload", "key", it.ev.Key.String(), "stream_seq", it.ev.StreamSeq)
+			p.o.Log.Warn("conflict: same event id, different payload", "key", it.ev.Key.String(), "stream_seq", it.ev.StreamSeq,
+				it.logTraceID())
 		}
 	}
 	if p.faults.AfterCommit != nil {
@@ -365,7 +376,7 @@ func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []stor
 		}
 		if err := it.msg.Ack(); err != nil {
 			// The commit stands; the redelivery will find the row.
-			p.o.Log.Warn("ack failed after commit", "key", it.ev.Key.String(), "err", err)
+			p.o.Log.Warn("ack failed after commit", "key", it.ev.Key.String(), "err", err, it.logTraceID())
 		}
 	}
 	if len(outbox) == 0 {
@@ -373,7 +384,7 @@ func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []stor
 	}
 	// The rows are durable: what fails to publish stays pending and the
 	// relay publishes it after outbox.relay_after.
-	pub.add(sendRows(p.o.JS, outbox))
+	pub.add(sendRows(p.o.JS, outbox, p.tracer))
 }
 
 // handlerFailed decides a handler error's fate: a retry with backoff while
@@ -400,12 +411,15 @@ func (p *Processor) handlerFailed(ctx, shutdown context.Context, it *item, herr 
 	}
 	if !final && !last {
 		p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, "retry").Inc()
-		p.o.Log.Warn("handler failed; will retry", "key", ev.Key.String(), "delivery", ev.Delivery, "err", herr)
+		it.settled("retry", true)
+		p.o.Log.Warn("handler failed; will retry", "key", ev.Key.String(), "delivery", ev.Delivery, "err", herr, it.logTraceID())
 		_ = it.msg.NakWithDelay(p.backoff(ev.Delivery))
 		return
 	}
 	p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, string(status)).Inc()
-	p.o.Log.Error("handler failed; recording", "key", ev.Key.String(), "status", status, "delivery", ev.Delivery, "err", herr)
+	it.settled(string(status), true)
+	p.o.Log.Error("handler failed; recording", "key", ev.Key.String(), "status", status, "delivery", ev.Delivery, "err", herr,
+		it.logTraceID())
 	var d *store.Delivery
 	if ev.ReplayMode == "" {
 		accepted := acceptedDelivery(ev)

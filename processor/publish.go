@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
@@ -29,21 +31,26 @@ type published struct {
 // publishRows sends outbox rows to INTAKE_OUT and waits for every PubAck.
 // Publishing a row twice is harmless inside INTAKE_OUT's duplicate window:
 // the copy is dropped.
-func publishRows(ctx context.Context, js jetstream.JetStream, rows []store.OutboxRow) published {
-	return sendRows(js, rows).wait(ctx, pubAckTimeout)
+func publishRows(ctx context.Context, js jetstream.JetStream, rows []store.OutboxRow, tracer trace.Tracer) published {
+	return sendRows(js, rows, tracer).wait(ctx, pubAckTimeout)
 }
 
 // sent is a batch of outbox rows handed to JetStream, PubAcks outstanding.
 type sent struct {
 	rows    []store.OutboxRow
 	futures []jetstream.PubAckFuture // nil where the publish failed at once
-	res     published
+	// spans are the rows' publish spans (startOutboxPublish), ended with
+	// their PubAck; nil when tracing is off.
+	spans []trace.Span
+	res   published
 }
 
 // sendRows publishes rows asynchronously, Nats-Msg-Id = the row's
 // NatsMsgID (derived from the event's key: store.OutboxMsgID), in order. It adds that header to each row's Headers: the rows are committed
 // (their headers already written) and serve no other purpose afterwards.
-func sendRows(js jetstream.JetStream, rows []store.OutboxRow) *sent {
+// With a tracer, a row that carries its event's trace gets a publish span
+// (intake.outbox.publish), named by its traceparent on INTAKE_OUT.
+func sendRows(js jetstream.JetStream, rows []store.OutboxRow, tracer trace.Tracer) *sent {
 	s := &sent{rows: rows, futures: make([]jetstream.PubAckFuture, len(rows))}
 	for i, row := range rows {
 		h := nats.Header(row.Headers)
@@ -51,9 +58,16 @@ func sendRows(js jetstream.JetStream, rows []store.OutboxRow) *sent {
 			h = nats.Header{}
 		}
 		h.Set(envelope.HeaderMsgID, row.NatsMsgID())
+		if span := startOutboxPublish(tracer, &rows[i]); span != nil {
+			if s.spans == nil {
+				s.spans = make([]trace.Span, len(rows))
+			}
+			s.spans[i] = span
+		}
 		f, err := js.PublishMsgAsync(&nats.Msg{Subject: row.Subject, Header: h, Data: row.Payload})
 		if err != nil {
 			s.res.fail(row.ID, err)
+			s.endSpan(i, err)
 			continue
 		}
 		s.futures[i] = f
@@ -73,27 +87,40 @@ func (s *sent) wait(ctx context.Context, timeout time.Duration) published {
 			continue
 		}
 		id := s.rows[i].ID
+		var err error
 		select {
 		case ack := <-f.Ok():
 			s.res.acked(id, ack)
-		case err := <-f.Err():
+		case err = <-f.Err():
 			s.res.fail(id, err)
 		case <-ctx.Done():
 			select {
 			case ack := <-f.Ok():
 				s.res.acked(id, ack)
-			case err := <-f.Err():
+			case err = <-f.Err():
 				s.res.fail(id, err)
 			default:
-				err := ctx.Err()
+				err = ctx.Err()
 				if errors.Is(err, context.DeadlineExceeded) {
 					err = fmt.Errorf("no PubAck within %s", timeout)
 				}
 				s.res.fail(id, err)
 			}
 		}
+		s.endSpan(i, err)
 	}
 	return s.res
+}
+
+// endSpan ends row i's publish span, if it has one.
+func (s *sent) endSpan(i int, err error) {
+	if s.spans == nil || s.spans[i] == nil {
+		return
+	}
+	if err != nil {
+		s.spans[i].SetStatus(codes.Error, "publish failed")
+	}
+	s.spans[i].End()
 }
 
 func (r *published) acked(id string, ack *jetstream.PubAck) {

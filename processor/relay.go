@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/pkg/config"
@@ -30,6 +31,7 @@ type Relay struct {
 	cfg     config.Outbox
 	metrics *telemetry.Metrics
 	log     *slog.Logger
+	tracer  trace.Tracer // nil: tracing off
 }
 
 // RelayOptions configure a Relay.
@@ -45,6 +47,9 @@ type RelayOptions struct {
 	DuplicateWindow time.Duration
 	Metrics         *telemetry.Metrics // defaults to a private registry
 	Log             *slog.Logger       // defaults to discarding
+	// TracerProvider gives each relayed row that carries its event's trace
+	// a publish span; nil (the default) is tracing off.
+	TracerProvider trace.TracerProvider
 }
 
 // NewRelay fills o's defaults, then validates it: a bad value is an
@@ -64,7 +69,7 @@ func NewRelay(o RelayOptions) (*Relay, error) {
 	if o.Log == nil {
 		o.Log = telemetry.Discard()
 	}
-	return &Relay{store: o.Store, js: o.JS, cfg: cfg, metrics: o.Metrics, log: o.Log}, nil
+	return &Relay{store: o.Store, js: o.JS, cfg: cfg, metrics: o.Metrics, log: o.Log, tracer: telemetry.Tracer(o.TracerProvider)}, nil
 }
 
 // Config is the outbox configuration in force, defaults filled.
@@ -111,7 +116,7 @@ func (r *Relay) publishPending(ctx context.Context) (int, error) {
 		if err != nil || len(rows) == 0 {
 			return err
 		}
-		res := publishRows(ctx, r.js, rows)
+		res := publishRows(ctx, r.js, rows, r.tracer)
 		if res.err != nil {
 			if err := store.Unpublish(ctx, tx, res.failed, res.err.Error()); err != nil {
 				return err

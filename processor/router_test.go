@@ -56,7 +56,7 @@ func TestHandlerMetrics(t *testing.T) {
 	hist := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "h"}, []string{"integration", "result"})
 	h := Chain(HandlerFunc(func(context.Context, pgx.Tx, *Event) ([]Message, error) {
 		return nil, errors.New("no")
-	}), HandlerMetrics(hist), Tracing())
+	}), HandlerMetrics(hist), Tracing(nil))
 	_, _ = h.Handle(context.Background(), nil, &Event{Key: envelope.Key{Integration: "x"}})
 	if n := testutil.CollectAndCount(hist); n != 1 {
 		t.Fatalf("%d series observed, want 1", n)

@@ -104,8 +104,10 @@ func (p *Processor) rejected(it *item) {
 		label = ev.Key.Integration
 	}
 	p.o.Metrics.ProcessorRejected.WithLabelValues(label, r.Reason).Inc()
+	it.settled("rejected: "+r.Reason, true)
 	p.o.Log.Warn("rejected message: not applied", "reason", r.Reason, "detail", r.Detail, "key", ev.Key.String(),
-		"tenant", ev.Tenant, "subject", r.Subject, "stream_seq", ev.StreamSeq, "replay_id", ev.ReplayID, "replay_mode", string(ev.ReplayMode))
+		"tenant", ev.Tenant, "subject", r.Subject, "stream_seq", ev.StreamSeq, "replay_id", ev.ReplayID, "replay_mode", string(ev.ReplayMode),
+		it.logTraceID())
 	if err := it.msg.TermWithReason("rejected: " + r.Reason); err != nil {
 		// The record stands; a redelivery is screened and recorded once.
 		p.o.Log.Warn("term failed after commit", "key", ev.Key.String(), "err", err)

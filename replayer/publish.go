@@ -10,10 +10,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/telemetry"
 )
 
 // retryBackoff spaces the retries of a failing batch, from about 200ms up
@@ -38,7 +40,8 @@ func (r *Replayer) publish(ctx context.Context, lock *store.ReplayLock) (ended b
 		return true
 	}
 	log := r.o.Log.With("replay", rep.ID, "mode", rep.Mode)
-	j := &job{r: r, lock: lock, rep: rep, stream: streamOf(rep.Mode), resumeFrom: rep.ResumeFromSeq}
+	j := &job{r: r, lock: lock, rep: rep, stream: streamOf(rep.Mode), resumeFrom: rep.ResumeFromSeq,
+		tracer: telemetry.Tracer(r.o.TracerProvider)}
 	if err := j.recover(ctx); err != nil {
 		if ctx.Err() == nil {
 			log.Warn("replay: resume scan failed; retrying later", "err", err)
@@ -104,6 +107,7 @@ type job struct {
 	// unconfirmed: copies sent whose PubAck never came (timeout, error).
 	// They are retried first; until then resumeFrom must not move past them.
 	unconfirmed map[string]bool
+	tracer      trace.Tracer // nil: tracing off
 }
 
 // recover finds copies of this replay that a previous replayer published
@@ -145,6 +149,7 @@ type sent struct {
 	item store.ReplayItem
 	msg  *nats.Msg
 	fut  jetstream.PubAckFuture
+	span trace.Span // nil when tracing is off
 }
 
 // publishBatch publishes items in order, paced, waits for their PubAcks and
@@ -175,13 +180,15 @@ func (j *job) publishBatch(ctx context.Context, items []store.ReplayItem, pace *
 			batchErr = errStopped
 			break
 		}
+		span := j.startRepublish(msg, it)
 		fut, err := j.r.o.JS.PublishMsgAsync(msg)
 		if err != nil {
+			endRepublish(span, err)
 			batchErr = publishErr(err)
 			break
 		}
 		j.unconfirmedAdd(it.MsgID)
-		out = append(out, sent{item: it, msg: msg, fut: fut})
+		out = append(out, sent{item: it, msg: msg, fut: fut, span: span})
 	}
 
 	// Wait for every PubAck, also when stopping: what the stream took must
@@ -190,9 +197,10 @@ func (j *job) publishBatch(ctx context.Context, items []store.ReplayItem, pace *
 	timeout := time.NewTimer(j.r.o.PublishTimeout)
 	defer timeout.Stop()
 wait:
-	for _, s := range out {
+	for i, s := range out {
 		select {
 		case ack := <-s.fut.Ok():
+			endRepublish(s.span, nil)
 			prog.Published[s.item.MsgID] = ack.Sequence
 			if ack.Duplicate {
 				prog.Duplicates++
@@ -200,12 +208,16 @@ wait:
 			j.maxAcked = max(j.maxAcked, ack.Sequence)
 			delete(j.unconfirmed, s.item.MsgID)
 		case err := <-s.fut.Err():
+			endRepublish(s.span, err)
 			if batchErr == nil {
 				batchErr = publishErr(err)
 			}
 		case <-timeout.C:
 			if batchErr == nil {
 				batchErr = fmt.Errorf("no PubAck within %s", j.r.o.PublishTimeout)
+			}
+			for _, s := range out[i:] {
+				endRepublish(s.span, batchErr)
 			}
 			break wait
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
@@ -36,6 +37,9 @@ type Options struct {
 	JS     jetstream.JetStream // required
 	Tokens []config.Token      // API bearer tokens
 	Log    *slog.Logger        // defaults to discarding
+	// TracerProvider gives each republished message a span linked to the
+	// original's trace (docs/tracing.md). nil (the default) is tracing off.
+	TracerProvider trace.TracerProvider
 	// Registry, when set, gets the replayer's metrics.
 	Registry prometheus.Registerer
 	// Shard, when set, makes this replayer one shard's (processor.shard;

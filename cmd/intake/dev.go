@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/internal/dev"
 )
@@ -27,7 +28,10 @@ cluster started from the PostgreSQL server binaries on PATH under --data-dir.`,
 			log := g.logger()
 			o.Log = log
 			o.Ready = func(info dev.Info) { printDevBanner(cmd.OutOrStdout(), path, cfg, info) }
-			return dev.Run(cmd.Context(), cfg, o)
+			return runTraced(cmd.Context(), "dev", log, func(tp trace.TracerProvider) error {
+				o.TracerProvider = tp
+				return dev.Run(cmd.Context(), cfg, o)
+			})
 		},
 	}
 	f := cmd.Flags()

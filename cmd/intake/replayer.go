@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/pkg/app"
 )
@@ -29,7 +30,9 @@ Postgres advisory lock), and one whose replayer stopped is resumed by another.`,
 			}
 			log := g.logger()
 			log.Info("replayer starting", "addr", addr)
-			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{API: true}, HTTPAddr: addr, Log: log})
+			return runTraced(cmd.Context(), "replayer", log, func(tp trace.TracerProvider) error {
+				return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{API: true}, HTTPAddr: addr, Log: log, TracerProvider: tp})
+			})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http-addr", defaultReplayerHTTPAddr, "listen address for /api/v1, /healthz, /readyz and /metrics (unless http.internal_addr moves /metrics there)")

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
@@ -33,7 +34,9 @@ func newIngressCmd(g *globals) *cobra.Command {
 			log := g.logger()
 			setGCPercent(ingressGCPercent)
 			log.Info("ingress starting", "addr", addr, "integrations", len(cfg.Integrations))
-			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{Ingress: true}, HTTPAddr: addr, Log: log})
+			return runTraced(cmd.Context(), "ingress", log, func(tp trace.TracerProvider) error {
+				return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{Ingress: true}, HTTPAddr: addr, Log: log, TracerProvider: tp})
+			})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http-addr", "", fmt.Sprintf("listen address (default: ingress.addr, %q)", config.DefaultIngressAddr))
@@ -76,7 +79,9 @@ func newProcessorCmd(g *globals) *cobra.Command {
 			log := g.logger()
 			setGCPercent(processorGCPercent)
 			log.Info("processor starting", "metrics_addr", addr)
-			return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: addr, Log: log})
+			return runTraced(cmd.Context(), "processor", log, func(tp trace.TracerProvider) error {
+				return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: addr, Log: log, TracerProvider: tp})
+			})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http-addr", defaultProcessorHTTPAddr, "listen address for /healthz, /readyz and /metrics (unless http.internal_addr moves /metrics there)")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/backoff"
@@ -49,6 +50,11 @@ type Options struct {
 	Listening func(net.Addr)
 	Log       *slog.Logger // defaults to discarding
 	Metrics   *telemetry.Metrics
+	// TracerProvider traces the roles (docs/tracing.md); nil (the default)
+	// is tracing off. The caller owns it: build it with
+	// telemetry.NewTracing and shut it down after Stop, so the last spans
+	// are flushed.
+	TracerProvider trace.TracerProvider
 }
 
 const (
@@ -188,7 +194,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		return nil, err
 	}
 	if o.Roles.Ingress {
-		svc, err := ingress.New(cfg, js, o.Metrics, a.log)
+		svc, err := ingress.New(cfg, js, o.Metrics, a.log, ingress.WithTracerProvider(o.TracerProvider))
 		if err != nil {
 			return nil, err
 		}
@@ -199,6 +205,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		// A shard's replayer (processor.shard) answers for the shard's
 		// integrations and reads its durable: the same config as its processors.
 		a.rp, err = replayer.New(replayer.Options{Store: a.st, JS: js, Tokens: cfg.API.Tokens, Log: a.log, Registry: o.Metrics.Registry,
+			TracerProvider:  o.TracerProvider,
 			RedriveInterval: cfg.API.RedriveInterval, RedriveLookback: cfg.API.RedriveLookback,
 			Shard: cfg.Processor.Shard, Integrations: integrationNames(cfg.Integrations)})
 		if err != nil {
@@ -212,12 +219,12 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 	if o.Roles.Processor {
 		a.warnOverlappingDurables(startCtx, js, cfg)
 		a.proc, err = processor.New(processor.Options{Store: a.st, JS: js, Config: cfg.Processor, Integrations: cfg.Integrations, Handler: o.Handler,
-			Metrics: o.Metrics, Log: a.log})
+			Metrics: o.Metrics, Log: a.log, TracerProvider: o.TracerProvider})
 		if err != nil {
 			return nil, err
 		}
 		if a.relay, err = processor.NewRelay(processor.RelayOptions{Store: a.st, JS: js, Config: cfg.Outbox,
-			DuplicateWindow: cfg.NATS.Stream.DuplicateWindow, Metrics: o.Metrics, Log: a.log}); err != nil {
+			DuplicateWindow: cfg.NATS.Stream.DuplicateWindow, Metrics: o.Metrics, Log: a.log, TracerProvider: o.TracerProvider}); err != nil {
 			return nil, err
 		}
 		if a.folder, err = processor.NewReceiptFolder(processor.ReceiptFolderOptions{Store: a.st, JS: js,

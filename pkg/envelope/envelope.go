@@ -35,7 +35,16 @@ const (
 	// accepted delivery enters the delivery history from the message itself.
 	HeaderInstance   = "Intake-Instance"
 	HeaderRetryHints = "Intake-Retry-Hints"
+	// HeaderTraceparent is the W3C trace context of the span that wrote the
+	// message, set only when that span is sampled (tracing on; see
+	// telemetry.InjectNATS). It is no part of the message's identity: not in
+	// the Nats-Msg-Id, not in the payload hash.
+	HeaderTraceparent = "traceparent"
 )
+
+// MaxTraceparentBytes bounds a traceparent read from a message: version 00
+// is 55 bytes; later versions may append fields. A longer one is ignored.
+const MaxTraceparentBytes = 128
 
 // Replay modes, the values of Intake-Replay-Mode: package inbox's, named
 // here beside the header for publishers.

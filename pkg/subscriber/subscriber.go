@@ -19,8 +19,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/telemetry"
 )
 
 // Message is one processed event.
@@ -54,6 +56,12 @@ type Options struct {
 	// delivery; the last value repeats. Defaults to DefaultBackoff()
 	// (1s, 5s, 30s).
 	Backoff []time.Duration
+	// TracerProvider, when set, runs each handler call in a span
+	// (intake.subscriber.handle) that continues the event's trace from the
+	// message's traceparent — its child on the first delivery, linked to it
+	// on a redelivery — so the handler's ctx carries it. nil (the default)
+	// is no span.
+	TracerProvider trace.TracerProvider
 }
 
 // Defaults of Options.
@@ -140,6 +148,7 @@ func Consume(ctx context.Context, js jetstream.JetStream, o Options, h Handler) 
 	if err != nil {
 		return fmt.Errorf("subscriber: %w", err)
 	}
+	tracer := telemetry.Tracer(o.TracerProvider)
 	stop := context.AfterFunc(ctx, it.Drain)
 	defer stop()
 	defer it.Stop()
@@ -156,11 +165,14 @@ func Consume(ctx context.Context, js jetstream.JetStream, o Options, h Handler) 
 			_ = msg.TermWithReason(err.Error())
 			continue
 		}
-		if err := h(context.WithoutCancel(ctx), m); err != nil {
+		hctx, span := startHandle(context.WithoutCancel(ctx), tracer, msg, m)
+		if err := h(hctx, m); err != nil {
+			endHandle(span, err)
 			i := min(int(m.Delivery)-1, len(o.Backoff)-1)
 			_ = msg.NakWithDelay(o.Backoff[max(i, 0)])
 			continue
 		}
+		endHandle(span, nil)
 		_ = msg.Ack()
 	}
 }

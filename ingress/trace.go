@@ -1,0 +1,131 @@
+package ingress
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/provider"
+	"github.com/intakehq/intake/pkg/telemetry"
+)
+
+// Option configures a Service beyond its Config.
+type Option func(*Service)
+
+// WithTracerProvider traces each webhook request with tp: a request span
+// (intake.ingress.request) with a child for the signature check
+// (intake.ingress.verify) and one for the publish (intake.ingress.publish),
+// whose context travels to the processor in the message's traceparent. nil
+// (the default) is tracing off: no span, no header, no allocation.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(s *Service) { s.tracer = telemetry.Tracer(tp) }
+}
+
+// Span names and attribute keys of ingress's spans (docs/tracing.md). No
+// payloads, headers, secrets or signatures: the integration, its tenant (a
+// name from the config), the event type and a hash of the scoped key.
+const (
+	spanRequest = "intake.ingress.request"
+	spanVerify  = "intake.ingress.verify"
+	spanPublish = "intake.ingress.publish"
+)
+
+// startRequest starts the request span. It is a new root: a provider's own
+// traceparent is not trusted (a sender must not join, or force the sampling
+// of, Intake's traces).
+func (s *Service) startRequest(r *http.Request, in *integration) (*http.Request, trace.Span) {
+	ctx, span := s.tracer.Start(r.Context(), spanRequest, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(
+			telemetry.AttrIntegration.String(in.Name),
+			telemetry.AttrTenant.String(in.Tenant),
+			attribute.String("http.request.method", r.Method),
+			attribute.String("http.route", "/webhooks/{integration}"),
+		))
+	return r.WithContext(ctx), span
+}
+
+// endRequest records the answer's status on the request span and ends it.
+func endRequest(span trace.Span, code int) {
+	span.SetAttributes(attribute.Int("http.response.status_code", code))
+	if code >= http.StatusInternalServerError {
+		span.SetStatus(codes.Error, http.StatusText(code))
+	}
+	span.End()
+}
+
+// outcome records what became of the request (accepted, duplicate, a
+// rejection's reason) on its span.
+func (s *Service) outcome(ctx context.Context, outcome string) {
+	if s.tracer != nil {
+		trace.SpanFromContext(ctx).SetAttributes(telemetry.AttrOutcome.String(outcome))
+	}
+}
+
+// logTraceID is the trace_id of a log line about the request (empty, and
+// dropped, when tracing is off).
+func (s *Service) logTraceID(ctx context.Context) slog.Attr {
+	if s.tracer == nil {
+		return slog.Attr{}
+	}
+	return telemetry.LogTraceID(trace.SpanContextFromContext(ctx))
+}
+
+// startVerify starts the signature check's span; nil when tracing is off.
+func (s *Service) startVerify(ctx context.Context) trace.Span {
+	if s.tracer == nil {
+		return nil
+	}
+	_, span := s.tracer.Start(ctx, spanVerify)
+	return span
+}
+
+// endVerify ends the signature check's span with the check's verdict
+// (provider.Reason), never the error text.
+func endVerify(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		reason := provider.Reason(err)
+		span.SetAttributes(telemetry.AttrOutcome.String(reason))
+		span.SetStatus(codes.Error, reason)
+	}
+	span.End()
+}
+
+// startPublish starts the publish span and writes its context into msg's
+// traceparent (when sampled); nil when tracing is off.
+func (s *Service) startPublish(ctx context.Context, msg *nats.Msg, key envelope.Key, eventType string) trace.Span {
+	if s.tracer == nil {
+		return nil
+	}
+	_, span := s.tracer.Start(ctx, spanPublish, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+		attribute.String("messaging.system", "nats"),
+		attribute.String("messaging.destination.name", msg.Subject),
+		telemetry.AttrKeyHash.String(telemetry.KeyHash(key)),
+		telemetry.AttrEventType.String(eventType),
+	))
+	telemetry.InjectNATS(span.SpanContext(), msg.Header)
+	return span
+}
+
+// endPublish ends the publish span: intake.duplicate says the stream's
+// window stopped the message.
+func endPublish(span trace.Span, ack *jetstream.PubAck, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, "publish failed")
+	} else {
+		span.SetAttributes(attribute.Bool("intake.duplicate", ack.Duplicate), telemetry.AttrStreamSeq.Int64(int64(ack.Sequence)))
+	}
+	span.End()
+}

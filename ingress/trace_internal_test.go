@@ -1,0 +1,63 @@
+package ingress
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/intakehq/intake/pkg/envelope"
+)
+
+// tracedPath runs the tracing hooks a webhook request meets, as
+// handleWebhook and receive call them.
+func tracedPath(s *Service, r *http.Request, in *integration, msg *nats.Msg, key envelope.Key, ack *jetstream.PubAck) {
+	if s.tracer != nil {
+		var span trace.Span
+		r, span = s.startRequest(r, in)
+		defer endRequest(span, http.StatusOK)
+	}
+	ctx := r.Context()
+	endVerify(s.startVerify(ctx), nil)
+	endPublish(s.startPublish(ctx, msg, key, "invoice.paid"), ack, nil)
+	s.outcome(ctx, "accepted")
+}
+
+// With tracing off (no WithTracerProvider) a request allocates nothing for
+// tracing and its message gets no traceparent. An allocation count, never a
+// timing.
+func TestTracingOffAllocatesNothingPerRequest(t *testing.T) {
+	in := &integration{}
+	in.Name, in.Tenant = "demo", "acme"
+	key := envelope.Key{Integration: "demo", Account: "main", EventID: "evt_1"}
+	msg := &nats.Msg{Subject: "intake.in.demo.invoice%2Epaid", Header: nats.Header{}}
+	ack := &jetstream.PubAck{Sequence: 1}
+	r := httptest.NewRequest(http.MethodPost, "/webhooks/demo", nil)
+
+	off := &Service{}
+	if n := testing.AllocsPerRun(100, func() { tracedPath(off, r, in, msg, key, ack) }); n != 0 {
+		t.Errorf("%v allocations per request with tracing off, want 0", n)
+	}
+	if len(msg.Header) != 0 {
+		t.Fatalf("tracing off wrote headers %v", msg.Header)
+	}
+
+	tp := sdktrace.NewTracerProvider()
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	on := &Service{}
+	WithTracerProvider(tp)(on)
+	if n := testing.AllocsPerRun(10, func() { tracedPath(on, r, in, msg, key, ack) }); n == 0 {
+		t.Error("the traced path allocates nothing: the hooks are not measured")
+	}
+	if tp := msg.Header.Get(envelope.HeaderTraceparent); len(tp) != 55 {
+		t.Errorf("traced message traceparent %q, want one", tp)
+	}
+	if id := msg.Header.Get(envelope.HeaderMsgID); id != "" {
+		t.Errorf("tracing touched Nats-Msg-Id: %q", id)
+	}
+}

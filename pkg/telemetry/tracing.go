@@ -1,0 +1,208 @@
+package telemetry
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/intakehq/intake/pkg/envelope"
+)
+
+// The standard OpenTelemetry environment variables tracing reads. The OTLP
+// exporter reads the rest of its own (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
+// _COMPRESSION, _CERTIFICATE, their _TRACES_ forms), the SDK reads
+// OTEL_TRACES_SAMPLER(_ARG) and OTEL_BSP_*, the resource OTEL_SERVICE_NAME
+// and OTEL_RESOURCE_ATTRIBUTES.
+const (
+	EnvSDKDisabled          = "OTEL_SDK_DISABLED"
+	EnvEndpoint             = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	EnvTracesEndpoint       = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	EnvProtocol             = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	EnvTracesProtocol       = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	EnvTracesExporter       = "OTEL_TRACES_EXPORTER"
+	protocolHTTPProtobuf    = "http/protobuf"
+	protocolGRPC            = "grpc"
+	tracesExporterOTLP      = "otlp"
+	tracesExporterNone      = "none"
+	serviceNamePrefix       = "intake-"
+	attrServiceName         = "service.name"
+	attrServiceVersion      = "service.version"
+	instrumentationScopeURL = "github.com/intakehq/intake"
+)
+
+// TracingOptions configure NewTracing.
+type TracingOptions struct {
+	// Role names the service: service.name is "intake-" + Role unless
+	// OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES) says
+	// otherwise. Required.
+	Role string
+	// Version is service.version.
+	Version string
+	// LookupEnv reads the variables that decide whether tracing is on and
+	// which exporter runs (the ones named above). Defaults to os.LookupEnv.
+	// The exporter, the SDK and the resource read the process environment
+	// themselves.
+	LookupEnv func(string) (string, bool)
+	// EndpointURL, when set, is the OTLP/HTTP traces URL
+	// (http://host:4318/v1/traces), in place of the environment's: tests.
+	EndpointURL string
+}
+
+// Tracing is a role's OpenTelemetry tracer provider, exporting spans over
+// OTLP in batches (OTLP/HTTP protobuf by default, grpc when
+// OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL says so) — or nothing at all: tracing is off
+// unless an OTLP endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) and OTEL_SDK_DISABLED is not true.
+// Off, Provider is nil and every service skips its span and header work
+// entirely: no allocation on the per-event path.
+type Tracing struct {
+	sdk *sdktrace.TracerProvider
+}
+
+// NewTracing builds the tracer provider the environment asks for; a nil
+// *Tracing is tracing off and its methods are safe to call.
+func NewTracing(ctx context.Context, o TracingOptions) (*Tracing, error) {
+	if o.Role == "" {
+		return nil, errors.New("telemetry: TracingOptions.Role is required")
+	}
+	env := o.LookupEnv
+	if env == nil {
+		env = os.LookupEnv
+	}
+	get := func(k string) string { v, _ := env(k); return strings.TrimSpace(v) }
+	if strings.EqualFold(get(EnvSDKDisabled), "true") {
+		return nil, nil
+	}
+	switch exp := strings.ToLower(cmp.Or(get(EnvTracesExporter), tracesExporterOTLP)); exp {
+	case tracesExporterOTLP:
+	case tracesExporterNone:
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("telemetry: %s=%q: only %q and %q are supported", EnvTracesExporter, exp, tracesExporterOTLP, tracesExporterNone)
+	}
+	if o.EndpointURL == "" && get(EnvEndpoint) == "" && get(EnvTracesEndpoint) == "" {
+		return nil, nil
+	}
+	protoVar := EnvTracesProtocol
+	proto := get(EnvTracesProtocol)
+	if proto == "" {
+		protoVar, proto = EnvProtocol, get(EnvProtocol)
+	}
+	var exp sdktrace.SpanExporter
+	var err error
+	switch proto = cmp.Or(proto, protocolHTTPProtobuf); {
+	case o.EndpointURL != "":
+		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(o.EndpointURL))
+	case proto == protocolHTTPProtobuf:
+		exp, err = otlptracehttp.New(ctx)
+	case proto == protocolGRPC:
+		// OTLP/HTTP's own protobuf types link grpc already: the grpc
+		// exporter adds next to nothing.
+		exp, err = otlptracegrpc.New(ctx)
+	default:
+		return nil, fmt.Errorf("telemetry: %s=%q: only %q and %q are supported", protoVar, proto, protocolHTTPProtobuf, protocolGRPC)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
+	}
+	attrs := []attribute.KeyValue{attribute.String(attrServiceName, serviceNamePrefix+o.Role)}
+	if o.Version != "" {
+		attrs = append(attrs, attribute.String(attrServiceVersion, o.Version))
+	}
+	// The environment's detector comes last: OTEL_SERVICE_NAME wins.
+	res, err := resource.New(ctx, resource.WithAttributes(attrs...), resource.WithTelemetrySDK(), resource.WithFromEnv())
+	if err != nil && res == nil {
+		_ = exp.Shutdown(ctx)
+		return nil, fmt.Errorf("telemetry: trace resource: %w", err)
+	}
+	// No sampler option: the SDK reads OTEL_TRACES_SAMPLER(_ARG), default
+	// parentbased_always_on.
+	return &Tracing{sdk: sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))}, nil
+}
+
+// Provider is the tracer provider to hand to the services, nil when
+// tracing is off.
+func (t *Tracing) Provider() trace.TracerProvider {
+	if t == nil {
+		return nil
+	}
+	return t.sdk
+}
+
+// Enabled reports whether spans are exported.
+func (t *Tracing) Enabled() bool { return t != nil }
+
+// ForceFlush exports the spans ended so far.
+func (t *Tracing) ForceFlush(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.sdk.ForceFlush(ctx)
+}
+
+// Shutdown exports what is buffered and stops the exporter; call it when
+// the role exits, after its services stopped.
+func (t *Tracing) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.sdk.Shutdown(ctx)
+}
+
+// Tracer is the Intake tracer of tp, nil when tp is nil (tracing off).
+func Tracer(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		return nil
+	}
+	return tp.Tracer(instrumentationScopeURL)
+}
+
+// LogTraceID is the trace_id attribute of a log line on an event's path:
+// the trace's id when sc is sampled, else the empty attribute slog drops.
+func LogTraceID(sc trace.SpanContext) slog.Attr {
+	if !sc.IsSampled() {
+		return slog.Attr{}
+	}
+	return slog.String("trace_id", sc.TraceID().String())
+}
+
+// Attribute keys Intake's spans share (docs/tracing.md). Spans carry no
+// payload, header value, secret or raw event id: an event is named by
+// KeyHash, which an operator can compute from a scoped key to find its
+// spans, and log lines on the event's path carry the trace id beside the
+// key itself.
+const (
+	AttrIntegration  = attribute.Key("intake.integration")
+	AttrTenant       = attribute.Key("intake.tenant")
+	AttrEventType    = attribute.Key("intake.event_type")
+	AttrKeyHash      = attribute.Key("intake.key_hash")
+	AttrOutcome      = attribute.Key("intake.outcome")
+	AttrStreamSeq    = attribute.Key("intake.stream_seq")
+	AttrDelivery     = attribute.Key("intake.delivery")
+	AttrReplayID     = attribute.Key("intake.replay_id")
+	AttrReplayMode   = attribute.Key("intake.replay_mode")
+	AttrExecutionID  = attribute.Key("intake.execution_id")
+	AttrMode         = attribute.Key("intake.mode")
+	AttrBatchSize    = attribute.Key("intake.batch_size")
+	AttrMessageCount = attribute.Key("intake.messages")
+)
+
+// KeyHash names an event in span attributes: the first 16 hex characters
+// of the SHA-256 of its scoped key (`printf %s "$key" | sha256sum | cut -c1-16`).
+func KeyHash(k envelope.Key) string {
+	sum := sha256.Sum256([]byte(k.String()))
+	return hex.EncodeToString(sum[:8])
+}
