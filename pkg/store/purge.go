@@ -35,93 +35,92 @@ type Purged struct {
 	Table string // intake.<table>
 	What  string // which rows: "processed", "failed and quarantined", …
 	Rows  int64
+	Took  time.Duration // the purge's time on the step (0 in a dry run)
 }
 
-// purgeStep is one kind of row past its cutoff. Steps on the same table
-// run in order; each deletes in batches of at most batch rows, one
-// transaction a batch.
+// purgeStep is one kind of row past its cutoff, removed in batches of
+// about batch rows, one transaction a batch. Each batch starts where the
+// one before it stopped (a time, from), so a pass reads what it deletes
+// once: a batch that started from the table's oldest end every time would
+// wade through the rows its predecessors deleted and vacuum has not yet
+// reclaimed, and a large backlog would cost the square of its size.
 type purgeStep struct {
 	table, what string
-	cutoff      time.Time
-	// count is the dry run's query, with its arguments; delete takes the
-	// cutoff and the batch size and returns the rows it removed.
+	// count is the dry run's query, with its arguments.
 	count     string
 	countArgs []any
-	delete    func(ctx context.Context, tx pgx.Tx, cutoff time.Time, batch int) (int64, error)
+	// batch deletes the next batch at or after from and returns how many
+	// rows went, where the next batch starts, and whether the step is done.
+	batch func(ctx context.Context, tx pgx.Tx, from time.Time, size int) (n int64, next time.Time, done bool, err error)
 }
 
 // purgeSteps lists the steps for c, in the order a pass runs them: the
-// evidence tables' children before their parents, the inbox by group.
+// inbox and the guard's records by integration group, the evidence
+// tables' children before their parents. A step's state (a BRIN step's
+// window) lives in its closure: one list serves one pass.
 func purgeSteps(c Cutoffs) []purgeStep {
 	var steps []purgeStep
 	others := make([]string, 0, len(c.InboxFor))
 	for in := range c.InboxFor {
 		others = append(others, in)
 	}
-	inbox := func(what string, statuses []string, cutoff time.Time, integration string, exclude []string) purgeStep {
-		if exclude == nil {
-			exclude = []string{} // NULL would match nothing
+	// group is the filter on integration for the default cutoff (every
+	// integration without its own) or for one integration; $3 after a
+	// query's cutoff and statuses or window bounds.
+	group := func(integration string) (filter string, arg any, label string) {
+		if integration == "" {
+			return `AND integration <> ALL($3)`, others, ""
 		}
-		filter, args := `AND integration <> ALL($3)`, []any{exclude}
-		if integration != "" {
-			filter, args = `AND integration = $3`, []any{integration}
-		}
-		if integration != "" {
-			what += " (" + integration + ")"
-		}
-		return purgeStep{table: "inbox", what: what, cutoff: cutoff,
-			count:     `SELECT count(*) FROM intake.inbox WHERE status = ANY($2) AND last_received_at < $1 ` + filter,
-			countArgs: append([]any{cutoff, statuses}, args...),
-			delete: func(ctx context.Context, tx pgx.Tx, cutoff time.Time, batch int) (int64, error) {
-				return purgeInbox(ctx, tx, statuses, cutoff, batch, filter, args)
-			}}
-	}
-	hashes := func(cutoff time.Time, integration string, exclude []string) purgeStep {
-		filter, arg := `AND integration <> ALL($2)`, any(exclude)
-		what := "replay guard records"
-		if integration != "" {
-			filter, arg = `AND integration = $2`, integration
-			what += " (" + integration + ")"
-		}
-		return purgeStep{table: "body_hashes", what: what, cutoff: cutoff,
-			count:     `SELECT count(*) FROM intake.body_hashes WHERE first_seen_at < $1 ` + filter,
-			countArgs: []any{cutoff, arg},
-			delete: func(ctx context.Context, tx pgx.Tx, cutoff time.Time, batch int) (int64, error) {
-				tag, err := tx.Exec(ctx, `DELETE FROM intake.body_hashes WHERE (integration, payload_sha256) IN (
-					SELECT integration, payload_sha256 FROM intake.body_hashes WHERE first_seen_at < $1 `+filter+` LIMIT $3)`,
-					cutoff, arg, batch)
-				return tag.RowsAffected(), err
-			}}
+		return `AND integration = $3`, integration, " (" + integration + ")"
 	}
 	done := []string{string(StatusProcessed), string(StatusStale)}
-	steps = append(steps, inbox("processed and stale", done, c.Inbox, "", others), hashes(c.Inbox, "", others))
-	for _, in := range others {
-		steps = append(steps, inbox("processed and stale", done, c.InboxFor[in], in, nil), hashes(c.InboxFor[in], in, nil))
+	evidence := []string{string(StatusFailed), string(StatusQuarantined)}
+	inbox := func(what string, statuses []string, cutoff time.Time, integration string) purgeStep {
+		filter, arg, label := group(integration)
+		if statuses[0] == evidence[0] {
+			filter, arg, label = `AND $3::text IS NULL`, nil, "" // every integration
+		}
+		return purgeStep{table: "inbox", what: what + label,
+			count:     `SELECT count(*) FROM intake.inbox WHERE status = ANY($2) AND last_received_at < $1 ` + filter,
+			countArgs: []any{cutoff, statuses, arg},
+			batch: func(ctx context.Context, tx pgx.Tx, from time.Time, size int) (int64, time.Time, bool, error) {
+				return purgeInbox(ctx, tx, statuses, from, cutoff, size, filter, arg)
+			}}
+	}
+	for _, in := range append([]string{""}, others...) {
+		cutoff := c.Inbox
+		if in != "" {
+			cutoff = c.InboxFor[in]
+		}
+		filter, arg, label := group(in)
+		steps = append(steps, inbox("processed and stale", done, cutoff, in),
+			byBRIN("body_hashes", "replay guard records"+label, "(integration, payload_sha256)", "first_seen_at", cutoff, filter, arg))
 	}
 	steps = append(steps,
-		inbox("failed and quarantined", []string{string(StatusFailed), string(StatusQuarantined)}, c.Evidence, "", nil),
-		byTime("deliveries", "delivery history", "receipt_id", "received_at", c.History),
-		byTime("executions", "executions", "id", "executed_at", c.History),
-		byTime("conflicts", "conflicts", "id", "detected_at", c.Evidence),
-		byTime("rejected_messages", "rejected messages", "id", "rejected_at", c.Evidence),
+		inbox("failed and quarantined", evidence, c.Evidence, ""),
+		byBRIN("deliveries", "delivery history", "receipt_id", "received_at", c.History, "", nil),
+		byBRIN("executions", "executions", "id", "executed_at", c.History, "", nil),
+		byBtree("conflicts", "conflicts", "id", "detected_at", c.Evidence),
+		byBtree("rejected_messages", "rejected messages", "id", "rejected_at", c.Evidence),
 		// A replay's items go first, a batch at a time (a replay may hold
-		// millions), then the replay once it has none.
-		purgeStep{table: "replay_items", what: "items of finished replays", cutoff: c.Evidence,
+		// millions), then the replay once it has none. Replays are few:
+		// these two start from the oldest end every batch.
+		purgeStep{table: "replay_items", what: "items of finished replays",
 			count:     `SELECT count(*) FROM intake.replay_items WHERE replay_id IN (` + oldReplays + `)`,
 			countArgs: []any{c.Evidence},
-			delete: func(ctx context.Context, tx pgx.Tx, cutoff time.Time, batch int) (int64, error) {
+			batch: func(ctx context.Context, tx pgx.Tx, from time.Time, size int) (int64, time.Time, bool, error) {
 				tag, err := tx.Exec(ctx, `DELETE FROM intake.replay_items WHERE (replay_id, pos) IN (
-					SELECT replay_id, pos FROM intake.replay_items WHERE replay_id IN (`+oldReplays+`) LIMIT $2)`, cutoff, batch)
-				return tag.RowsAffected(), err
+					SELECT replay_id, pos FROM intake.replay_items WHERE replay_id IN (`+oldReplays+`) LIMIT $2)`, c.Evidence, size)
+				return tag.RowsAffected(), from, tag.RowsAffected() < int64(size), err
 			}},
-		purgeStep{table: "replays", what: "finished replays", cutoff: c.Evidence,
+		purgeStep{table: "replays", what: "finished replays",
 			count:     `SELECT count(*) FROM intake.replays r WHERE r.id IN (` + oldReplays + `)`,
 			countArgs: []any{c.Evidence},
-			delete: func(ctx context.Context, tx pgx.Tx, cutoff time.Time, batch int) (int64, error) {
+			batch: func(ctx context.Context, tx pgx.Tx, from time.Time, size int) (int64, time.Time, bool, error) {
 				tag, err := tx.Exec(ctx, `DELETE FROM intake.replays WHERE id IN (
 					SELECT id FROM intake.replays r WHERE r.id IN (`+oldReplays+`)
-					  AND NOT EXISTS (SELECT 1 FROM intake.replay_items i WHERE i.replay_id = r.id) LIMIT $2)`, cutoff, batch)
-				return tag.RowsAffected(), err
+					  AND NOT EXISTS (SELECT 1 FROM intake.replay_items i WHERE i.replay_id = r.id) LIMIT $2)`, c.Evidence, size)
+				return tag.RowsAffected(), from, tag.RowsAffected() < int64(size), err
 			}},
 	)
 	return steps
@@ -131,54 +130,110 @@ func purgeSteps(c Cutoffs) []purgeStep {
 // cutoff ($1) and no longer running.
 const oldReplays = `SELECT id FROM intake.replays WHERE created_at < $1 AND state <> 'running'`
 
-// byTime is the step for a table whose rows go by one time column, through
-// its primary key.
-func byTime(table, what, pk, col string, cutoff time.Time) purgeStep {
-	return purgeStep{table: table, what: what, cutoff: cutoff,
+// byBtree is the step for a table whose rows go by a time column with a
+// btree index: the oldest size rows at or after from, in the index's order.
+func byBtree(table, what, pk, col string, cutoff time.Time) purgeStep {
+	return purgeStep{table: table, what: what,
 		count:     `SELECT count(*) FROM intake.` + table + ` WHERE ` + col + ` < $1`,
 		countArgs: []any{cutoff},
-		delete: func(ctx context.Context, tx pgx.Tx, cutoff time.Time, batch int) (int64, error) {
-			tag, err := tx.Exec(ctx, `DELETE FROM intake.`+table+` WHERE `+pk+` IN (
-				SELECT `+pk+` FROM intake.`+table+` WHERE `+col+` < $1 LIMIT $2)`, cutoff, batch)
-			return tag.RowsAffected(), err
+		batch: func(ctx context.Context, tx pgx.Tx, from time.Time, size int) (int64, time.Time, bool, error) {
+			var n int64
+			var last *time.Time
+			err := tx.QueryRow(ctx, `WITH d AS (DELETE FROM intake.`+table+` WHERE `+pk+` IN (
+					SELECT `+pk+` FROM intake.`+table+` WHERE `+col+` >= $1 AND `+col+` < $2 ORDER BY `+col+` LIMIT $3)
+				RETURNING `+col+`) SELECT count(*), max(`+col+`) FROM d`, from, cutoff, size).Scan(&n, &last)
+			if err != nil || last == nil {
+				return n, from, true, err
+			}
+			return n, *last, n < int64(size), nil
 		}}
 }
 
-// purgeInbox deletes up to batch inbox rows of the statuses whose last
-// delivery is before cutoff, oldest first. It takes the same per-key
-// advisory locks as the claim and the receipt fold (lockKeys, in hash
-// order) before it deletes, and checks the row again under them: a delivery
-// that reached a key first keeps it (its last_received_at moved), one that
-// comes after finds no row and is a new event. The claim waits at most for
-// one batch; lock_timeout bounds the purge's own wait for a busy key.
-func purgeInbox(ctx context.Context, tx pgx.Tx, statuses []string, cutoff time.Time, batch int, filter string, filterArgs []any) (int64, error) {
-	args := append([]any{cutoff, statuses}, filterArgs...)
-	rows, err := tx.Query(ctx, `SELECT integration, account, event_id FROM intake.inbox
-		WHERE status = ANY($2) AND last_received_at < $1 `+filter+` ORDER BY last_received_at LIMIT `+fmt.Sprint(batch), args...)
+// historyBatches is how many batches of rows one window of a BRIN step
+// deletes: history rows hold no claim up, and fewer, larger transactions
+// purge them faster.
+const historyBatches = 8
+
+// byBRIN is the step for a table written in time order whose time column
+// has a BRIN index (no order to walk): it deletes time windows, from the
+// oldest row past the cutoff (one read of the old block ranges a pass) up
+// to the cutoff, each window sized from the last to hold about a batch.
+// filter and arg narrow it to an integration group ($3).
+func byBRIN(table, what, pk, col string, cutoff time.Time, filter string, arg any) purgeStep {
+	if filter == "" {
+		filter = `AND $3::text IS NULL`
+	}
+	window := time.Second
+	return purgeStep{table: table, what: what,
+		count:     `SELECT count(*) FROM intake.` + table + ` WHERE ` + col + ` < $1 ` + filter + ` AND $2::int IS NULL`,
+		countArgs: []any{cutoff, nil, arg},
+		batch: func(ctx context.Context, tx pgx.Tx, from time.Time, size int) (int64, time.Time, bool, error) {
+			if from.IsZero() {
+				var oldest *time.Time
+				if err := tx.QueryRow(ctx, `SELECT min(`+col+`) FROM intake.`+table+` WHERE `+col+` < $1 `+filter+
+					` AND $2::int IS NULL`, cutoff, nil, arg).Scan(&oldest); err != nil || oldest == nil {
+					return 0, from, true, err
+				}
+				from = *oldest
+			}
+			to := from.Add(window)
+			if to.After(cutoff) {
+				to = cutoff
+			}
+			tag, err := tx.Exec(ctx, `DELETE FROM intake.`+table+` WHERE `+col+` >= $1 AND `+col+` < $2 `+filter, from, to, arg)
+			if err != nil {
+				return 0, from, true, err
+			}
+			// These rows are nobody's to wait for (no claim reads them
+			// under a lock), so a window holds historyBatches batches.
+			switch n, want := tag.RowsAffected(), int64(size*historyBatches); {
+			case n < want/2 && window < 24*time.Hour:
+				window *= 2
+			case n > 2*want && window > time.Millisecond:
+				window /= 2
+			}
+			return tag.RowsAffected(), to, !to.Before(cutoff), nil
+		}}
+}
+
+// purgeInbox deletes the oldest (up to size) inbox rows of the statuses
+// whose last delivery is at or after from and before cutoff. It takes the
+// same per-key advisory locks as the claim and the receipt fold (lockKeys,
+// in hash order) before it deletes, and checks each row again under them:
+// a delivery that reached a key first keeps it (its last_received_at
+// moved), one that comes after finds no row and is a new event. A claim
+// waits at most for one batch; lock_timeout bounds the purge's own wait for
+// a busy key.
+func purgeInbox(ctx context.Context, tx pgx.Tx, statuses []string, from, cutoff time.Time, size int, filter string, arg any) (int64, time.Time, bool, error) {
+	rows, err := tx.Query(ctx, `SELECT integration, account, event_id, last_received_at FROM intake.inbox
+		WHERE status = ANY($2) AND last_received_at < $1 `+filter+` AND last_received_at >= $4
+		ORDER BY last_received_at LIMIT `+fmt.Sprint(size), cutoff, statuses, arg, from)
 	if err != nil {
-		return 0, err
+		return 0, from, true, err
 	}
 	var integ, acct, id, keys []string
 	var k envelope.Key
-	_, err = pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID}, func() error {
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID, &at}, func() error {
 		integ, acct, id = append(integ, k.Integration), append(acct, k.Account), append(id, k.EventID)
 		keys = append(keys, k.String())
+		from = at
 		return nil
 	})
 	if err != nil || len(keys) == 0 {
-		return 0, err
+		return 0, from, true, err
 	}
 	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '5s'`); err != nil {
-		return 0, err
+		return 0, from, true, err
 	}
 	if err := lockKeys(ctx, tx, keys); err != nil {
-		return 0, err
+		return 0, from, true, err
 	}
 	tag, err := tx.Exec(ctx, `DELETE FROM intake.inbox i
 		USING unnest($3::text[], $4::text[], $5::text[]) AS t(integration, account, event_id)
 		WHERE (i.integration, i.account, i.event_id) = (t.integration, t.account, t.event_id)
 		  AND i.status = ANY($2) AND i.last_received_at < $1`, cutoff, statuses, integ, acct, id)
-	return tag.RowsAffected(), err
+	return tag.RowsAffected(), from, len(keys) < size, err
 }
 
 // PurgeCount is a dry run: what a purge with c would remove now, per step,
@@ -197,35 +252,38 @@ func (s *Store) PurgeCount(ctx context.Context, c Cutoffs) ([]Purged, error) {
 	return out, nil
 }
 
-// Purge removes every row past its cutoff, step by step in batches of at
-// most batch rows (a transaction each), and returns what it removed. It
+// Purge removes every row past its cutoff, step by step in batches of
+// about size rows (a transaction each), and returns what it removed. It
 // stops at ctx's end and returns what it had removed with ctx's error; a
 // batch that fails ends the pass with its error (the next pass resumes:
-// every step is a predicate, not a position).
-func (s *Store) Purge(ctx context.Context, c Cutoffs, batch int) ([]Purged, error) {
+// every step starts from what is past its cutoff then).
+func (s *Store) Purge(ctx context.Context, c Cutoffs, size int) ([]Purged, error) {
 	var out []Purged
 	for _, st := range purgeSteps(c) {
 		var total int64
+		var from time.Time
+		start := time.Now()
 		for {
 			var n int64
+			var done bool
 			err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 				var err error
-				n, err = st.delete(ctx, tx, st.cutoff, batch)
+				n, from, done, err = st.batch(ctx, tx, from, size)
 				return err
 			})
 			total += n
 			if err != nil {
 				if total > 0 {
-					out = append(out, Purged{Table: st.table, What: st.what, Rows: total})
+					out = append(out, Purged{Table: st.table, What: st.what, Rows: total, Took: time.Since(start)})
 				}
 				return out, fmt.Errorf("store: purge %s: %w", st.what, err)
 			}
-			if n < int64(batch) {
+			if done {
 				break
 			}
 		}
 		if total > 0 {
-			out = append(out, Purged{Table: st.table, What: st.what, Rows: total})
+			out = append(out, Purged{Table: st.table, What: st.what, Rows: total, Took: time.Since(start)})
 		}
 	}
 	return out, nil
