@@ -56,6 +56,7 @@ func newRoot() *cobra.Command {
 		newProcessorCmd(g),
 		newReplayerCmd(g),
 		newMigrateCmd(g),
+		newPurgeCmd(g),
 		newSendCmd(g),
 		newReplayCmd(),
 		newRedeliverCmd(),

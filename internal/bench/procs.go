@@ -166,6 +166,32 @@ func mergeCosts(costs []PGCost) PGCost {
 // drainWith fills a fresh stream and database with backlog events and
 // measures n processors draining them.
 func drainWith(ctx context.Context, c Config, dir string, pg *pgcluster.Cluster, size, n, backlog int) (procsRun, error) {
+	db := fmt.Sprintf("bench_procs_%d_%d_%d", size, n, time.Now().UnixNano())
+	dbURL, drop, err := freshDB(ctx, pg, db)
+	if err != nil {
+		return procsRun{}, err
+	}
+	defer drop()
+	return drainOn(ctx, c, dir, pg, dbURL, size, n, backlog)
+}
+
+// freshDB creates and migrates database name; drop removes it.
+func freshDB(ctx context.Context, pg *pgcluster.Cluster, name string) (url string, drop func(), err error) {
+	if err := createDB(ctx, pg.URL("postgres"), name); err != nil {
+		return "", nil, err
+	}
+	drop = func() { dropDB(ctx, pg.URL("postgres"), name) }
+	if err := store.Migrate(ctx, pg.URL(name), nil); err != nil {
+		drop()
+		return "", nil, err
+	}
+	return pg.URL(name), drop, nil
+}
+
+// drainOn fills a fresh stream with backlog events and measures n
+// processors draining them into the migrated database at dbURL, whatever
+// it already holds.
+func drainOn(ctx context.Context, c Config, dir string, pg *pgcluster.Cluster, dbURL string, size, n, backlog int) (procsRun, error) {
 	tag := fmt.Sprintf("procs-%d-%d-%d", size, n, time.Now().UnixNano())
 	natsAddr, err := freeAddr()
 	if err != nil {
@@ -190,25 +216,22 @@ func drainWith(ctx context.Context, c Config, dir string, pg *pgcluster.Cluster,
 	if err := stream.Ensure(ctx, js, config.Stream{}.WithDefaults()); err != nil {
 		return procsRun{}, err
 	}
-
-	db := strings.ReplaceAll("bench_"+tag, "-", "_")
-	if err := createDB(ctx, pg.URL("postgres"), db); err != nil {
-		return procsRun{}, err
-	}
-	defer dropDB(ctx, pg.URL("postgres"), db)
-	dbURL := pg.URL(db)
-	if err := store.Migrate(ctx, dbURL, nil); err != nil {
-		return procsRun{}, err
-	}
 	st, err := store.Open(ctx, dbURL, 4)
 	if err != nil {
 		return procsRun{}, err
 	}
 	defer st.Close()
+	var before int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM intake.inbox`).Scan(&before); err != nil {
+		return procsRun{}, err
+	}
+	// The scheduled purge stays out of the measurement (prefill.go
+	// measures the purge on its own).
 	cfgPath := filepath.Join(dir, "intake-"+tag+".yaml")
 	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`nats: {url: %q}
 postgres: {url: %q}
 processor: {replicas: %d}
+retention: {disabled: true}
 integrations:
   - {name: bench, provider: standard, tenant: bench, account: a, secrets: [%q], max_body_bytes: 1048576}
 `, emb.ClientURL(), dbURL, n, benchSecret)), 0o600); err != nil {
@@ -245,7 +268,7 @@ integrations:
 			return procsRun{}, err
 		}
 	}
-	r, err := drainTogether(ctx, st, bases, backlog)
+	r, err := drainTogether(ctx, st, bases, backlog, before)
 	if err != nil {
 		return procsRun{}, err
 	}
@@ -308,11 +331,12 @@ func fillBacklog(ctx context.Context, js jetstream.JetStream, size, events int, 
 }
 
 // drainTogether waits until the processors at bases have committed want
-// messages between them, then checks the inbox holds them. The rate runs
+// messages between them, then checks the inbox, which held before rows,
+// gained them. The rate runs
 // from the last commit seen at the first observation with any commit to
 // the last commit, both from the processors' clocks (one host, one
 // clock), as drainRate does for one.
-func drainTogether(ctx context.Context, st *store.Store, bases []string, want int) (procsRun, error) {
+func drainTogether(ctx context.Context, st *store.Store, bases []string, want, before int) (procsRun, error) {
 	var first []procStats
 	poll := 20 * time.Millisecond
 	deadline := time.Now().Add(10 * time.Minute)
@@ -331,7 +355,7 @@ func drainTogether(ctx context.Context, st *store.Store, bases []string, want in
 			first, poll = now, 250*time.Millisecond
 		}
 		if total >= float64(want) {
-			return measured(ctx, st, first, now, want)
+			return measured(ctx, st, first, now, want, before)
 		}
 		select {
 		case <-ctx.Done():
@@ -343,7 +367,7 @@ func drainTogether(ctx context.Context, st *store.Store, bases []string, want in
 }
 
 // measured is drainTogether's result from its first and last observations.
-func measured(ctx context.Context, st *store.Store, first, last []procStats, want int) (procsRun, error) {
+func measured(ctx context.Context, st *store.Store, first, last []procStats, want, before int) (procsRun, error) {
 	var m0, m1, t0, t1, txs float64
 	from, to := make([]float64, len(first)), make([]float64, len(last))
 	for i := range first {
@@ -363,8 +387,8 @@ func measured(ctx context.Context, st *store.Store, first, last []procStats, wan
 	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM intake.inbox`).Scan(&n); err != nil {
 		return procsRun{}, err
 	}
-	if n != want {
-		return procsRun{}, fmt.Errorf("processors counted %d messages but the inbox holds %d rows, want %d", int(m1), n, want)
+	if n-before != want {
+		return procsRun{}, fmt.Errorf("processors counted %d messages but the inbox gained %d rows, want %d", int(m1), n-before, want)
 	}
 	return r, nil
 }

@@ -58,7 +58,11 @@ type Config struct {
 	// (procs.go): the same backlog drained by each of these numbers of
 	// processor processes, e.g. 1, 2, 4.
 	Processors []int
-	Log        *slog.Logger
+	// Prefill, when set, runs only the big-tables stage (prefill.go): one
+	// processor on empty tables against one on tables that already hold
+	// this many events' rows, and the purge's rate beside it.
+	Prefill int
+	Log     *slog.Logger
 }
 
 // Figure is one measured number.
@@ -128,8 +132,17 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	if err := checkProcessors(c.Processors); err != nil {
 		return nil, err
 	}
-	if len(c.Processors) > 0 && (c.Durability || c.Replication) {
-		return nil, errors.New("bench: processor counts, durability and replication are separate runs: choose one")
+	modes := 0
+	for _, on := range []bool{len(c.Processors) > 0, c.Durability, c.Replication, c.Prefill > 0} {
+		if on {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return nil, errors.New("bench: processor counts, durability, replication and prefill are separate runs: choose one")
+	}
+	if c.Prefill < 0 {
+		return nil, errors.New("bench: --prefill must be positive")
 	}
 	rep := &Report{Started: time.Now(), Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
 		Config: fmt.Sprintf("%s per stage, %d connections, payloads %v", c.Duration, c.Connections, c.Payloads)}
@@ -175,6 +188,16 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		_ = pg.Stop(sctx)
 	}()
 
+	if c.Prefill > 0 {
+		rep.Config += fmt.Sprintf(", %d events' rows pre-filled", c.Prefill)
+		for _, size := range c.Payloads {
+			if err := runPrefill(ctx, c, rep, dir, pg, size); err != nil {
+				return rep, fmt.Errorf("payload %d: %w", size, err)
+			}
+		}
+		rep.Duration = time.Since(rep.Started).Round(time.Second).String()
+		return rep, nil
+	}
 	if len(c.Processors) > 0 {
 		rep.Config += fmt.Sprintf(", processor counts %v", c.Processors)
 		for _, size := range c.Payloads {

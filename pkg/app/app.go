@@ -83,6 +83,7 @@ type App struct {
 
 	proc   *processor.Processor
 	relay  *processor.Relay
+	purger *processor.Purger
 	folder *processor.ReceiptFolder
 	rp     *replayer.Replayer
 
@@ -227,6 +228,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 			DuplicateWindow: cfg.NATS.Stream.DuplicateWindow, Metrics: o.Metrics, Log: a.log, TracerProvider: o.TracerProvider}); err != nil {
 			return nil, err
 		}
+		if a.purger, err = processor.NewPurger(processor.PurgerOptions{Store: a.st, Config: cfg, Registry: o.Metrics.Registry,
+			Log: a.log}); err != nil {
+			return nil, err
+		}
 		if a.folder, err = processor.NewReceiptFolder(processor.ReceiptFolderOptions{Store: a.st, JS: js,
 			Config: cfg.Processor, Integrations: cfg.Integrations, Metrics: o.Metrics, Log: a.log}); err != nil {
 			return nil, err
@@ -299,6 +304,7 @@ func (a *App) Start(ctx context.Context) error {
 			return a.folder.Run(ctx, processor.WithRestartGrace(a.o.RestartGrace), processor.WithHealth(a.health.reporter("receipts")))
 		})
 		a.runRole(&a.relaying, relayCtx, "relay", a.relay.Run)
+		a.runRole(&a.working, workCtx, "purge", a.purger.Run)
 	}
 	if a.rp != nil {
 		// Publishes new replays and resumes those a stopped replayer left running.

@@ -26,6 +26,7 @@ type Config struct {
 	HTTP         HTTP          `yaml:"http"`
 	Processor    Processor     `yaml:"processor"`
 	Outbox       Outbox        `yaml:"outbox"`
+	Retention    Retention     `yaml:"retention"`
 	Debug        Debug         `yaml:"debug"`
 	Integrations []Integration `yaml:"integrations"`
 }
@@ -157,6 +158,7 @@ func (c Config) WithDefaults() Config {
 	c.Ingress = c.Ingress.WithDefaults()
 	c.Processor = c.Processor.WithDefaults()
 	c.Outbox = c.Outbox.WithDefaults(c.NATS.Stream.DuplicateWindow)
+	c.Retention = c.Retention.WithDefaults()
 	c.Integrations = integrationsWithDefaults(c.Integrations, c.Ingress.MaxBodyBytes)
 	return c
 }
@@ -175,6 +177,7 @@ func (c *Config) Validate() error {
 	p.also(c.Processor.Validate())
 	p.also(c.Outbox.Validate(c.NATS.Stream.DuplicateWindow))
 	p.also(validateIntegrations(c.Integrations))
+	p.also(c.Retention.Validate(c.NATS.Stream.MaxAge, c.Integrations))
 	if c.Processor.Shard != "" && len(c.Integrations) == 0 {
 		// A shard's consumers filter on its integrations: with none they
 		// would have nothing to filter on.

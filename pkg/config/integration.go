@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/intakehq/intake/pkg/provider"
 )
@@ -29,6 +30,10 @@ type Integration struct {
 	// and no timestamp bounds a replay (github, shopify, hmac whose event id
 	// comes from an unsigned header); off for the others.
 	ReplayGuard *bool `yaml:"replay_guard"`
+	// InboxRetention keeps this integration's inbox keys (and its replay
+	// guard records) longer than retention.inbox. Optional; the same floors
+	// apply (see Retention.Inbox).
+	InboxRetention time.Duration `yaml:"inbox_retention"`
 	// Config is the signature scheme and its options. Tolerance defaults to
 	// provider.DefaultTolerance (5m).
 	provider.Config `yaml:",inline"`
