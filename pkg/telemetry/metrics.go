@@ -140,7 +140,7 @@ func NewMetricsFor(roles Roles) *Metrics {
 		Conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "conflicts_total", Help: "Same-id-different-payload deliveries recorded."}, []string{"integration"}),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
-			Name: "failures_total", Help: "Processing failures, by kind (retry, db, malformed)."}, []string{"integration", "kind"}),
+			Name: "failures_total", Help: "Processing failures, by kind (retry: the handler failed and the message will be redelivered; failed, quarantined: recorded so for good; db; malformed)."}, []string{"integration", "kind"}),
 		ProcessorRejected: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "rejected_total", Help: "Messages refused before the inbox decision (recorded in intake.rejected_messages, terminated), by reason; integration \"\" when not configured."}, []string{"integration", "reason"}),
 		TxLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "processor",
