@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -20,11 +21,13 @@ import (
 	"github.com/intakehq/intake/replayer"
 )
 
+// The files under test, from this package's directory.
 const (
-	rulesFile     = "prometheus-rules.yaml"
-	rulesTestFile = "prometheus-rules.test.yaml"
-	operatorFile  = "prometheusrule.yaml"
-	dashboardFile = "intake-pipeline.json"
+	dir           = "../../deploy/observability/"
+	rulesFile     = dir + "prometheus-rules.yaml"
+	rulesTestFile = dir + "prometheus-rules.test.yaml"
+	operatorFile  = dir + "prometheusrule.yaml"
+	dashboardFile = dir + "intake-pipeline.json"
 	docsFile      = "../../docs/observability.md"
 )
 
@@ -66,8 +69,10 @@ func promtool(t *testing.T) string {
 // prometheus-rules.test.yaml.
 func TestRulesPassPromtool(t *testing.T) {
 	p := promtool(t)
-	for _, args := range [][]string{{"check", "rules", rulesFile}, {"test", "rules", rulesTestFile}} {
-		out, err := exec.Command(p, args...).CombinedOutput()
+	for _, args := range [][]string{{"check", "rules", filepath.Base(rulesFile)}, {"test", "rules", filepath.Base(rulesTestFile)}} {
+		cmd := exec.Command(p, args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
@@ -132,7 +137,7 @@ func TestPrometheusRuleMatchesRulesFile(t *testing.T) {
 		t.Errorf("%s: apiVersion %q kind %q, want monitoring.coreos.com/v1 PrometheusRule", operatorFile, op.APIVersion, op.Kind)
 	}
 	if !reflect.DeepEqual(plain["groups"], op.Spec["groups"]) {
-		t.Errorf("%s's spec.groups differ from %s's groups: run go test ./deploy/observability -run %s -update",
+		t.Errorf("%s's spec.groups differ from %s's groups: run go test ./internal/observability -run %s -update",
 			operatorFile, rulesFile, t.Name())
 	}
 }
@@ -166,7 +171,8 @@ func writeOperatorFile(t *testing.T) {
 		str("spec"), mapping(str("groups"), groups),
 	)
 	var buf bytes.Buffer
-	buf.WriteString("# Generated from " + rulesFile + " by\n#   go test ./deploy/observability -run TestPrometheusRuleMatchesRulesFile -update\n# Do not edit: edit " + rulesFile + " and regenerate.\n")
+	base := filepath.Base(rulesFile)
+	buf.WriteString("# Generated from " + base + " by\n#   go test ./internal/observability -run TestPrometheusRuleMatchesRulesFile -update\n# Do not edit: edit " + base + " and regenerate.\n")
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(out); err != nil {
