@@ -20,6 +20,9 @@ const (
 	// windowLogEvery is the least time between two log lines about the
 	// window from one processor.
 	windowLogEvery = time.Minute
+	// maxAgeFilters bounds the message gets of one look (one per filter
+	// subject of a shard's consumer).
+	maxAgeFilters = 4
 )
 
 // windowWatch reports, every windowCheckEvery, how full the shared
@@ -98,8 +101,8 @@ func (w *windowWatch) look(ctx context.Context, now time.Time) {
 
 // observeOldest sets the age of the oldest message the consumer has not
 // had acked: the first message past its ack floor that its filters match
-// (one message get per filter, at most every windowCheckEvery), none when
-// nothing is pending or waiting.
+// (one message get per filter, at most maxAgeFilters, every
+// windowCheckEvery), 0 when nothing is pending or waiting.
 func (w *windowWatch) observeOldest(ctx context.Context, info *jetstream.ConsumerInfo, now time.Time) {
 	if info.NumPending == 0 && info.NumAckPending == 0 {
 		w.metrics.OldestUnprocessedAge.Set(0)
@@ -136,7 +139,9 @@ func (w *windowWatch) oldestUnacked(ctx context.Context, info *jetstream.Consume
 	if info.Config.FilterSubject != "" {
 		filters = append(filters, info.Config.FilterSubject)
 	}
-	if len(filters) == 0 {
+	if len(filters) == 0 || len(filters) > maxAgeFilters {
+		// Past maxAgeFilters, the first message on any subject: its age is
+		// an upper bound (sequences follow stored time), for one request.
 		filters = []string{">"}
 	}
 	var oldest time.Time

@@ -17,14 +17,10 @@ type PoolCollector struct {
 
 // NewPoolCollector is a PoolCollector over pool (store.Store.Pool).
 func NewPoolCollector(pool *pgxpool.Pool) *PoolCollector {
-	return newPoolCollector(pool.Stat)
-}
-
-func newPoolCollector(stat func() *pgxpool.Stat) *PoolCollector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName("intake", "postgres_pool", name), help, nil, nil)
 	}
-	return &PoolCollector{stat: stat,
+	return &PoolCollector{stat: pool.Stat,
 		acquired:         d("acquired_conns", "Connections of the pool in use."),
 		idle:             d("idle_conns", "Idle connections of the pool."),
 		total:            d("total_conns", "Connections of the pool, in use, idle and being opened."),
