@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/intakehq/intake/internal/scrape"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
@@ -57,8 +59,10 @@ func TestEachRoleExportsItsOwnSeries(t *testing.T) {
 				allowed = append(allowed, seriesOwners[o]...)
 			}
 			var names []string
+			var fams map[string]*dto.MetricFamily
 			testenv.Eventually(t, 30*time.Second, func() bool {
-				fams, err := scrape.Families(context.Background(), tr.App.URL+"/metrics")
+				var err error
+				fams, err = scrape.Families(context.Background(), tr.App.URL+"/metrics")
 				if err != nil {
 					t.Logf("scrape: %v", err)
 					return false
@@ -83,6 +87,14 @@ func TestEachRoleExportsItsOwnSeries(t *testing.T) {
 			for _, w := range tt.want {
 				if !slices.Contains(names, w) {
 					t.Errorf("%s does not export %s; it exports %v", tt.name, w, names)
+				}
+			}
+			if v, _ := scrape.Sum(fams, "intake_nats_connected", nil); v != 1 {
+				t.Errorf("intake_nats_connected = %v, want 1", v)
+			}
+			if tt.roles.Processor || tt.roles.API {
+				if v, _ := scrape.Sum(fams, "intake_postgres_pool_max_conns", nil); v != float64(tr.Config.Postgres.MaxConns) {
+					t.Errorf("intake_postgres_pool_max_conns = %v, want postgres.max_conns (%d)", v, tr.Config.Postgres.MaxConns)
 				}
 			}
 		})
