@@ -37,6 +37,13 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
+# The alert rules' tests (internal/observability) run promtool and skip
+# without it; `make promtool` installs Debian's prometheus package, which has it.
+.PHONY: promtool
+promtool:
+	@command -v promtool >/dev/null 2>&1 || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus)
+
 # The console's screenshots in docs/console, taken by its browser test.
 screenshots: chromium
 	INTAKE_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestBrowserOperatorAndViewer ./replayer/console

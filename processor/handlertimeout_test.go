@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/pkg/config"
@@ -56,7 +58,16 @@ func TestATimingOutHandlerDoesNotStallTheBacklog(t *testing.T) {
 	if f := testutil.ToFloat64(m.Failures.WithLabelValues("", "db")); f != 0 {
 		t.Errorf("the handler's timeout counted as %v database failures", f)
 	}
-	if f := testutil.ToFloat64(m.Failures.WithLabelValues("demo", "retry")); f == 0 {
+	retries := testutil.ToFloat64(m.Failures.WithLabelValues("demo", "retry"))
+	if retries == 0 {
 		t.Errorf("the handler's timeout was not retried as a handler failure")
+	}
+	// Each handler failure is observed with its delivery number.
+	var d dto.Metric
+	if err := m.FailureDelivery.WithLabelValues("demo").(prometheus.Metric).Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.GetHistogram().GetSampleCount(); float64(n) < retries {
+		t.Errorf("intake_processor_failure_delivery observed %d failures, want at least the %v retries", n, retries)
 	}
 }

@@ -409,6 +409,7 @@ func (p *Processor) handlerFailed(ctx, shutdown context.Context, it *item, herr 
 			p.o.Log.Warn("replay guard: body not recorded for a failed event", "key", ev.Key.String(), "err", err)
 		}
 	}
+	p.o.Metrics.FailureDelivery.WithLabelValues(ev.Key.Integration).Observe(float64(ev.Delivery))
 	if !final && !last {
 		p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, "retry").Inc()
 		it.settled("retry", true)

@@ -32,7 +32,12 @@ type Relay struct {
 	metrics *telemetry.Metrics
 	log     *slog.Logger
 	tracer  trace.Tracer // nil: tracing off
+	lagAt   time.Time    // the last observeLag
 }
+
+// lagEvery bounds how stale the outbox gauges get while the relay is busy
+// (it reads them after every pass that found nothing, else at most this often).
+const lagEvery = 10 * time.Second
 
 // RelayOptions configure a Relay.
 type RelayOptions struct {
@@ -132,13 +137,14 @@ func (r *Relay) publishPending(ctx context.Context) (int, error) {
 	// did not get to mark them): not counted again.
 	r.metrics.OutboxPublished.Add(float64(fresh))
 	r.metrics.OutboxRelayed.Add(float64(fresh))
-	if published == 0 {
+	if published == 0 || time.Since(r.lagAt) >= lagEvery {
 		r.observeLag(ctx)
 	}
 	return published, pubErr
 }
 
 func (r *Relay) observeLag(ctx context.Context) {
+	r.lagAt = time.Now()
 	n, age, err := r.store.OutboxLag(ctx)
 	if err != nil {
 		return

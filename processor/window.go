@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -19,6 +20,9 @@ const (
 	// windowLogEvery is the least time between two log lines about the
 	// window from one processor.
 	windowLogEvery = time.Minute
+	// maxAgeFilters bounds the message gets of one look (one per filter
+	// subject of a shard's consumer).
+	maxAgeFilters = 4
 )
 
 // windowWatch reports, every windowCheckEvery, how full the shared
@@ -27,17 +31,20 @@ const (
 // for acks, and replicas past it add no throughput.
 type windowWatch struct {
 	cons    jetstream.Consumer
-	want    int // this processor's processor.max_ack_pending
+	js      jetstream.JetStream
+	stream  jetstream.Stream // INTAKE_IN, looked up at the first need
+	want    int              // this processor's processor.max_ack_pending
 	metrics *telemetry.Metrics
 	log     *slog.Logger
 
 	lastFull, lastDiffer time.Time // last log lines
 	failing              bool      // the last look failed (logged once)
+	ageFailing           bool      // the last age read failed (logged once)
 }
 
 // watchWindow starts a windowWatch on cons until ctx ends or stop is called.
 func (p *Processor) watchWindow(ctx context.Context, cons jetstream.Consumer) (stop func()) {
-	w := &windowWatch{cons: cons, want: p.o.Config.MaxAckPending, metrics: p.o.Metrics, log: p.o.Log}
+	w := &windowWatch{cons: cons, js: p.o.JS, want: p.o.Config.MaxAckPending, metrics: p.o.Metrics, log: p.o.Log}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -73,6 +80,9 @@ func (w *windowWatch) look(ctx context.Context, now time.Time) {
 	window := info.Config.MaxAckPending
 	w.metrics.AckPending.Set(float64(info.NumAckPending))
 	w.metrics.MaxAckPending.Set(float64(window))
+	w.metrics.ConsumerPending.Set(float64(info.NumPending))
+	w.metrics.ConsumerRedelivered.Set(float64(info.NumRedelivered))
+	w.observeOldest(ctx, info, now)
 	if windowFull(info) {
 		w.metrics.WindowFull.Inc()
 		if now.Sub(w.lastFull) >= windowLogEvery {
@@ -87,6 +97,67 @@ func (w *windowWatch) look(ctx context.Context, now time.Time) {
 		w.log.Warn("processor consumer's window differs from this processor's processor.max_ack_pending: the processor started last set it; give every replica the same value",
 			"consumer", window, "config", w.want)
 	}
+}
+
+// observeOldest sets the age of the oldest message the consumer has not
+// had acked: the first message past its ack floor that its filters match
+// (one message get per filter, at most maxAgeFilters, every
+// windowCheckEvery), 0 when nothing is pending or waiting.
+func (w *windowWatch) observeOldest(ctx context.Context, info *jetstream.ConsumerInfo, now time.Time) {
+	if info.NumPending == 0 && info.NumAckPending == 0 {
+		w.metrics.OldestUnprocessedAge.Set(0)
+		return
+	}
+	oldest, err := w.oldestUnacked(ctx, info)
+	if err != nil {
+		if !w.ageFailing && ctx.Err() == nil {
+			// Needs $JS.API.STREAM.MSG.GET.INTAKE_IN; the gauge keeps its last value.
+			w.log.Warn("cannot read the oldest unprocessed message of INTAKE_IN; intake_processor_oldest_unprocessed_age_seconds is stale until it answers", "err", err)
+		}
+		w.ageFailing = true
+		return
+	}
+	w.ageFailing = false
+	if oldest.IsZero() {
+		w.metrics.OldestUnprocessedAge.Set(0)
+		return
+	}
+	w.metrics.OldestUnprocessedAge.Set(max(0, now.Sub(oldest).Seconds()))
+}
+
+// oldestUnacked is the stored time of the first message past the ack
+// floor that the consumer's filters match; zero when there is none.
+func (w *windowWatch) oldestUnacked(ctx context.Context, info *jetstream.ConsumerInfo) (time.Time, error) {
+	if w.stream == nil {
+		s, err := w.js.Stream(ctx, info.Stream)
+		if err != nil {
+			return time.Time{}, err
+		}
+		w.stream = s
+	}
+	filters := info.Config.FilterSubjects
+	if info.Config.FilterSubject != "" {
+		filters = append(filters, info.Config.FilterSubject)
+	}
+	if len(filters) == 0 || len(filters) > maxAgeFilters {
+		// Past maxAgeFilters, the first message on any subject: its age is
+		// an upper bound (sequences follow stored time), for one request.
+		filters = []string{">"}
+	}
+	var oldest time.Time
+	for _, f := range filters {
+		msg, err := w.stream.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(f))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // nothing of this filter past the floor
+		}
+		if err != nil {
+			return time.Time{}, err
+		}
+		if oldest.IsZero() || msg.Time.Before(oldest) {
+			oldest = msg.Time
+		}
+	}
+	return oldest, nil
 }
 
 // windowFull reports whether the consumer delivers nothing more because

@@ -50,7 +50,8 @@ type Options struct {
 	// default): the durable "processor", every integration.
 	Shard string
 	// Integrations are the names of the shard's integrations (its config's
-	// integrations[].name). Required with Shard, unused without.
+	// integrations[].name). Required with Shard; without, they only seed the
+	// failed and quarantined gauges at 0.
 	Integrations []string
 	// Auth bounds failed authentications per client address; its Log and
 	// Failures default to Log and the replayer's
@@ -85,6 +86,10 @@ type Options struct {
 	// ResumeInterval is how often Run looks for running replays no replayer
 	// publishes (their replayer died). Defaults to DefaultResumeInterval (10s).
 	ResumeInterval time.Duration
+	// StatsInterval is how often Run reads, for the metrics, the failed and
+	// quarantined counts of the inbox and the replays' states from
+	// Postgres. Defaults to DefaultStatsInterval (30s).
+	StatsInterval time.Duration
 	// GapCheckInterval is how often Run checks INTAKE_IN for messages lost
 	// behind Intake's back (see CheckGaps). Defaults to
 	// DefaultGapCheckInterval (5m).
@@ -127,8 +132,11 @@ const (
 	// DefaultGapCheckInterval: a loss is seen within minutes, not at a
 	// customer's complaint; a check is one stream info and one indexed read.
 	DefaultGapCheckInterval = 5 * time.Minute
-	DefaultPublishTimeout   = 10 * time.Second
-	DefaultRetryFor         = 2 * time.Minute
+	// DefaultStatsInterval: two indexed reads twice a minute, fresh enough
+	// for alerts that wait minutes.
+	DefaultStatsInterval  = 30 * time.Second
+	DefaultPublishTimeout = 10 * time.Second
+	DefaultRetryFor       = 2 * time.Minute
 	// DefaultRedriveInterval and DefaultRedriveLookback are the api
 	// section's: one home for the config file and a program's Options.
 	DefaultRedriveInterval = config.DefaultRedriveInterval
@@ -156,6 +164,7 @@ func (o Options) WithDefaults() Options {
 	setDefault(&o.MaxReconciles, DefaultMaxReconciles)
 	setDefault(&o.ResumeInterval, DefaultResumeInterval)
 	setDefault(&o.GapCheckInterval, DefaultGapCheckInterval)
+	setDefault(&o.StatsInterval, DefaultStatsInterval)
 	setDefault(&o.RedriveInterval, DefaultRedriveInterval)
 	setDefault(&o.RedriveLookback, DefaultRedriveLookback)
 	setDefault(&o.ServerWatchInterval, store.DefaultServerWatchInterval)
@@ -200,7 +209,7 @@ func (o Options) Validate() error {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"ResumeInterval", o.ResumeInterval}, {"GapCheckInterval", o.GapCheckInterval},
+	}{{"ResumeInterval", o.ResumeInterval}, {"GapCheckInterval", o.GapCheckInterval}, {"StatsInterval", o.StatsInterval},
 		{"RedriveLookback", o.RedriveLookback}, {"ServerWatchInterval", o.ServerWatchInterval}, {"PublishTimeout", o.PublishTimeout}, {"RetryFor", o.RetryFor}} {
 		if d.d <= 0 {
 			bad("%s: must be positive, got %s", d.name, d.d)
@@ -243,15 +252,26 @@ type replayMetrics struct {
 	serverChanges     prometheus.Counter
 	redrivenConflicts prometheus.Counter
 	redriveUnfixable  prometheus.Counter
+
+	// From Postgres, every StatsInterval (see watchStats).
+	inboxEvents      *prometheus.GaugeVec // integration, status (failed, quarantined)
+	replays          *prometheus.GaugeVec // state
+	replaysMatched   prometheus.Gauge     // running replays
+	replaysPublished prometheus.Gauge     // running replays
+	replaysOldest    prometheus.Gauge
+	statsAt          prometheus.Gauge
 }
 
-// New fills o's defaults, then validates it: a bad value is an error
-// naming its field, never silently replaced.
-func New(o Options) (*Replayer, error) {
-	o = o.WithDefaults()
-	if err := o.Validate(); err != nil {
-		return nil, err
-	}
+// RegisterMetrics registers the replayer's series on reg, as New does with
+// Options.Registry: for a program that lists what a replayer exports.
+func RegisterMetrics(reg prometheus.Registerer) error {
+	_, err := newReplayMetrics(reg)
+	return err
+}
+
+// newReplayMetrics builds the replayer's metrics and, with reg, registers
+// them (or takes those a replayer on the same registry registered).
+func newReplayMetrics(reg prometheus.Registerer) (replayMetrics, error) {
 	m := replayMetrics{
 		published: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "replayer",
 			Name: "published_total", Help: "Messages republished by replays and redeliveries, by mode."}, []string{"mode"}),
@@ -274,30 +294,45 @@ func New(o Options) (*Replayer, error) {
 			Help: "Messages acknowledged by the processor without an inbox row that are still missing after a re-drive replay " +
 				"ran for them (counted once each): not replayed again, see the error log."}),
 		serverChanges: telemetry.NewPostgresServerChanges(),
+		inboxEvents: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "inbox",
+			Name: "events", Help: "Inbox rows failed or quarantined (the only statuses counted), by integration and status, at the replayer's last stats pass (aggregate with max)."},
+			[]string{"integration", "status"}),
+		replays: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake",
+			Name: "replays", Help: "Replays and redeliveries recorded, by state (running, done, failed, cancelled), at the replayer's last stats pass."},
+			[]string{"state"}),
+		replaysMatched: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "replays",
+			Name: "running_matched_events", Help: "Events the running replays matched, all together, at the replayer's last stats pass."}),
+		replaysPublished: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "replays",
+			Name: "running_published_events", Help: "Events the running replays published so far, all together, at the replayer's last stats pass."}),
+		replaysOldest: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "replays",
+			Name: "oldest_running_age_seconds", Help: "Age of the oldest running replay (0 when none runs), at the replayer's last stats pass."}),
+		statsAt: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "replayer",
+			Name: "stats_timestamp_seconds", Help: "When the replayer last read the inbox and replay counts from Postgres (Unix time)."}),
 	}
-	if o.Registry != nil {
-		var err error
-		if m.published, err = register(o.Registry, m.published); err == nil {
-			if m.running, err = register(o.Registry, m.running); err == nil {
-				if m.authFailures, err = register(o.Registry, m.authFailures); err == nil {
-					m.gaps, err = register(o.Registry, m.gaps)
-				}
-			}
-		}
-		if err == nil {
-			if m.redrivePasses, err = register(o.Registry, m.redrivePasses); err == nil {
-				if m.redriven, err = register(o.Registry, m.redriven); err == nil {
-					if m.serverChanges, err = register(o.Registry, m.serverChanges); err == nil {
-						if m.redrivenConflicts, err = register(o.Registry, m.redrivenConflicts); err == nil {
-							m.redriveUnfixable, err = register(o.Registry, m.redriveUnfixable)
-						}
-					}
-				}
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("replayer: metrics: %w", err)
-		}
+	if reg == nil {
+		return m, nil
+	}
+	err := errors.Join(registerInto(reg, &m.published), registerInto(reg, &m.running), registerInto(reg, &m.authFailures),
+		registerInto(reg, &m.gaps), registerInto(reg, &m.redrivePasses), registerInto(reg, &m.redriven),
+		registerInto(reg, &m.serverChanges), registerInto(reg, &m.redrivenConflicts), registerInto(reg, &m.redriveUnfixable),
+		registerInto(reg, &m.inboxEvents), registerInto(reg, &m.replays), registerInto(reg, &m.replaysMatched),
+		registerInto(reg, &m.replaysPublished), registerInto(reg, &m.replaysOldest), registerInto(reg, &m.statsAt))
+	if err != nil {
+		return m, fmt.Errorf("replayer: metrics: %w", err)
+	}
+	return m, nil
+}
+
+// New fills o's defaults, then validates it: a bad value is an error
+// naming its field, never silently replaced.
+func New(o Options) (*Replayer, error) {
+	o = o.WithDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := newReplayMetrics(o.Registry)
+	if err != nil {
+		return nil, err
 	}
 	if o.Auth.Log == nil {
 		o.Auth.Log = o.Log
@@ -319,6 +354,14 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 		return c, err
 	}
 	return c, nil
+}
+
+// registerInto registers *c, or sets it to the collector already
+// registered under its name.
+func registerInto[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
+	got, err := register(reg, *c)
+	*c = got
+	return err
 }
 
 // Options are the options in force, defaults filled.
@@ -423,6 +466,7 @@ func (r *Replayer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { r.watchGaps(ctx) })
+	wg.Go(func() { r.watchStats(ctx) })
 	wg.Go(func() {
 		store.ServerWatcher{Store: r.o.Store, Interval: r.o.ServerWatchInterval, OnChange: r.serverChanged}.Run(ctx)
 	})

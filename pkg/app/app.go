@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/ingress"
@@ -49,12 +50,20 @@ type Options struct {
 	// serving (App.InternalAddr has the internal one).
 	Listening func(net.Addr)
 	Log       *slog.Logger // defaults to discarding
-	Metrics   *telemetry.Metrics
+	// Metrics defaults to NewMetrics(Roles): the selected roles' series
+	// only. New adds the NATS connection's and (processor, API) the
+	// Postgres pool's collectors to its registry.
+	Metrics *telemetry.Metrics
 	// TracerProvider traces the roles (docs/tracing.md); nil (the default)
 	// is tracing off. The caller owns it: build it with
 	// telemetry.NewTracing and shut it down after Stop, so the last spans
 	// are flushed.
 	TracerProvider trace.TracerProvider
+}
+
+// NewMetrics builds the metrics of the roles r selects (telemetry.NewMetricsFor).
+func NewMetrics(r Roles) *telemetry.Metrics {
+	return telemetry.NewMetricsFor(telemetry.Roles{Ingress: r.Ingress, Processor: r.Processor, Replayer: r.API})
 }
 
 const (
@@ -102,6 +111,8 @@ type App struct {
 	err      error // the first role failure
 	stopOnce sync.Once
 	stopped  bool // set by Stop; a stopped App does not start again
+
+	collectors []prometheus.Collector // registered by New on o.Metrics.Registry, removed by close
 }
 
 // Run is New, Start, wait for ctx to end or a role to fail, then Stop
@@ -139,7 +150,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		o.Log = telemetry.Discard()
 	}
 	if o.Metrics == nil {
-		o.Metrics = telemetry.NewMetrics()
+		o.Metrics = NewMetrics(o.Roles)
 	}
 	if o.RestartGrace <= 0 {
 		o.RestartGrace = processor.DefaultRestartGrace
@@ -167,6 +178,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 	if err != nil {
 		return nil, err
 	}
+	a.register(telemetry.NewNATSCollector(a.nc))
 	js, err := jetstream.New(a.nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
@@ -187,6 +199,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		if a.st, err = openStore(startCtx, cfg.Postgres, a.log); err != nil {
 			return nil, err
 		}
+		a.register(telemetry.NewPoolCollector(a.st.Pool()))
 		a.warnConnectionBudget(startCtx, cfg)
 	}
 
@@ -390,8 +403,19 @@ func (a *App) Stop(ctx context.Context) error {
 	return a.err
 }
 
+// register adds c to the metrics registry until close. Another App on the
+// same registry (a program running two) keeps its own: the first one wins.
+func (a *App) register(c prometheus.Collector) {
+	if err := a.o.Metrics.Registry.Register(c); err == nil {
+		a.collectors = append(a.collectors, c)
+	}
+}
+
 // close closes the connections New opened.
 func (a *App) close() {
+	for _, c := range a.collectors {
+		a.o.Metrics.Registry.Unregister(c)
+	}
 	if a.st != nil {
 		a.st.Close()
 	}

@@ -8,7 +8,25 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics are the counters and histograms every role may update.
+// Roles selects the series a registry exports. A process registers the
+// series of the roles it runs and no others: an ingress pod that exported
+// the processor's series would report intake_processor_last_commit_timestamp_seconds
+// 0 and trip a stall alert. The replayer registers its own series
+// (replayer.Options.Registry); Replayer here adds what it shares with the
+// processor (intake_postgres_server_changes_total).
+type Roles struct {
+	Ingress   bool
+	Processor bool // with the outbox relay and the receipt folder
+	Replayer  bool
+}
+
+// AllRoles is every role: `intake dev`, and the private registry a
+// service builds when it is given none.
+func AllRoles() Roles { return Roles{Ingress: true, Processor: true, Replayer: true} }
+
+// Metrics are the counters and histograms the roles update. Every field is
+// set whatever the roles; only the selected roles' fields are registered,
+// so a series of another role is updated nowhere and exported nowhere.
 type Metrics struct {
 	Registry *prometheus.Registry
 
@@ -45,6 +63,19 @@ type Metrics struct {
 	// replica reports the same consumer, so aggregate with max, not sum.
 	AckPending    prometheus.Gauge
 	MaxAckPending prometheus.Gauge
+	// ConsumerPending and ConsumerRedelivered are the processor consumer's
+	// num_pending (in the stream, not yet delivered) and num_redelivered
+	// (delivered more than once and not yet acked), at the same look.
+	ConsumerPending     prometheus.Gauge
+	ConsumerRedelivered prometheus.Gauge
+	// OldestUnprocessedAge is the age of the oldest message the processor
+	// consumer has not had acked (the first after its ack floor), 0 when
+	// none waits, at the same look: how far behind the pipeline is.
+	OldestUnprocessedAge prometheus.Gauge
+	// FailureDelivery observes the delivery number of each handler
+	// failure (1 for the first attempt), by integration: failures at the
+	// fifth delivery or later are an event failing again and again.
+	FailureDelivery *prometheus.HistogramVec
 	// WindowFull counts the looks that found the window full while
 	// messages waited in the stream: processors wait for acks, and more
 	// replicas would add nothing until processor.max_ack_pending grows.
@@ -74,12 +105,15 @@ func NewPostgresServerChanges() prometheus.Counter {
 		Help: "Changes of the Postgres server behind the pool (failover, restart, promotion) seen by the server watcher."})
 }
 
-// NewMetrics builds and registers every metric on a fresh registry, with the
-// Go and process collectors.
-func NewMetrics() *Metrics {
+// NewMetrics builds every role's metrics on a fresh registry (NewMetricsFor
+// with AllRoles).
+func NewMetrics() *Metrics { return NewMetricsFor(AllRoles()) }
+
+// NewMetricsFor builds the metrics and registers, on a fresh registry, the
+// Go and process collectors and the series of roles only.
+func NewMetricsFor(roles Roles) *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	f := func(c prometheus.Collector) { reg.MustRegister(c) }
 	lat := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
 	m := &Metrics{
 		Registry: reg,
@@ -106,7 +140,7 @@ func NewMetrics() *Metrics {
 		Conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "conflicts_total", Help: "Same-id-different-payload deliveries recorded."}, []string{"integration"}),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
-			Name: "failures_total", Help: "Processing failures, by kind (retry, db, malformed)."}, []string{"integration", "kind"}),
+			Name: "failures_total", Help: "Processing failures, by kind (retry: the handler failed and the message will be redelivered; failed, quarantined: recorded so for good; db; malformed)."}, []string{"integration", "kind"}),
 		ProcessorRejected: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "rejected_total", Help: "Messages refused before the inbox decision (recorded in intake.rejected_messages, terminated), by reason; integration \"\" when not configured."}, []string{"integration", "reason"}),
 		TxLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "processor",
@@ -119,6 +153,15 @@ func NewMetrics() *Metrics {
 			Name: "ack_pending", Help: "Messages the processor consumer has delivered and not yet had acked, all replicas together, at this processor's last look (aggregate with max)."}),
 		MaxAckPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "max_ack_pending", Help: "The processor consumer's in-flight window (processor.max_ack_pending as the consumer has it), at this processor's last look."}),
+		ConsumerPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "consumer_pending", Help: "Messages in INTAKE_IN the processor consumer has not delivered yet (num_pending), at this processor's last look (aggregate with max)."}),
+		ConsumerRedelivered: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "consumer_redelivered", Help: "Messages the processor consumer delivered more than once and not yet had acked (num_redelivered), at this processor's last look (aggregate with max)."}),
+		OldestUnprocessedAge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "oldest_unprocessed_age_seconds", Help: "Age of the oldest message in INTAKE_IN the processor consumer has not had acked (0 when none waits), at this processor's last look (aggregate with max)."}),
+		FailureDelivery: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "failure_delivery", Help: "Handler failures by the delivery they happened on (1: first attempt); count minus the le=\"4\" bucket is failures on the fifth delivery or later.",
+			Buckets: []float64{1, 2, 3, 4, 5, 10, 20}}, []string{"integration"}),
 		WindowFull: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "window_full_total", Help: "Looks (every few seconds) that found the consumer's in-flight window full while messages waited in the stream: processors wait for acks; raise processor.max_ack_pending."}),
 		ReceiptsFolded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
@@ -135,13 +178,30 @@ func NewMetrics() *Metrics {
 			Name: "lag_seconds", Help: "Age of the oldest unpublished outbox row at the last relay pass."}),
 		PostgresServerChanges: NewPostgresServerChanges(),
 	}
-	for _, c := range []prometheus.Collector{m.AckPending, m.MaxAckPending, m.WindowFull,
-		m.Received, m.Verified, m.Handshakes, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
-		m.PublishLatency, m.RequestLatency, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.TxLatency, m.LastCommit, m.HandlerLatency, m.ReceiptsFolded, m.ReceiptsRefused,
-		m.OutboxPublished, m.OutboxRelayed, m.OutboxPending, m.OutboxLag, m.PostgresServerChanges} {
-		f(c)
+	for _, c := range m.collectors(roles) {
+		reg.MustRegister(c)
 	}
 	return m
+}
+
+// collectors are the series of roles.
+func (m *Metrics) collectors(roles Roles) []prometheus.Collector {
+	var cs []prometheus.Collector
+	if roles.Ingress {
+		cs = append(cs, m.Received, m.Verified, m.Handshakes, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
+			m.PublishLatency, m.RequestLatency)
+	}
+	if roles.Processor {
+		cs = append(cs, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.TxLatency, m.LastCommit, m.HandlerLatency,
+			m.AckPending, m.MaxAckPending, m.ConsumerPending, m.ConsumerRedelivered, m.OldestUnprocessedAge, m.FailureDelivery,
+			m.WindowFull, m.ReceiptsFolded, m.ReceiptsRefused,
+			m.OutboxPublished, m.OutboxRelayed, m.OutboxPending, m.OutboxLag)
+	}
+	if roles.Processor || roles.Replayer {
+		// The roles with a Postgres pool.
+		cs = append(cs, m.PostgresServerChanges)
+	}
+	return cs
 }
 
 // Handler serves /metrics.

@@ -27,14 +27,15 @@ type App struct {
 // StartApp runs app.Run(cfg, o) until the test ends, then stops it and
 // fails the test if it returned an error. It returns once the app serves
 // HTTP. o.HTTPAddr defaults to a free loopback port; o.Metrics, when nil,
-// is a fresh registry (App.Metrics) so tests can read it.
+// is a fresh registry of o.Roles' series (app.NewMetrics, as app.Run
+// builds it) in App.Metrics, so tests can read it.
 func StartApp(t testing.TB, cfg *config.Config, o app.Options) *App {
 	t.Helper()
 	if o.HTTPAddr == "" {
 		o.HTTPAddr = "127.0.0.1:0"
 	}
 	if o.Metrics == nil {
-		o.Metrics = telemetry.NewMetrics()
+		o.Metrics = app.NewMetrics(o.Roles)
 	}
 	addrc := make(chan net.Addr, 1)
 	listening := o.Listening

@@ -1,0 +1,67 @@
+package processor
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/stream"
+	"github.com/intakehq/intake/pkg/telemetry"
+)
+
+// TestRelayReportsItsBacklogWhileBusy: the outbox gauges were read only
+// after a pass that published nothing, so through a backlog they kept
+// their last idle value (0). A busy relay reads them too, at most every
+// lagEvery.
+func TestRelayReportsItsBacklogWhileBusy(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testenv.Postgres(t)
+	if err := store.Migrate(ctx, dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, dbURL, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	ns := testenv.NATS(t)
+	nc, err := nats.Connect(ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Ensure(ctx, js, config.Stream{}.WithDefaults()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `WITH o AS (
+			INSERT INTO intake.outbox (integration, account, event_id, subject, payload, created_at)
+			SELECT 'demo', 'main', 'evt_' || i, 'intake.out.acme.demo.test', '{}', now() - interval '1 minute'
+			FROM generate_series(1, 3) i RETURNING id, created_at)
+		INSERT INTO intake.outbox_pending (id, created_at) SELECT id, created_at FROM o`); err != nil {
+		t.Fatal(err)
+	}
+	m := telemetry.NewMetrics()
+	r, err := NewRelay(RelayOptions{Store: st, JS: js, Config: config.Outbox{BatchSize: 1}, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.publishPending(ctx); err != nil || n != 1 {
+		t.Fatalf("publishPending = %d, %v; want 1 row published", n, err)
+	}
+	if got := testutil.ToFloat64(m.OutboxPending); got != 2 {
+		t.Errorf("intake_outbox_pending after a busy pass = %v, want the 2 rows left", got)
+	}
+	if got := testutil.ToFloat64(m.OutboxLag); got < 60 {
+		t.Errorf("intake_outbox_lag_seconds after a busy pass = %v, want the age of the oldest left (over 60)", got)
+	}
+}
