@@ -6,10 +6,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/telemetry"
 )
 
 // PurgeCutoffs are the purge's cutoffs for cfg's retention at now.
@@ -52,62 +51,31 @@ type Purger struct {
 	cfg     *config.Config
 	log     *slog.Logger
 	now     func() time.Time
-	metrics purgeMetrics
-}
-
-type purgeMetrics struct {
-	rows        *prometheus.CounterVec // table
-	passes      *prometheus.CounterVec // result: done, busy, failed
-	lastDone    prometheus.Gauge
-	oldest      *prometheus.GaugeVec // table
-	overdue     *prometheus.GaugeVec // table
-	tableBytes  *prometheus.GaugeVec // table
-	passSeconds prometheus.Histogram
+	metrics *telemetry.Metrics
 }
 
 // PurgerOptions configure a Purger.
 type PurgerOptions struct {
-	Store  *store.Store
-	Config *config.Config
-	// Registry gets the purge's metrics; nil: not registered.
-	Registry prometheus.Registerer
-	Log      *slog.Logger
+	Store   *store.Store
+	Config  *config.Config
+	Metrics *telemetry.Metrics // defaults to a private registry
+	Log     *slog.Logger
 	// Now is the clock; defaults to time.Now (tests inject one).
 	Now func() time.Time
 }
 
 // NewPurger builds the scheduled purge.
-func NewPurger(o PurgerOptions) (*Purger, error) {
+func NewPurger(o PurgerOptions) *Purger {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	m := purgeMetrics{
-		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "purge",
-			Name: "rows_total", Help: "Rows the purge removed past their retention, by table."}, []string{"table"}),
-		passes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "purge",
-			Name: "passes_total", Help: "Scheduled purge passes by result: done (everything past retention removed), busy (another runner held the lock), failed."}, []string{"result"}),
-		lastDone: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "purge",
-			Name: "last_done_timestamp_seconds", Help: "When a purge pass by this processor last removed everything past retention (Unix time; 0 before the first)."}),
-		oldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "retention",
-			Name: "oldest_seconds", Help: "Age of the oldest row kept, by table (those with a btree on their time column: inbox, conflicts, rejected_messages, replays), after this processor's last purge pass."}, []string{"table"}),
-		overdue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "retention",
-			Name: "overdue_seconds", Help: "How far past its retention the oldest row the purge should have removed is, by table, after this processor's last pass: 0 while the purge keeps up."}, []string{"table"}),
-		tableBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "retention",
-			Name: "table_bytes", Help: "Size of each table with its indexes and TOAST, after this processor's last purge pass."}, []string{"table"}),
-		passSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "purge",
-			Name: "pass_seconds", Help: "Duration of purge passes that held the lock.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}),
+	if o.Metrics == nil {
+		o.Metrics = telemetry.NewMetricsFor(telemetry.Roles{Processor: true})
 	}
-	if o.Registry != nil {
-		for _, c := range []prometheus.Collector{m.rows, m.passes, m.lastDone, m.oldest, m.overdue, m.tableBytes, m.passSeconds} {
-			if err := o.Registry.Register(c); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return &Purger{st: o.Store, cfg: o.Config, log: o.Log, now: o.Now, metrics: m}, nil
+	return &Purger{st: o.Store, cfg: o.Config, log: o.Log, now: o.Now, metrics: o.Metrics}
 }
 
 // Run purges every retention.interval until ctx ends; the first pass comes
@@ -137,22 +105,22 @@ func (p *Purger) Pass(ctx context.Context) {
 	start := time.Now()
 	purged, err := Purge(ctx, p.st, p.cfg, p.now())
 	for _, r := range purged {
-		p.metrics.rows.WithLabelValues(r.Table).Add(float64(r.Rows))
+		p.metrics.PurgeRows.WithLabelValues(r.Table).Add(float64(r.Rows))
 	}
 	switch {
 	case errors.Is(err, ErrPurgeBusy):
-		p.metrics.passes.WithLabelValues("busy").Inc()
+		p.metrics.PurgePasses.WithLabelValues("busy").Inc()
 		return
 	case err != nil:
-		p.metrics.passes.WithLabelValues("failed").Inc()
+		p.metrics.PurgePasses.WithLabelValues("failed").Inc()
 		if ctx.Err() == nil {
 			p.log.Warn("purge pass failed; the next one resumes", "err", err)
 		}
 		return
 	}
-	p.metrics.passes.WithLabelValues("done").Inc()
-	p.metrics.lastDone.SetToCurrentTime()
-	p.metrics.passSeconds.Observe(time.Since(start).Seconds())
+	p.metrics.PurgePasses.WithLabelValues("done").Inc()
+	p.metrics.PurgeLastDone.SetToCurrentTime()
+	p.metrics.PurgePassSeconds.Observe(time.Since(start).Seconds())
 	var rows int64
 	for _, r := range purged {
 		rows += r.Rows
@@ -169,10 +137,10 @@ func (p *Purger) Pass(ctx context.Context) {
 		return
 	}
 	for _, s := range stats {
-		p.metrics.tableBytes.WithLabelValues(s.Table).Set(float64(s.Bytes))
-		p.metrics.overdue.WithLabelValues(s.Table).Set(s.Overdue.Seconds())
+		p.metrics.RetentionTableSize.WithLabelValues(s.Table).Set(float64(s.Bytes))
+		p.metrics.RetentionOverdue.WithLabelValues(s.Table).Set(s.Overdue.Seconds())
 		if s.Oldest != nil {
-			p.metrics.oldest.WithLabelValues(s.Table).Set(s.Oldest.Seconds())
+			p.metrics.RetentionOldest.WithLabelValues(s.Table).Set(s.Oldest.Seconds())
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/intakehq/intake/internal/testenv"
@@ -62,12 +61,9 @@ func TestPurgePassKeepsWhatIsRetained(t *testing.T) {
 		}
 	}
 
-	reg := prometheus.NewRegistry()
-	p, err := processor.NewPurger(processor.PurgerOptions{Store: r.store, Config: retentionConfig(), Registry: reg,
+	pm := telemetry.NewMetricsFor(telemetry.Roles{Processor: true})
+	p := processor.NewPurger(processor.PurgerOptions{Store: r.store, Config: retentionConfig(), Metrics: pm,
 		Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	p.Pass(context.Background())
 
 	if got := r.count(`SELECT count(*) FROM intake.inbox WHERE event_id IN ('young', 'bad')`); got != 2 {
@@ -87,7 +83,7 @@ func TestPurgePassKeepsWhatIsRetained(t *testing.T) {
 	if got := r.count(`SELECT count(*) FROM intake.conflicts`); got != 1 {
 		t.Errorf("%d conflicts left, want the one (evidence)", got)
 	}
-	if got := counter(t, reg, "intake_purge_passes_total", "result", "done"); got != 1 {
+	if got := testutil.ToFloat64(pm.PurgePasses.WithLabelValues("done")); got != 1 {
 		t.Errorf("passes done = %v", got)
 	}
 
@@ -126,15 +122,11 @@ func TestTwoProcessorsNeverPurgeAtOnce(t *testing.T) {
 	}
 	cfg := retentionConfig()
 	cfg.Retention.BatchSize = 50
-	regs := []*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry()}
+	ms := []*telemetry.Metrics{telemetry.NewMetricsFor(telemetry.Roles{Processor: true}), telemetry.NewMetricsFor(telemetry.Roles{Processor: true})}
 	var purgers []*processor.Purger
-	for _, reg := range regs {
-		p, err := processor.NewPurger(processor.PurgerOptions{Store: r.store, Config: cfg, Registry: reg,
-			Now: func() time.Time { return now }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		purgers = append(purgers, p)
+	for _, m := range ms {
+		purgers = append(purgers, processor.NewPurger(processor.PurgerOptions{Store: r.store, Config: cfg, Metrics: m,
+			Now: func() time.Time { return now }}))
 	}
 
 	var most atomic.Int32
@@ -167,8 +159,8 @@ func TestTwoProcessorsNeverPurgeAtOnce(t *testing.T) {
 		t.Errorf("the purge lock was seen granted to %d sessions at once at most, want 1", got)
 	}
 	done := 0.0
-	for _, reg := range regs {
-		done += counter(t, reg, "intake_purge_passes_total", "result", "done")
+	for _, m := range ms {
+		done += testutil.ToFloat64(m.PurgePasses.WithLabelValues("done"))
 	}
 	if done < 5 {
 		t.Errorf("%v passes done in 5 rounds, want at least one a round", done)
@@ -187,31 +179,9 @@ func TestTwoProcessorsNeverPurgeAtOnce(t *testing.T) {
 	if got := r.count(`SELECT count(*) FROM intake.deliveries`); got != 3000 {
 		t.Errorf("%d delivery rows while another runner held the lock, want all 3000", got)
 	}
-	for _, reg := range regs {
-		if got := counter(t, reg, "intake_purge_passes_total", "result", "busy"); got < 1 {
+	for _, m := range ms {
+		if got := testutil.ToFloat64(m.PurgePasses.WithLabelValues("busy")); got < 1 {
 			t.Errorf("busy passes = %v, want at least the one under the third runner's lock", got)
 		}
 	}
-}
-
-// counter reads the counter name{label=value} from reg; 0 when absent.
-func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }

@@ -241,10 +241,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 			DuplicateWindow: cfg.NATS.Stream.DuplicateWindow, Metrics: o.Metrics, Log: a.log, TracerProvider: o.TracerProvider}); err != nil {
 			return nil, err
 		}
-		if a.purger, err = processor.NewPurger(processor.PurgerOptions{Store: a.st, Config: cfg, Registry: o.Metrics.Registry,
-			Log: a.log}); err != nil {
-			return nil, err
-		}
+		a.purger = processor.NewPurger(processor.PurgerOptions{Store: a.st, Config: cfg, Metrics: o.Metrics, Log: a.log})
 		if a.folder, err = processor.NewReceiptFolder(processor.ReceiptFolderOptions{Store: a.st, JS: js,
 			Config: cfg.Processor, Integrations: cfg.Integrations, Metrics: o.Metrics, Log: a.log}); err != nil {
 			return nil, err

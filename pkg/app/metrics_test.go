@@ -21,7 +21,7 @@ import (
 // a pool. docs/observability.md has the same table.
 var seriesOwners = map[string][]string{
 	"ingress":   {"intake_ingress_"},
-	"processor": {"intake_processor_", "intake_outbox_", "intake_postgres_"},
+	"processor": {"intake_processor_", "intake_outbox_", "intake_postgres_", "intake_purge_", "intake_retention_"},
 	"replayer": {"intake_replayer_", "intake_replays", "intake_inbox_", "intake_api_", "intake_stream_",
 		"intake_redrive", "intake_postgres_"},
 	"shared": {"intake_nats_", "go_", "process_", "promhttp_"},

@@ -86,6 +86,20 @@ type Metrics struct {
 	// value a column cannot hold): split out of their batch and terminated.
 	ReceiptsRefused prometheus.Counter
 
+	// Purge (processor/purge.go, docs/retention.md): rows removed past
+	// retention by table; scheduled passes by result (done, busy,
+	// failed); when this processor last finished one; how long passes
+	// took; and, read after each pass it ran, each table's oldest row
+	// (tables with a btree on their time column), how far past its
+	// retention the oldest row that should be gone is, and its size.
+	PurgeRows          *prometheus.CounterVec // table
+	PurgePasses        *prometheus.CounterVec // result
+	PurgeLastDone      prometheus.Gauge
+	PurgePassSeconds   prometheus.Histogram
+	RetentionOldest    *prometheus.GaugeVec // table
+	RetentionOverdue   *prometheus.GaugeVec // table
+	RetentionTableSize *prometheus.GaugeVec // table
+
 	// Outbox relay.
 	OutboxPublished prometheus.Counter
 	OutboxRelayed   prometheus.Counter
@@ -168,6 +182,20 @@ func NewMetricsFor(roles Roles) *Metrics {
 			Name: "receipts_folded_total", Help: "Delivery receipts folded into the delivery history."}),
 		ReceiptsRefused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "receipts_refused_total", Help: "Delivery receipts the database refused for good (a value it cannot store): split out of their batch, logged and terminated."}),
+		PurgeRows: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "purge",
+			Name: "rows_total", Help: "Rows the purge removed past their retention, by table."}, []string{"table"}),
+		PurgePasses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "purge",
+			Name: "passes_total", Help: "Scheduled purge passes by result: done (everything past retention removed), busy (another runner held the lock), failed."}, []string{"result"}),
+		PurgeLastDone: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "purge",
+			Name: "last_done_timestamp_seconds", Help: "When a purge pass by this processor last removed everything past retention (Unix time; 0 before the first)."}),
+		PurgePassSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "purge",
+			Name: "pass_seconds", Help: "Duration of purge passes that held the lock.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}),
+		RetentionOldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "retention",
+			Name: "oldest_seconds", Help: "Age of the oldest row kept, by table (those with a btree on their time column: inbox, conflicts, rejected_messages, replays), after this processor's last purge pass."}, []string{"table"}),
+		RetentionOverdue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "retention",
+			Name: "overdue_seconds", Help: "How far past its retention the oldest row the purge should have removed is, by table, after this processor's last pass: 0 while the purge keeps up."}, []string{"table"}),
+		RetentionTableSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "retention",
+			Name: "table_bytes", Help: "Size of each purged table with its indexes and TOAST, after this processor's last purge pass."}, []string{"table"}),
 		OutboxPublished: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "outbox",
 			Name: "published_total", Help: "Outbox rows published to INTAKE_OUT."}),
 		OutboxRelayed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "outbox",
@@ -195,7 +223,8 @@ func (m *Metrics) collectors(roles Roles) []prometheus.Collector {
 		cs = append(cs, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.TxLatency, m.LastCommit, m.HandlerLatency,
 			m.AckPending, m.MaxAckPending, m.ConsumerPending, m.ConsumerRedelivered, m.OldestUnprocessedAge, m.FailureDelivery,
 			m.WindowFull, m.ReceiptsFolded, m.ReceiptsRefused,
-			m.OutboxPublished, m.OutboxRelayed, m.OutboxPending, m.OutboxLag)
+			m.OutboxPublished, m.OutboxRelayed, m.OutboxPending, m.OutboxLag,
+			m.PurgeRows, m.PurgePasses, m.PurgeLastDone, m.PurgePassSeconds, m.RetentionOldest, m.RetentionOverdue, m.RetentionTableSize)
 	}
 	if roles.Processor || roles.Replayer {
 		// The roles with a Postgres pool.
