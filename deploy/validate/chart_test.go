@@ -2,6 +2,8 @@ package validate
 
 import (
 	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -98,9 +100,10 @@ type object struct {
 
 func (o object) String() string { return fmt.Sprintf("%s %s (%s)", o.kind, o.name, o.source) }
 
-// render renders the chart as `helm install` would (hooks included) with
-// strict templates: a reference to a value that does not exist is an error.
-func render(vals map[string]any) ([]object, error) {
+// renderFiles renders the chart as `helm install` would (hooks included)
+// with strict templates: a reference to a value that does not exist is an
+// error. It returns the rendered text by template file.
+func renderFiles(vals map[string]any) (map[string]string, error) {
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		return nil, err
@@ -111,7 +114,12 @@ func render(vals map[string]any) ([]object, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := engine.Engine{Strict: true}.Render(ch, rv)
+	return engine.Engine{Strict: true}.Render(ch, rv)
+}
+
+// render renders the chart and decodes every object strictly.
+func render(vals map[string]any) ([]object, error) {
+	out, err := renderFiles(vals)
 	if err != nil {
 		return nil, err
 	}
@@ -410,6 +418,21 @@ func checkHook(t *testing.T, objs []object) {
 	if !found {
 		t.Errorf("Job %s does not mount the hook ConfigMap %s (the release's own does not exist yet at pre-install)", job.name, cm.name)
 	}
+	// At pre-install only hooks of lower weight exist: the Job must name no
+	// other object of the release.
+	for _, o := range objs {
+		if o.annotations["helm.sh/hook"] != "" {
+			continue
+		}
+		if o.kind == "ServiceAccount" && o.name == spec.ServiceAccountName {
+			t.Errorf("Job %s runs as ServiceAccount %s, which the release creates after its hooks", job.name, o.name)
+		}
+		for _, v := range spec.Volumes {
+			if o.kind == "ConfigMap" && v.ConfigMap != nil && v.ConfigMap.Name == o.name {
+				t.Errorf("Job %s mounts ConfigMap %s, which the release creates after its hooks", job.name, o.name)
+			}
+		}
+	}
 }
 
 func weight(t *testing.T, o *object) int {
@@ -595,4 +618,26 @@ func leafKeys(prefix string, m map[string]any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestTemplate prints the rendered chart, like `helm template`, when
+// INTAKE_TEMPLATE names a values file of the chart ("ci/demo-values.yaml")
+// or "defaults": deploy/validate/run -run TestTemplate -v.
+func TestTemplate(t *testing.T) {
+	file := os.Getenv("INTAKE_TEMPLATE")
+	if file == "" {
+		t.Skip("set INTAKE_TEMPLATE to a values file of the chart, or defaults")
+	}
+	if file == "defaults" {
+		file = ""
+	}
+	out, err := renderFiles(loadValues(t, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range slices.Sorted(maps.Keys(out)) {
+		if strings.TrimSpace(out[n]) != "" && !strings.HasPrefix(filepath.Base(n), "_") {
+			fmt.Printf("---\n# Source: %s\n%s\n", n, strings.TrimSpace(out[n]))
+		}
+	}
 }

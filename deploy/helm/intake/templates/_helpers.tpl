@@ -147,8 +147,8 @@ The pod spec parts of a role: (dict "ctx" $ "role" "ingress" "natsUser" "ingress
 */}}
 {{- define "intake.podSpec" -}}
 {{- $ := .ctx }}
-{{- $v := .values }}
-serviceAccountName: {{ include "intake.serviceAccountName" $ }}
+{{- $v := .values -}}
+serviceAccountName: {{ get . "serviceAccount" | default (include "intake.serviceAccountName" $) }}
 automountServiceAccountToken: false
 {{- with $.Values.imagePullSecrets }}
 imagePullSecrets:
@@ -246,7 +246,7 @@ topologySpreadConstraints:
 
 {{/* A role's environment: its NATS identity, the DSN where it uses Postgres, the config's ${VAR}s. */}}
 {{- define "intake.env" -}}
-{{- $ := .ctx }}
+{{- $ := .ctx -}}
 env:
   - name: INTAKE_NATS_URL
     value: {{ $.Values.nats.url | quote }}
