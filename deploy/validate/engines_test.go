@@ -384,7 +384,7 @@ func TestPostgresCluster(t *testing.T) {
 
 	// The walk-through reads the DSN from the cluster's generated Secret.
 	demo := loadValues(t, "ci/demo-values.yaml")
-	if got := dig(demo, "secrets", "databaseURLSecret"); got != cluster.Metadata.Name+"-app" {
-		t.Errorf("ci/demo-values.yaml secrets.databaseURLSecret %v, want %s-app (its uri names %s-rw)", got, cluster.Metadata.Name, cluster.Metadata.Name)
+	if got := dig(demo, "secrets", "databaseURL", "name"); got != cluster.Metadata.Name+"-app" {
+		t.Errorf("ci/demo-values.yaml secrets.databaseURL.name %v, want %s-app (its uri names %s-rw)", got, cluster.Metadata.Name, cluster.Metadata.Name)
 	}
 }

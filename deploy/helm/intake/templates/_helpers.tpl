@@ -66,7 +66,7 @@ app.kubernetes.io/component: {{ .role }}
 {{- end }}
 
 {{- define "intake.secretName" -}}
-{{- default (include "intake.fullname" .) .Values.secrets.existingSecret }}
+{{- default (include "intake.fullname" .) .Values.secrets.name }}
 {{- end }}
 
 {{/* The durable consumer the processors share (pkg/config processor.shard). */}}
@@ -96,7 +96,7 @@ checks that no secret sits in it literally.
 {{- $nats := dict }}
 {{- if hasKey $cfg "nats" }}{{ $nats = $cfg.nats | default dict }}{{ end }}
 {{- if and (get $nats "password") (not (hasPrefix "${" (toString (get $nats "password")))) }}
-{{- fail "config.nats.password: the chart sets it to ${INTAKE_NATS_PASSWORD}, from secrets.keys.natsPassword; no password in values" }}
+{{- fail "config.nats.password: the chart sets it to ${INTAKE_NATS_PASSWORD}, from secrets.natsPassword; no password in values" }}
 {{- end }}
 {{- if get $nats "url" }}
 {{- fail "config.nats.url: set nats.url (it becomes INTAKE_NATS_URL)" }}
@@ -107,7 +107,7 @@ checks that no secret sits in it literally.
 {{- $pg := dict }}
 {{- if hasKey $cfg "postgres" }}{{ $pg = $cfg.postgres | default dict }}{{ end }}
 {{- if get $pg "url" }}
-{{- fail "config.postgres.url: the Postgres URL holds a password; put it in the Secret (secrets.keys.databaseURL, DATABASE_URL)" }}
+{{- fail "config.postgres.url: the Postgres URL holds a password; put it in a Secret (secrets.databaseURL)" }}
 {{- end }}
 {{- $http := dict }}
 {{- if hasKey $cfg "http" }}{{ $http = $cfg.http | default dict }}{{ end }}
@@ -128,13 +128,13 @@ checks that no secret sits in it literally.
 {{- if hasKey $cfg "api" }}{{ $api = $cfg.api | default dict }}{{ end }}
 {{- range $i, $t := (get $api "tokens" | default list) }}
 {{- if and (get $t "token") (not (contains "${" (toString (get $t "token")))) }}
-{{- fail (printf "config.api.tokens[%d].token: give a ${VAR} from secrets.configEnvSecrets, or token_sha256; no token in values" $i) }}
+{{- fail (printf "config.api.tokens[%d].token: give a ${VAR} from secrets.env, or token_sha256; no token in values" $i) }}
 {{- end }}
 {{- end }}
 {{- range $i, $in := (get $cfg "integrations" | default list) }}
 {{- range $j, $s := (get $in "secrets" | default list) }}
 {{- if not (contains "${" (toString $s)) }}
-{{- fail (printf "config.integrations[%d].secrets[%d]: give a ${VAR} from secrets.configEnvSecrets; no secret in values" $i $j) }}
+{{- fail (printf "config.integrations[%d].secrets[%d]: give a ${VAR} from secrets.env; no secret in values" $i $j) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -256,18 +256,18 @@ env:
     valueFrom:
       secretKeyRef:
         name: {{ include "intake.secretName" $ }}
-        key: {{ get $.Values.secrets.keys.natsPassword .natsUser | required (printf "secrets.keys.natsPassword.%s is required" .natsUser) }}
+        key: {{ get $.Values.secrets.natsPassword .natsUser | required (printf "secrets.natsPassword.%s is required" .natsUser) }}
   {{- if .database }}
   - name: DATABASE_URL
     valueFrom:
       secretKeyRef:
-        name: {{ default (include "intake.secretName" $) $.Values.secrets.databaseURLSecret }}
-        key: {{ $.Values.secrets.keys.databaseURL }}
+        name: {{ default (include "intake.secretName" $) $.Values.secrets.databaseURL.name }}
+        key: {{ $.Values.secrets.databaseURL.key }}
   {{- end }}
   {{- with .values.extraEnv }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
-{{- with $.Values.secrets.configEnvSecrets }}
+{{- with $.Values.secrets.env }}
 envFrom:
   {{- range . }}
   - secretRef:
