@@ -11,7 +11,12 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/conf"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -387,4 +392,79 @@ func TestPostgresCluster(t *testing.T) {
 	if got := dig(demo, "secrets", "databaseURL", "name"); got != cluster.Metadata.Name+"-app" {
 		t.Errorf("ci/demo-values.yaml secrets.databaseURL.name %v, want %s-app (its uri names %s-rw)", got, cluster.Metadata.Name, cluster.Metadata.Name)
 	}
+}
+
+// TestNATSValuesRenderWithTheChart renders the official NATS chart with
+// nats-values.yaml and parses the nats.conf it writes with nats-server's own
+// parser. It needs the chart on disk (no network here):
+//
+//	helm pull nats/nats --version 2.14.2 --untar -d /tmp   # or a checkout of nats-io/k8s
+//	INTAKE_NATS_CHART=/tmp/nats deploy/validate/run -run TestNATSValuesRenderWithTheChart -v
+func TestNATSValuesRenderWithTheChart(t *testing.T) {
+	dir := os.Getenv("INTAKE_NATS_CHART")
+	if dir == "" {
+		t.Skip("set INTAKE_NATS_CHART to the NATS chart's directory")
+	}
+	ch, err := loader.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := chartutil.ReadValuesFile(filepath.Join(enginesDir, "nats-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{Name: "nats", Namespace: "nats", Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := engine.Render(ch, rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var natsConf string
+	var sts *appsv1.StatefulSet
+	for name, content := range out {
+		for _, doc := range releaseutil.SplitManifests(content) {
+			var head struct{ Kind string }
+			if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			switch head.Kind {
+			case "ConfigMap":
+				var cm corev1.ConfigMap
+				if err := decodeStrict([]byte(doc), &cm); err != nil {
+					t.Fatal(err)
+				}
+				natsConf = cm.Data["nats.conf"]
+			case "StatefulSet":
+				sts = &appsv1.StatefulSet{}
+				if err := decodeStrict([]byte(doc), sts); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if natsConf == "" || sts == nil {
+		t.Fatalf("want the chart's ConfigMap (nats.conf) and StatefulSet")
+	}
+	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 3 {
+		t.Errorf("StatefulSet replicas %v, want 3", sts.Spec.Replicas)
+	}
+	for _, v := range regexp.MustCompile(`\$(INTAKE_NATS_[A-Z]+_PASSWORD|SERVER_NAME)`).FindAllStringSubmatch(natsConf, -1) {
+		t.Setenv(v[1], "env:"+v[1])
+	}
+	parsed, err := conf.Parse(natsConf)
+	if err != nil {
+		t.Fatalf("nats-server refuses the rendered nats.conf: %v\n%s", err, natsConf)
+	}
+	if got := dig(parsed, "jetstream", "sync_interval"); got != "always" {
+		t.Errorf("jetstream.sync_interval %v, want always", got)
+	}
+	if users, _ := dig(parsed, "accounts", "INTAKE", "users").([]any); len(users) != 5 {
+		t.Errorf("accounts.INTAKE has %d users, want intake.conf's 5", len(users))
+	}
+	if dig(parsed, "cluster") == nil {
+		t.Errorf("no cluster block")
+	}
+	t.Logf("rendered nats.conf:\n%s", natsConf)
 }
