@@ -94,3 +94,9 @@ fuzz:
 
 clean:
 	rm -rf bin .intake
+
+# The Helm chart and deploy/engines, offline: lint, render, strict decode
+# (deploy/validate, its own Go module).
+.PHONY: helm-check
+helm-check:
+	deploy/validate/run

@@ -29,9 +29,12 @@ const (
 	operatorFile  = dir + "prometheusrule.yaml"
 	dashboardFile = dir + "intake-pipeline.json"
 	docsFile      = "../../docs/observability.md"
+	// chartRules is the Helm chart's copy, which its PrometheusRule
+	// template reads (a chart cannot read files outside its directory).
+	chartRules = "../../deploy/helm/intake/files/prometheus-rules.yaml"
 )
 
-var update = flag.Bool("update", false, "rewrite "+operatorFile+" from "+rulesFile)
+var update = flag.Bool("update", false, "rewrite "+operatorFile+" and "+chartRules+" from "+rulesFile)
 
 type rules struct {
 	Groups []struct {
@@ -119,11 +122,26 @@ func TestEveryAlertHasAFiringUnitTest(t *testing.T) {
 }
 
 // TestPrometheusRuleMatchesRulesFile: prometheusrule.yaml carries the rules
-// file's groups unchanged. go test -run TestPrometheusRuleMatchesRulesFile -update
-// rewrites it.
+// file's groups unchanged, and the Helm chart's files/prometheus-rules.yaml is a
+// copy of it. go test -run TestPrometheusRuleMatchesRulesFile -update
+// rewrites both.
 func TestPrometheusRuleMatchesRulesFile(t *testing.T) {
 	if *update {
 		writeOperatorFile(t)
+		b, err := os.ReadFile(rulesFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(chartRules, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plainBytes, err := os.ReadFile(rulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chart, err := os.ReadFile(chartRules); err != nil || !bytes.Equal(chart, plainBytes) {
+		t.Errorf("%s differs from %s (or is missing: %v); run go test ./internal/observability -run TestPrometheusRuleMatchesRulesFile -update", chartRules, rulesFile, err)
 	}
 	var plain map[string]any
 	readYAML(t, rulesFile, &plain)

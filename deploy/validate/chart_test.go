@@ -1,0 +1,643 @@
+package validate
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	"github.com/intakehq/intake/pkg/config"
+)
+
+const (
+	chartDir    = "../helm/intake"
+	release     = "intake"
+	namespace   = "intake"
+	nonRootID   = 65532
+	metricsPort = "metrics"
+)
+
+// valuesCase is one way the chart is rendered: the defaults, or a values
+// file of the chart's ci/ directory on top of them.
+type valuesCase struct {
+	name string
+	file string // relative to chartDir; "" for the defaults
+	// what the values turn on
+	optional      bool   // HPA, KEDA, ServiceMonitor, PrometheusRule, NetworkPolicies
+	processorReps int    // the config's processor.replicas
+	consumer      string // the processors' durable
+}
+
+var valuesCases = []valuesCase{
+	{name: "defaults", processorReps: 2, consumer: "processor"},
+	{name: "demo", file: "ci/demo-values.yaml", processorReps: 2, consumer: "processor"},
+	{name: "all-features", file: "ci/all-features-values.yaml", optional: true, processorReps: 6, consumer: "processor-eu"},
+}
+
+func loadValues(t *testing.T, file string) map[string]any {
+	t.Helper()
+	if file == "" {
+		return map[string]any{}
+	}
+	v, err := chartutil.ReadValuesFile(filepath.Join(chartDir, file))
+	if err != nil {
+		t.Fatalf("values %s: %v", file, err)
+	}
+	return v
+}
+
+// TestChartLints runs helm lint's rules in-process: errors fail, warnings
+// and notes are reported.
+func TestChartLints(t *testing.T) {
+	for _, c := range valuesCases {
+		t.Run(c.name, func(t *testing.T) {
+			linter := lint.All(chartDir, loadValues(t, c.file), namespace, false)
+			for _, m := range linter.Messages {
+				switch {
+				case m.Severity >= support.ErrorSev:
+					t.Errorf("lint error: %s", m)
+				case m.Severity == support.WarningSev:
+					t.Logf("lint warning: %s", m)
+				default:
+					t.Logf("lint note: %s", m)
+				}
+			}
+		})
+	}
+}
+
+// object is one rendered document.
+type object struct {
+	source      string // template file
+	apiVersion  string
+	kind        string
+	name        string
+	annotations map[string]string
+	labels      map[string]string
+	typed       any
+}
+
+func (o object) String() string { return fmt.Sprintf("%s %s (%s)", o.kind, o.name, o.source) }
+
+// renderFiles renders the chart as `helm install` would (hooks included)
+// with strict templates: a reference to a value that does not exist is an
+// error. It returns the rendered text by template file.
+func renderFiles(vals map[string]any) (map[string]string, error) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return nil, err
+	}
+	rv, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{
+		Name: release, Namespace: namespace, Revision: 1, IsInstall: true,
+	}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Engine{Strict: true}.Render(ch, rv)
+}
+
+// render renders the chart and decodes every object strictly.
+func render(vals map[string]any) ([]object, error) {
+	out, err := renderFiles(vals)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(out))
+	for n := range out {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var objs []object
+	for _, n := range names {
+		if strings.HasSuffix(n, "NOTES.txt") || strings.HasPrefix(filepath.Base(n), "_") {
+			continue
+		}
+		docs := releaseutil.SplitManifests(out[n])
+		keys := make([]string, 0, len(docs))
+		for k := range docs {
+			keys = append(keys, k)
+		}
+		sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+		for _, k := range keys {
+			doc := docs[k]
+			var head struct {
+				APIVersion string            `json:"apiVersion"`
+				Kind       string            `json:"kind"`
+				Metadata   metav1.ObjectMeta `json:"metadata"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+				return nil, fmt.Errorf("%s: %w\n%s", n, err, doc)
+			}
+			if head.Kind == "" && head.APIVersion == "" {
+				continue // comments only
+			}
+			typed := newTyped(head.APIVersion, head.Kind)
+			if typed == nil {
+				return nil, fmt.Errorf("%s: unexpected %s %s", n, head.APIVersion, head.Kind)
+			}
+			if err := decodeStrict([]byte(doc), typed); err != nil {
+				return nil, fmt.Errorf("%s: %s %s does not decode strictly: %w", n, head.Kind, head.Metadata.Name, err)
+			}
+			objs = append(objs, object{source: n, apiVersion: head.APIVersion, kind: head.Kind, name: head.Metadata.Name,
+				annotations: head.Metadata.Annotations, labels: head.Metadata.Labels, typed: typed})
+		}
+	}
+	return objs, nil
+}
+
+func byKind[T any](objs []object) []T {
+	var out []T
+	for _, o := range objs {
+		if v, ok := o.typed.(T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// TestChartRenders renders every values case and checks each object.
+func TestChartRenders(t *testing.T) {
+	for _, c := range valuesCases {
+		t.Run(c.name, func(t *testing.T) {
+			objs, err := render(loadValues(t, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			counts := map[string]int{}
+			for _, o := range objs {
+				counts[o.kind]++
+				if o.labels["app.kubernetes.io/instance"] != release || o.labels["app.kubernetes.io/name"] == "" {
+					t.Errorf("%s: missing the standard labels: %v", o, o.labels)
+				}
+			}
+			t.Logf("rendered: %v", counts)
+			want := map[string]int{"Deployment": 3, "Job": 1, "ConfigMap": 2, "Service": 3, "ServiceAccount": 1, "PodDisruptionBudget": 3}
+			if c.optional {
+				want["HorizontalPodAutoscaler"], want["ScaledObject"], want["ServiceMonitor"], want["PrometheusRule"], want["NetworkPolicy"] = 1, 1, 1, 1, 4
+			}
+			for k, n := range want {
+				if counts[k] != n {
+					t.Errorf("%d %s objects, want %d", counts[k], k, n)
+				}
+			}
+			for k := range counts {
+				if _, ok := want[k]; !ok {
+					t.Errorf("unexpected kind %s", k)
+				}
+			}
+			checkConfig(t, c, objs)
+			checkWorkloads(t, objs)
+			checkHook(t, objs)
+			checkReferences(t, c, objs)
+		})
+	}
+}
+
+// checkConfig loads the rendered config file with Intake's own loader.
+func checkConfig(t *testing.T, c valuesCase, objs []object) {
+	t.Helper()
+	for _, cm := range byKind[*corev1.ConfigMap](objs) {
+		raw, ok := cm.Data["intake.yaml"]
+		if !ok {
+			t.Errorf("ConfigMap %s has no intake.yaml", cm.Name)
+			continue
+		}
+		// Every ${VAR} is set, as the pods' env and Secrets would: a value
+		// any field accepts (a Standard Webhooks secret, 16+ characters).
+		// The URL overrides are left unset, to see what the file holds.
+		anything := func(name string) (string, bool) {
+			if name == "DATABASE_URL" || name == "INTAKE_NATS_URL" {
+				return "", false
+			}
+			return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", true
+		}
+		cfg, err := config.Parse([]byte(raw), anything)
+		if err != nil {
+			t.Errorf("ConfigMap %s: intake refuses the config: %v\n%s", cm.Name, err, raw)
+			continue
+		}
+		if cfg.HTTP.InternalAddr != ":9100" || cfg.Ingress.Addr != ":8080" {
+			t.Errorf("ConfigMap %s: http.internal_addr %q, ingress.addr %q", cm.Name, cfg.HTTP.InternalAddr, cfg.Ingress.Addr)
+		}
+		if cfg.Processor.Replicas != c.processorReps {
+			t.Errorf("ConfigMap %s: processor.replicas %d, want %d (replicaCount or keda.maxReplicaCount)", cm.Name, cfg.Processor.Replicas, c.processorReps)
+		}
+		if got := strings.TrimPrefix(c.consumer, "processor-"); c.consumer != "processor" && cfg.Processor.Shard != got {
+			t.Errorf("ConfigMap %s: processor.shard %q, want %q", cm.Name, cfg.Processor.Shard, got)
+		}
+		if cfg.NATS.Stream.Replicas != 3 {
+			t.Errorf("ConfigMap %s: nats.stream.replicas %d, want 3 (the NATS cluster of deploy/engines)", cm.Name, cfg.NATS.Stream.Replicas)
+		}
+		if !strings.Contains(raw, "${INTAKE_NATS_PASSWORD}") || cfg.Postgres.URL != "" {
+			t.Errorf("ConfigMap %s: secrets must come from the environment", cm.Name)
+		}
+	}
+}
+
+// role is what each workload must be.
+var roles = map[string]struct {
+	natsUser string
+	database bool
+	probes   bool
+}{
+	"ingress":   {natsUser: "ingress", probes: true},
+	"processor": {natsUser: "processor", database: true, probes: true},
+	"replayer":  {natsUser: "replayer", database: true, probes: true},
+	"migrate":   {natsUser: "admin", database: true},
+}
+
+func checkWorkloads(t *testing.T, objs []object) {
+	t.Helper()
+	for _, d := range byKind[*appsv1.Deployment](objs) {
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("Deployment %s: selector %v does not select its pods %v", d.Name, d.Spec.Selector, d.Spec.Template.Labels)
+		}
+		if d.Spec.Template.Annotations["checksum/config"] == "" {
+			t.Errorf("Deployment %s: no checksum/config: a config change would not roll it", d.Name)
+		}
+		checkPod(t, "Deployment "+d.Name, d.Spec.Template.Labels["app.kubernetes.io/component"], d.Spec.Template.Spec)
+	}
+	for _, j := range byKind[*batchv1.Job](objs) {
+		if j.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
+			t.Errorf("Job %s: restartPolicy %q", j.Name, j.Spec.Template.Spec.RestartPolicy)
+		}
+		checkPod(t, "Job "+j.Name, j.Spec.Template.Labels["app.kubernetes.io/component"], j.Spec.Template.Spec)
+	}
+}
+
+func checkPod(t *testing.T, where, role string, spec corev1.PodSpec) {
+	t.Helper()
+	want, ok := roles[role]
+	if !ok {
+		t.Errorf("%s: unknown role %q", where, role)
+		return
+	}
+	psc := spec.SecurityContext
+	switch {
+	case psc == nil:
+		t.Errorf("%s: no pod securityContext", where)
+	case psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot:
+		t.Errorf("%s: pod runAsNonRoot is not true", where)
+	case psc.RunAsUser == nil || *psc.RunAsUser != nonRootID, psc.RunAsGroup == nil || *psc.RunAsGroup != nonRootID,
+		psc.FSGroup == nil || *psc.FSGroup != nonRootID:
+		t.Errorf("%s: pod runAsUser/runAsGroup/fsGroup must be %d", where, nonRootID)
+	case psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
+		t.Errorf("%s: seccompProfile is not RuntimeDefault", where)
+	}
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+		t.Errorf("%s: mounts a service account token; Intake never calls the API", where)
+	}
+	if len(spec.Containers) != 1 {
+		t.Errorf("%s: %d containers, want 1", where, len(spec.Containers))
+		return
+	}
+	c := spec.Containers[0]
+	sc := c.SecurityContext
+	switch {
+	case sc == nil:
+		t.Errorf("%s: no container securityContext", where)
+	case sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != nonRootID:
+		t.Errorf("%s: container must run as non-root %d", where, nonRootID)
+	case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+		t.Errorf("%s: root filesystem is writable", where)
+	case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+		t.Errorf("%s: allowPrivilegeEscalation is not false", where)
+	case sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0:
+		t.Errorf("%s: capabilities must drop ALL and add none", where)
+	}
+	if len(c.Args) == 0 || c.Args[0] != role || !slices.Contains(c.Args, "--config") {
+		t.Errorf("%s: args %v, want [%s … --config …]", where, c.Args, role)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("%s: resources must request cpu and memory and limit memory: %v", where, c.Resources)
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+		secretish := strings.Contains(e.Name, "PASSWORD") || strings.Contains(e.Name, "SECRET") ||
+			strings.Contains(e.Name, "TOKEN") || e.Name == "DATABASE_URL"
+		if secretish && (e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) {
+			t.Errorf("%s: %s must come from a Secret (secretKeyRef)", where, e.Name)
+		}
+	}
+	if got := env["INTAKE_NATS_USER"].Value; got != want.natsUser {
+		t.Errorf("%s: INTAKE_NATS_USER %q, want %q", where, got, want.natsUser)
+	}
+	if _, ok := env["INTAKE_NATS_PASSWORD"]; !ok {
+		t.Errorf("%s: no INTAKE_NATS_PASSWORD", where)
+	}
+	if _, ok := env["DATABASE_URL"]; ok != want.database {
+		t.Errorf("%s: DATABASE_URL present %v, want %v", where, ok, want.database)
+	}
+	if !want.probes {
+		return
+	}
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	for _, p := range []struct {
+		name  string
+		probe *corev1.Probe
+		path  string
+	}{{"startup", c.StartupProbe, "/healthz"}, {"liveness", c.LivenessProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/readyz"}} {
+		switch {
+		case p.probe == nil || p.probe.HTTPGet == nil:
+			t.Errorf("%s: no %s probe (httpGet)", where, p.name)
+		case p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.String() != metricsPort:
+			t.Errorf("%s: %s probe %s on %s, want %s on the internal port", where, p.name, p.probe.HTTPGet.Path, p.probe.HTTPGet.Port.String(), p.path)
+		}
+	}
+	if ports[metricsPort] != 9100 {
+		t.Errorf("%s: no container port %q 9100 (http.internal_addr)", where, metricsPort)
+	}
+}
+
+// checkHook checks that `intake migrate` runs as a pre-install/pre-upgrade
+// hook, after its own copy of the config exists.
+func checkHook(t *testing.T, objs []object) {
+	t.Helper()
+	var job, cm *object
+	for i, o := range objs {
+		if o.annotations["helm.sh/hook"] == "" {
+			continue
+		}
+		switch o.kind {
+		case "Job":
+			job = &objs[i]
+		case "ConfigMap":
+			cm = &objs[i]
+		default:
+			t.Errorf("%s: unexpected hook", o)
+		}
+	}
+	if job == nil || cm == nil {
+		t.Fatalf("want a hook Job and a hook ConfigMap")
+	}
+	for _, o := range []*object{job, cm} {
+		hooks := strings.Split(o.annotations["helm.sh/hook"], ",")
+		if !slices.Contains(hooks, "pre-install") || !slices.Contains(hooks, "pre-upgrade") {
+			t.Errorf("%s: helm.sh/hook %q, want pre-install,pre-upgrade", o, o.annotations["helm.sh/hook"])
+		}
+		if o.annotations["helm.sh/hook-delete-policy"] == "" || o.annotations["helm.sh/hook-weight"] == "" {
+			t.Errorf("%s: want helm.sh/hook-weight and helm.sh/hook-delete-policy", o)
+		}
+	}
+	if cw, jw := weight(t, cm), weight(t, job); cw >= jw {
+		t.Errorf("the hook ConfigMap (weight %d) must be created before the Job (weight %d)", cw, jw)
+	}
+	spec := job.typed.(*batchv1.Job).Spec.Template.Spec
+	found := false
+	for _, v := range spec.Volumes {
+		if v.ConfigMap != nil && v.ConfigMap.Name == cm.name {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("Job %s does not mount the hook ConfigMap %s (the release's own does not exist yet at pre-install)", job.name, cm.name)
+	}
+	// At pre-install only hooks of lower weight exist: the Job must name no
+	// other object of the release.
+	for _, o := range objs {
+		if o.annotations["helm.sh/hook"] != "" {
+			continue
+		}
+		if o.kind == "ServiceAccount" && o.name == spec.ServiceAccountName {
+			t.Errorf("Job %s runs as ServiceAccount %s, which the release creates after its hooks", job.name, o.name)
+		}
+		for _, v := range spec.Volumes {
+			if o.kind == "ConfigMap" && v.ConfigMap != nil && v.ConfigMap.Name == o.name {
+				t.Errorf("Job %s mounts ConfigMap %s, which the release creates after its hooks", job.name, o.name)
+			}
+		}
+	}
+}
+
+func weight(t *testing.T, o *object) int {
+	t.Helper()
+	w, err := strconv.Atoi(o.annotations["helm.sh/hook-weight"])
+	if err != nil {
+		t.Errorf("%s: helm.sh/hook-weight: %v", o, err)
+	}
+	return w
+}
+
+// checkReferences checks that what names another object finds it.
+func checkReferences(t *testing.T, c valuesCase, objs []object) {
+	t.Helper()
+	deployments := map[string]*appsv1.Deployment{}
+	for _, d := range byKind[*appsv1.Deployment](objs) {
+		deployments[d.Name] = d
+	}
+	// selects returns the Deployments whose pods sel selects.
+	selects := func(sel *metav1.LabelSelector) []*appsv1.Deployment {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return nil
+		}
+		var out []*appsv1.Deployment
+		for _, d := range deployments {
+			if s.Matches(labels.Set(d.Spec.Template.Labels)) {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	hasPort := func(d *appsv1.Deployment, name string) bool {
+		for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+			if p.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	services := byKind[*corev1.Service](objs)
+	for _, s := range services {
+		ds := selects(&metav1.LabelSelector{MatchLabels: s.Spec.Selector})
+		if len(ds) == 0 {
+			t.Errorf("Service %s selects no Deployment", s.Name)
+		}
+		for _, p := range s.Spec.Ports {
+			for _, d := range ds {
+				if !hasPort(d, p.TargetPort.String()) {
+					t.Errorf("Service %s port %s: Deployment %s has no port %q", s.Name, p.Name, d.Name, p.TargetPort.String())
+				}
+			}
+		}
+	}
+	for _, p := range byKind[*policyv1.PodDisruptionBudget](objs) {
+		if len(selects(p.Spec.Selector)) != 1 {
+			t.Errorf("PodDisruptionBudget %s selects %d Deployments, want 1", p.Name, len(selects(p.Spec.Selector)))
+		}
+	}
+	for _, n := range byKind[*networkingv1.NetworkPolicy](objs) {
+		if len(selects(&n.Spec.PodSelector)) == 0 {
+			t.Errorf("NetworkPolicy %s selects no pods", n.Name)
+		}
+	}
+	scaled := func(kind, name string) {
+		d, ok := deployments[name]
+		switch {
+		case !ok:
+			t.Errorf("%s targets Deployment %s, which is not rendered", kind, name)
+		case d.Spec.Replicas != nil:
+			t.Errorf("%s scales Deployment %s, which sets replicas: every upgrade would reset them", kind, name)
+		}
+	}
+	for _, h := range byKind[*autoscalingv2.HorizontalPodAutoscaler](objs) {
+		scaled("HorizontalPodAutoscaler "+h.Name, h.Spec.ScaleTargetRef.Name)
+	}
+	for _, so := range byKind[*scaledObject](objs) {
+		scaled("ScaledObject "+so.Metadata.Name, so.Spec.ScaleTargetRef.Name)
+		if so.Spec.MaxReplicaCount == nil || int(*so.Spec.MaxReplicaCount) != c.processorReps {
+			t.Errorf("ScaledObject %s: maxReplicaCount must be the config's processor.replicas %d", so.Metadata.Name, c.processorReps)
+		}
+		if len(so.Spec.Triggers) != 1 || so.Spec.Triggers[0].Type != "nats-jetstream" {
+			t.Errorf("ScaledObject %s: want one nats-jetstream trigger", so.Metadata.Name)
+			continue
+		}
+		md := so.Spec.Triggers[0].Metadata
+		if md["stream"] != "INTAKE_IN" || md["consumer"] != c.consumer || md["account"] == "" ||
+			md["natsServerMonitoringEndpoint"] == "" || md["lagThreshold"] == "" {
+			t.Errorf("ScaledObject %s: trigger metadata %v, want stream INTAKE_IN, consumer %s, account, endpoint, lagThreshold", so.Metadata.Name, md, c.consumer)
+		}
+	}
+	for _, sm := range byKind[*serviceMonitor](objs) {
+		sel, _ := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+		n := 0
+		for _, s := range services {
+			if !sel.Matches(labels.Set(s.Labels)) {
+				continue
+			}
+			n++
+			for _, ep := range sm.Spec.Endpoints {
+				if !slices.ContainsFunc(s.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ep.Port }) {
+					t.Errorf("ServiceMonitor %s: Service %s has no port %q", sm.Metadata.Name, s.Name, ep.Port)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("ServiceMonitor %s selects %d Services, want the metrics Service", sm.Metadata.Name, n)
+		}
+	}
+	for _, pr := range byKind[*prometheusRule](objs) {
+		if len(pr.Spec.Groups) == 0 {
+			t.Errorf("PrometheusRule %s has no groups", pr.Metadata.Name)
+		}
+		for _, g := range pr.Spec.Groups {
+			for i, r := range g.Rules {
+				if r.Expr == "" || (r.Alert == "") == (r.Record == "") {
+					t.Errorf("PrometheusRule %s group %s rule %d: want expr and exactly one of alert, record", pr.Metadata.Name, g.Name, i)
+				}
+			}
+		}
+	}
+}
+
+// TestChartRefusesSecretsInValues: the chart fails rather than render a
+// secret written into values.
+func TestChartRefusesSecretsInValues(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  string
+		want string
+	}{
+		{"postgres url", `postgres: {url: "postgres://intake:hunter2@db/intake"}`, "config.postgres.url"},
+		{"nats password", `nats: {password: hunter2}`, "config.nats.password"},
+		{"integration secret", `integrations: [{name: a, provider: hmac, tenant: t, secrets: [hunter2hunter2]}]`, "config.integrations[0].secrets[0]"},
+		{"api token", `api: {tokens: [{name: ops, token: hunter2hunter2hunter2, role: operator}]}`, "config.api.tokens[0].token"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var cfg map[string]any
+			if err := yaml.Unmarshal([]byte(c.cfg), &cfg); err != nil {
+				t.Fatal(err)
+			}
+			_, err := render(map[string]any{"config": cfg})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("render: %v, want an error naming %s", err, c.want)
+			}
+		})
+	}
+}
+
+// TestValuesDocumented: every value of values.yaml has a row in README.md.
+func TestValuesDocumented(t *testing.T) {
+	vals, err := chartutil.ReadValuesFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := readFile(t, filepath.Join(chartDir, "README.md"))
+	for _, key := range leafKeys("", vals) {
+		if !strings.Contains(readme, "`"+key+"`") {
+			t.Errorf("values.yaml key %s has no row in README.md", key)
+		}
+	}
+}
+
+// leafKeys lists the dotted paths of values: maps are walked, except the
+// free-form ones (their content is the user's), which count as one value.
+func leafKeys(prefix string, m map[string]any) []string {
+	freeForm := map[string]bool{
+		"config": true, "resources": true, "podSecurityContext": true, "securityContext": true,
+		"nodeSelector": true, "affinity": true, "commonLabels": true, "podAnnotations": true, "podLabels": true,
+		"annotations": true, "labels": true,
+	}
+	var out []string
+	for k, v := range m {
+		key := k
+		if prefix != "" {
+			key = prefix + "." + k
+		}
+		if sub, ok := v.(map[string]any); ok && !freeForm[k] && len(sub) > 0 {
+			out = append(out, leafKeys(key, sub)...)
+			continue
+		}
+		out = append(out, key)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestTemplate prints the rendered chart, like `helm template`, when
+// INTAKE_TEMPLATE names a values file of the chart ("ci/demo-values.yaml")
+// or "defaults": deploy/validate/run -run TestTemplate -v.
+func TestTemplate(t *testing.T) {
+	file := os.Getenv("INTAKE_TEMPLATE")
+	if file == "" {
+		t.Skip("set INTAKE_TEMPLATE to a values file of the chart, or defaults")
+	}
+	if file == "defaults" {
+		file = ""
+	}
+	out, err := renderFiles(loadValues(t, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range slices.Sorted(maps.Keys(out)) {
+		if strings.TrimSpace(out[n]) != "" && !strings.HasPrefix(filepath.Base(n), "_") {
+			fmt.Printf("---\n# Source: %s\n%s\n", n, strings.TrimSpace(out[n]))
+		}
+	}
+}
