@@ -19,6 +19,11 @@ fi
 pg_home=$(dirname "$pg_bin")          # /usr/lib/postgresql/15
 pg_major=$(basename "$pg_home")
 busybox=$(command -v busybox || true)
+if { [ -z "$busybox" ] || ldd "$busybox" >/dev/null 2>&1; } && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "build.sh: installing Debian's busybox-static" >&2
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >/dev/null || true
+  busybox=$(command -v busybox || true)
+fi
 if [ -z "$busybox" ] || ldd "$busybox" >/dev/null 2>&1; then
   echo "build.sh: need a static busybox: the nats image's wget, initdb's /bin/sh (Debian: apt-get install busybox-static)" >&2
   exit 1
