@@ -106,6 +106,22 @@ migrate=$($DOCKER inspect -f '{{.State.ExitCode}}' "$(compose ps -q migrate)")
 [ "$migrate" = 0 ] || { log "FAILED: migrate exited $migrate"; exit 1; }
 log "healthy: nats postgres ingress processor replayer (migrate exited 0)"
 
+# ---- NATS not listening when ingress starts (the issue compose had: ingress
+# exited at once): ingress must wait for it (up to 30 s) or be restarted by
+# its policy, and turn healthy again.
+log "outage: nats stopped, ingress restarted without it, nats back after 5s"
+$DOCKER stop -t 10 "$(compose ps -q nats)" >/dev/null
+$DOCKER restart -t 10 "$(compose ps -q ingress)" >/dev/null
+sleep 5
+$DOCKER start "$(compose ps -q nats)" >/dev/null
+sleep 2   # let the health status catch up with the restarts
+deadline=$(( $(date +%s) + ${SMOKE_TIMEOUT:-180} ))
+until healthy; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then log "FAILED: not healthy again after the NATS outage"; exit 1; fi
+  sleep 2
+done
+log "healthy again after the outage (ingress restarts: $($DOCKER inspect -f '{{.RestartCount}}' "$(compose ps -q ingress)"))"
+
 # ---- a signed webhook, twice, from inside the ingress container (`intake
 # send` reads its config there and signs with the integration's secret as
 # Standard Webhooks senders do). `docker exec`, not `compose run`: compose v1
