@@ -3,8 +3,9 @@
 # image and the nats/postgres stand-ins (deploy/images: no registry is
 # reachable here; INTAKE_SMOKE_UPSTREAM=1 uses the official images instead),
 # brings the stack up with random secrets on loopback ports of the host's
-# network (smoke.override.yaml), waits for every service's healthcheck, sends
-# a signed webhook to ingress twice, and waits for the replayer's API to show
+# network (smoke.override.yaml), waits for every service's healthcheck,
+# restarts ingress while NATS is down and waits for it to recover, sends a
+# signed webhook to ingress twice, and waits for the replayer's API to show
 # it processed once with two deliveries. It always tears the stack down,
 # volumes included, and stops a dockerd it started.
 # No engine that can be reached or started: a message and exit 0.
@@ -55,7 +56,7 @@ for u in ADMIN INGRESS PROCESSOR REPLAYER SUBSCRIBER; do export "INTAKE_NATS_${u
 free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 names=(NATS NATS_MONITOR PG INGRESS INGRESS_INTERNAL PROCESSOR PROCESSOR_INTERNAL REPLAYER REPLAYER_INTERNAL)
 for _ in $(seq 1 20); do
-  base=$(( 20000 + RANDOM % 20000 )) ok=1
+  base=$(( 20000 + RANDOM % 12000 )) ok=1   # below Linux's ephemeral ports (32768-)
   for i in "${!names[@]}"; do free $((base + i)) || ok=0; done
   [ $ok = 1 ] && break
 done
