@@ -66,6 +66,7 @@ func newRoot() *cobra.Command {
 		newBenchCmd(g),
 		newVersionCmd(),
 		newNATSCmd(),
+		newHealthcheckCmd(g),
 	)
 	return root
 }

@@ -73,7 +73,8 @@ const (
 	ShutdownTimeout = 30 * time.Second
 )
 
-// startBackoff spaces New's attempts to reach a Postgres that is restarting.
+// startBackoff spaces New's attempts to reach a NATS server or a Postgres
+// that is restarting.
 var startBackoff = backoff.Backoff{Min: 250 * time.Millisecond, Max: 2 * time.Second}
 
 // App is the selected roles, built and wired, in three steps: New connects
@@ -172,9 +173,11 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		}
 	}()
 
+	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
 	// Ingress connects without a reconnect buffer: during an outage it must
 	// answer 503 at once, never "accepted" for a write it cannot confirm.
-	a.nc, err = stream.Connect(cfg.NATS, o.Roles.natsRole(), !o.Roles.Ingress, a.log)
+	a.nc, err = connectNATS(startCtx, cfg.NATS, o.Roles.natsRole(), !o.Roles.Ingress, a.log)
 	if err != nil {
 		return nil, err
 	}
@@ -183,8 +186,6 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
 	if err := stream.WaitReady(startCtx, js); err != nil {
 		return nil, err
 	}
@@ -248,6 +249,25 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		}
 	}
 	return a, nil
+}
+
+// connectNATS dials NATS. A role started while no NATS server listens yet
+// (a container started beside it, a server restarting) waits for one within
+// ctx, the start budget, as openStore waits for Postgres; a refusal (bad
+// credentials, TLS) fails at once.
+func connectNATS(ctx context.Context, c config.NATS, role string, bufferOnReconnect bool, log *slog.Logger) (*nats.Conn, error) {
+	for attempt := 0; ; attempt++ {
+		nc, err := stream.Connect(c, role, bufferOnReconnect, log)
+		if err == nil || ctx.Err() != nil || !errors.Is(err, nats.ErrNoServers) {
+			return nc, err
+		}
+		if attempt == 0 {
+			log.Warn("waiting for nats", "err", err)
+		}
+		if backoff.Sleep(ctx, startBackoff.Next(attempt)) != nil {
+			return nil, err
+		}
+	}
 }
 
 // openStore opens the pool and checks the schema. A role started while

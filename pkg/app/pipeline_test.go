@@ -466,6 +466,46 @@ func TestAPIRequiresToken(t *testing.T) {
 	}
 }
 
+// TestIngressStartedBeforeNATSListensWaitsForIt: a role whose NATS server
+// is not listening yet (a container started beside it) waits for it within
+// the start budget instead of exiting at once.
+func TestIngressStartedBeforeNATSListensWaitsForIt(t *testing.T) {
+	t.Parallel()
+	n := testenv.NATS(t)
+	cfg := testrig.ParseConfig(t, testConfig)
+	cfg.NATS.URL = n.URL()
+	if err := stream.Setup(context.Background(), cfg.NATS, nil); err != nil { // as `intake migrate` does
+		t.Fatal(err)
+	}
+	n.Stop(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	listening := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	var logs testenv.Buffer
+	go func() {
+		done <- app.Run(ctx, cfg, app.Options{Roles: app.Roles{Ingress: true}, HTTPAddr: "127.0.0.1:0",
+			Listening: func(a net.Addr) { listening <- a }, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("app.Run: %v", err)
+		}
+	})
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return strings.Contains(logs.String(), "waiting for nats")
+	}, "the role never tried NATS")
+	n.Start(t) // while app.Run waits
+	select {
+	case <-listening:
+	case err := <-done:
+		t.Fatalf("ingress gave up while NATS was starting: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("ingress never came up after NATS did")
+	}
+}
+
 func TestRoleStartedWhilePostgresIsDownWaitsForIt(t *testing.T) {
 	t.Parallel()
 	pg := testenv.PrivatePostgres(t)

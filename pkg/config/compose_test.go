@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -101,6 +102,121 @@ func TestComposeRolesDialNATSAsTheirOwnUsers(t *testing.T) {
 		}
 		if !strings.Contains(string(conf), "user: "+user+", password: $"+pw) {
 			t.Errorf("deploy/nats/intake.conf has no user %s with password $%s", user, pw)
+		}
+	}
+}
+
+// composeFile is the part of docker-compose.yml the shape tests read.
+type composeFile struct {
+	Services map[string]struct {
+		Image       string   `yaml:"image"`
+		Ports       []string `yaml:"ports"`
+		Restart     string   `yaml:"restart"`
+		NetworkMode string   `yaml:"network_mode"`
+		Healthcheck struct {
+			Test []string `yaml:"test"`
+		} `yaml:"healthcheck"`
+		DependsOn map[string]struct {
+			Condition string `yaml:"condition"`
+		} `yaml:"depends_on"`
+	} `yaml:"services"`
+}
+
+func readCompose(t *testing.T, path string) composeFile {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f composeFile
+	if err := yaml.Unmarshal(raw, &f); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return f
+}
+
+var intakeRoles = []string{"ingress", "processor", "replayer"}
+
+// TestComposeStartsInOrderAndHeals: every long-running service has a
+// healthcheck (the Intake roles' runs `intake healthcheck`: the image has no
+// shell) and restarts by itself; migrate runs once both engines are healthy,
+// and the roles start only after it exited 0 — ingress refuses to start
+// without NATS and the streams.
+func TestComposeStartsInOrderAndHeals(t *testing.T) {
+	f := readCompose(t, "../../docker-compose.yml")
+	for _, name := range append([]string{"nats", "postgres"}, intakeRoles...) {
+		s := f.Services[name]
+		if len(s.Healthcheck.Test) < 2 || s.Healthcheck.Test[0] != "CMD" {
+			t.Errorf("service %s: healthcheck %v, want an exec-form [CMD, …] test", name, s.Healthcheck.Test)
+		}
+		if s.Restart != "unless-stopped" {
+			t.Errorf("service %s: restart %q, want unless-stopped", name, s.Restart)
+		}
+	}
+	for _, name := range intakeRoles {
+		if test := f.Services[name].Healthcheck.Test; !slices.Contains(test, "healthcheck") {
+			t.Errorf("service %s: healthcheck %v does not run `intake healthcheck`", name, test)
+		}
+	}
+	want := map[string]map[string]string{
+		"migrate":   {"nats": "service_healthy", "postgres": "service_healthy"},
+		"ingress":   {"nats": "service_healthy", "migrate": "service_completed_successfully"},
+		"processor": {"nats": "service_healthy", "postgres": "service_healthy", "migrate": "service_completed_successfully"},
+		"replayer":  {"nats": "service_healthy", "postgres": "service_healthy", "migrate": "service_completed_successfully"},
+	}
+	for name, deps := range want {
+		got := f.Services[name].DependsOn
+		for dep, cond := range deps {
+			if got[dep].Condition != cond {
+				t.Errorf("service %s: depends on %s with %q, want %q", name, dep, got[dep].Condition, cond)
+			}
+		}
+	}
+	if r := f.Services["migrate"].Restart; r != "no" {
+		t.Errorf("migrate: restart %q, want \"no\" (the roles wait for it to exit 0)", r)
+	}
+}
+
+// TestComposeImagesAreOneAndReplaceable: every Intake service runs the same
+// image, and each image is a variable with the upstream default, so the
+// smoke test can run stand-ins where no registry is reachable.
+func TestComposeImagesAreOneAndReplaceable(t *testing.T) {
+	f := readCompose(t, "../../docker-compose.yml")
+	for _, name := range append([]string{"migrate"}, intakeRoles...) {
+		if img := f.Services[name].Image; img != "${INTAKE_IMAGE:-intake:local}" {
+			t.Errorf("service %s: image %q, want ${INTAKE_IMAGE:-intake:local}", name, img)
+		}
+	}
+	for name, want := range map[string]string{"nats": "${INTAKE_NATS_IMAGE:-nats:", "postgres": "${INTAKE_POSTGRES_IMAGE:-postgres:15"} {
+		if img := f.Services[name].Image; !strings.HasPrefix(img, want) {
+			t.Errorf("service %s: image %q, want %s…}", name, img, want)
+		}
+	}
+	// ingress publishes only the webhook port beyond loopback.
+	for _, p := range f.Services["ingress"].Ports {
+		if p != "8080:8080" && !strings.HasPrefix(p, "127.0.0.1:") {
+			t.Errorf("ingress publishes %q beyond loopback", p)
+		}
+	}
+}
+
+// TestComposeSmokeOverrideStaysOnLoopback: the smoke test's override runs
+// every service in the host's network, so every address it sets must be
+// loopback.
+func TestComposeSmokeOverrideStaysOnLoopback(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/compose/smoke.override.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := readCompose(t, "../../deploy/compose/smoke.override.yaml")
+	for _, name := range []string{"nats", "postgres", "migrate", "ingress", "processor", "replayer"} {
+		if f.Services[name].NetworkMode != "host" {
+			t.Errorf("smoke override: service %s is not in the host's network", name)
+		}
+	}
+	for _, addr := range regexp.MustCompile(`(?:://(?:[^@\n]*@)?|-a", "|listen_addresses=|--http-addr", "|ADDR: )([^:/"\s]*)`).FindAllStringSubmatch(string(raw), -1) {
+		if addr[1] != "127.0.0.1" {
+			t.Errorf("smoke override binds or dials %q, not 127.0.0.1", addr[0])
 		}
 	}
 }
