@@ -3,8 +3,12 @@ package processor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
@@ -27,31 +31,40 @@ func PurgeCutoffs(cfg *config.Config, now time.Time) store.Cutoffs {
 }
 
 // ErrPurgeBusy is a purge that found another runner (a processor's
-// scheduled pass, another `intake purge`) holding the purge lock.
+// scheduled pass, another `intake purge`) holding the purge lease.
 var ErrPurgeBusy = errors.New("another purge is running (a processor's scheduled pass or another intake purge); try again when it ends")
 
-// Purge runs one purge pass for cfg at now, if no other runner holds the
-// purge lock (ErrPurgeBusy if one does), and returns what it removed.
-func Purge(ctx context.Context, st *store.Store, cfg *config.Config, now time.Time) ([]store.Purged, error) {
-	lock, err := st.LockPurge(ctx)
+// Purge runs one purge pass for cfg at now as holder (a name for this
+// runner, unique among them), if no other runner holds the purge lease
+// (ErrPurgeBusy if one does), and returns what it removed.
+func Purge(ctx context.Context, st *store.Store, cfg *config.Config, now time.Time, holder string) ([]store.Purged, error) {
+	lease, err := st.LeasePurge(ctx, holder)
 	if err != nil {
 		return nil, err
 	}
-	if lock == nil {
+	if lease == nil {
 		return nil, ErrPurgeBusy
 	}
-	defer lock.Release()
-	return st.Purge(ctx, PurgeCutoffs(cfg, now), cfg.Retention.BatchSize)
+	defer lease.Release()
+	return st.Purge(ctx, PurgeCutoffs(cfg, now), cfg.Retention.BatchSize, lease)
+}
+
+// PurgeHolder names this process as a purge runner: host, pid and a random
+// suffix, so two processes never share a lease.
+func PurgeHolder() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
 }
 
 // Purger runs the purge every retention.interval in each processor; the
-// purge lock lets one of them at a time do it.
+// purge lease lets one of them at a time do it.
 type Purger struct {
 	st      *store.Store
 	cfg     *config.Config
 	log     *slog.Logger
 	now     func() time.Time
 	metrics *telemetry.Metrics
+	holder  string
 }
 
 // PurgerOptions configure a Purger.
@@ -75,7 +88,7 @@ func NewPurger(o PurgerOptions) *Purger {
 	if o.Metrics == nil {
 		o.Metrics = telemetry.NewMetricsFor(telemetry.Roles{Processor: true})
 	}
-	return &Purger{st: o.Store, cfg: o.Config, log: o.Log, now: o.Now, metrics: o.Metrics}
+	return &Purger{st: o.Store, cfg: o.Config, log: o.Log, now: o.Now, metrics: o.Metrics, holder: PurgeHolder()}
 }
 
 // Run purges every retention.interval until ctx ends; the first pass comes
@@ -103,30 +116,35 @@ func (p *Purger) Run(ctx context.Context) error {
 // returned: the next pass tries again from where the rows are.
 func (p *Purger) Pass(ctx context.Context) {
 	start := time.Now()
-	purged, err := Purge(ctx, p.st, p.cfg, p.now())
+	purged, err := Purge(ctx, p.st, p.cfg, p.now(), p.holder)
 	for _, r := range purged {
 		p.metrics.PurgeRows.WithLabelValues(r.Table).Add(float64(r.Rows))
 	}
 	switch {
 	case errors.Is(err, ErrPurgeBusy):
+		// Another processor runs this pass and reports the tables.
 		p.metrics.PurgePasses.WithLabelValues("busy").Inc()
 		return
 	case err != nil:
+		// What the failing steps left shows in the overdue gauges below.
 		p.metrics.PurgePasses.WithLabelValues("failed").Inc()
 		if ctx.Err() == nil {
 			p.log.Warn("purge pass failed; the next one resumes", "err", err)
 		}
-		return
+	default:
+		p.metrics.PurgePasses.WithLabelValues("done").Inc()
+		p.metrics.PurgeLastDone.SetToCurrentTime()
+		p.metrics.PurgePassSeconds.Observe(time.Since(start).Seconds())
 	}
-	p.metrics.PurgePasses.WithLabelValues("done").Inc()
-	p.metrics.PurgeLastDone.SetToCurrentTime()
-	p.metrics.PurgePassSeconds.Observe(time.Since(start).Seconds())
 	var rows int64
 	for _, r := range purged {
 		rows += r.Rows
 	}
 	if rows > 0 {
 		p.log.Info("purged rows past retention", "rows", rows, "took", time.Since(start).Round(time.Millisecond))
+	}
+	if ctx.Err() != nil {
+		return
 	}
 	now := p.now()
 	stats, err := p.st.RetentionStats(ctx, PurgeCutoffs(p.cfg, now), now)
@@ -141,6 +159,8 @@ func (p *Purger) Pass(ctx context.Context) {
 		p.metrics.RetentionOverdue.WithLabelValues(s.Table).Set(s.Overdue.Seconds())
 		if s.Oldest != nil {
 			p.metrics.RetentionOldest.WithLabelValues(s.Table).Set(s.Oldest.Seconds())
+		} else {
+			p.metrics.RetentionOldest.DeleteLabelValues(s.Table) // empty
 		}
 	}
 }

@@ -24,9 +24,9 @@ func retentionConfig() *config.Config {
 
 // TestPurgePassKeepsWhatIsRetained runs events through a processor, ages
 // some of them by 100 days in the database, and runs a purge pass on a
-// clock the test holds: the aged processed events leave the inbox, their
-// delivery history and executions; the young one, the conflict record and
-// the quarantined row stay. A redelivery of the kept key is a duplicate; a
+// clock the test holds: the aged processed events leave the inbox with
+// their delivery history and executions; the young one, the conflict
+// record and the quarantined row (with its history) stay. A redelivery of the kept key is a duplicate; a
 // redelivery of a purged key is a new event (docs/retention.md).
 func TestPurgePassKeepsWhatIsRetained(t *testing.T) {
 	t.Parallel()
@@ -73,8 +73,12 @@ func TestPurgePassKeepsWhatIsRetained(t *testing.T) {
 		t.Errorf("%d aged processed inbox rows left, want none", got)
 	}
 	for _, table := range []string{"deliveries", "executions"} {
-		if got := r.count(`SELECT count(*) FROM intake.` + table + ` WHERE event_id IN ('old', 'clash', 'bad')`); got != 0 {
-			t.Errorf("%d aged %s rows left, want none", got, table)
+		if got := r.count(`SELECT count(*) FROM intake.` + table + ` WHERE event_id IN ('old', 'clash')`); got != 0 {
+			t.Errorf("%d %s rows of the purged events left, want none", got, table)
+		}
+		// The quarantined event is evidence, and its history goes with it.
+		if got := r.count(`SELECT count(*) FROM intake.` + table + ` WHERE event_id = 'bad'`); got == 0 {
+			t.Errorf("the quarantined event's %s went", table)
 		}
 		if got := r.count(`SELECT count(*) FROM intake.` + table + ` WHERE event_id = 'young'`); got == 0 {
 			t.Errorf("the young event's %s went", table)
@@ -103,9 +107,9 @@ func TestPurgePassKeepsWhatIsRetained(t *testing.T) {
 
 // TestTwoProcessorsNeverPurgeAtOnce: two processors' purgers over one
 // database, passes started together again and again on a table that takes
-// many batches: a watcher on pg_locks never sees the purge lock granted to
-// two sessions, and while a third session holds it both passes step aside
-// (busy) and remove nothing.
+// many batches: a watcher on pg_stat_activity never sees two sessions
+// deleting at once, and while a third runner holds the lease both passes
+// step aside (busy) and remove nothing.
 func TestTwoProcessorsNeverPurgeAtOnce(t *testing.T) {
 	t.Parallel()
 	r := setup(t, "")
@@ -135,10 +139,9 @@ func TestTwoProcessorsNeverPurgeAtOnce(t *testing.T) {
 	watching.Go(func() {
 		for watchCtx.Err() == nil {
 			var n int32
-			if err := r.db.QueryRow(watchCtx, `SELECT count(*) FROM pg_locks
-				WHERE locktype = 'advisory' AND granted -- in this test's database: the other tests purge theirs
-				  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-				  AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('intake.purge', 0) AND objsubid = 1`).Scan(&n); err == nil {
+			if err := r.db.QueryRow(watchCtx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
+				  AND query LIKE 'WITH d AS (DELETE FROM intake.deliveries%'`).Scan(&n); err == nil {
 				if n > most.Load() {
 					most.Store(n)
 				}
@@ -155,9 +158,10 @@ func TestTwoProcessorsNeverPurgeAtOnce(t *testing.T) {
 	}
 	stopWatch()
 	watching.Wait()
-	if got := most.Load(); got != 1 {
-		t.Errorf("the purge lock was seen granted to %d sessions at once at most, want 1", got)
+	if got := most.Load(); got > 1 {
+		t.Errorf("%d sessions were seen purging at once", got)
 	}
+	t.Logf("at most %d session seen purging at a time", most.Load())
 	done := 0.0
 	for _, m := range ms {
 		done += testutil.ToFloat64(m.PurgePasses.WithLabelValues("done"))
@@ -167,21 +171,21 @@ func TestTwoProcessorsNeverPurgeAtOnce(t *testing.T) {
 	}
 
 	// A third runner (an `intake purge`) holds the lock: both step aside.
-	lock, err := r.store.LockPurge(ctx)
-	if err != nil || lock == nil {
-		t.Fatalf("lock: %v, %v", lock, err)
+	lease, err := r.store.LeasePurge(ctx, "intake purge")
+	if err != nil || lease == nil {
+		t.Fatalf("lease: %v, %v", lease, err)
 	}
 	fill()
 	for _, p := range purgers {
 		p.Pass(ctx)
 	}
-	lock.Release()
+	lease.Release()
 	if got := r.count(`SELECT count(*) FROM intake.deliveries`); got != 3000 {
-		t.Errorf("%d delivery rows while another runner held the lock, want all 3000", got)
+		t.Errorf("%d delivery rows while another runner held the lease, want all 3000", got)
 	}
 	for _, m := range ms {
 		if got := testutil.ToFloat64(m.PurgePasses.WithLabelValues("busy")); got < 1 {
-			t.Errorf("busy passes = %v, want at least the one under the third runner's lock", got)
+			t.Errorf("busy passes = %v, want at least the one under the third runner's lease", got)
 		}
 	}
 }

@@ -25,7 +25,7 @@ rows, rejected messages and finished replays after retention.evidence.
 
 It runs against Postgres (postgres.url or DATABASE_URL), in batches of
 retention.batch_size rows, and waits for no other runner: when a processor's pass (or
-another purge) holds the purge lock it says so and exits 1. --dry-run counts the rows
+another purge) holds the purge lease it says so and exits 1. --dry-run counts the rows
 each step would remove and changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -55,7 +55,7 @@ each step would remove and changes nothing.`,
 				printPurged(out, "would remove", rows)
 				return nil
 			}
-			rows, err := processor.Purge(ctx, st, cfg, now)
+			rows, err := processor.Purge(ctx, st, cfg, now, processor.PurgeHolder())
 			printPurged(out, "removed", rows)
 			return err
 		},

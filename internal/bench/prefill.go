@@ -36,11 +36,6 @@ func runPrefill(ctx context.Context, c Config, rep *Report, dir string, pg *pgcl
 	log := c.Log.With("payload", size, "prefill", c.Prefill)
 	backlog := max(int(procGuessRate*c.Duration.Seconds()), 1000)
 
-	empty, dropEmpty, err := freshDB(ctx, pg, fmt.Sprintf("bench_empty_%d_%d", size, time.Now().UnixNano()))
-	if err != nil {
-		return err
-	}
-	defer dropEmpty()
 	full, dropFull, err := freshDB(ctx, pg, fmt.Sprintf("bench_full_%d_%d", size, time.Now().UnixNano()))
 	if err != nil {
 		return err
@@ -52,9 +47,9 @@ func runPrefill(ctx context.Context, c Config, rep *Report, dir string, pg *pgcl
 	}
 	log.Info("prefilled", "took", time.Since(start).Round(time.Second))
 
-	// The first drain sizes the backlog for the rest, on a database of its
-	// own (the empty one must stay as empty for each of its drains as the
-	// full one stays full).
+	// The first drain sizes the backlog for the rest. Every empty drain
+	// gets a database of its own (drainWith); the full one keeps the
+	// backlogs it drained (two, next to Prefill events).
 	r, err := drainWith(ctx, c, dir, pg, size, 1, backlog)
 	if err != nil {
 		return err
@@ -62,11 +57,13 @@ func runPrefill(ctx context.Context, c Config, rep *Report, dir string, pg *pgcl
 	backlog = max(int(r.rate*c.Duration.Seconds()), 1000)
 	var rates [2][]procsRun // empty, full
 	for _, which := range []int{0, 1, 1, 0} {
-		url := empty
-		if which == 1 {
-			url = full
+		var r procsRun
+		var err error
+		if which == 0 {
+			r, err = drainWith(ctx, c, dir, pg, size, 1, backlog)
+		} else {
+			r, err = drainOn(ctx, c, dir, pg, full, size, 1, backlog)
 		}
-		r, err := drainOn(ctx, c, dir, pg, url, size, 1, backlog)
 		if err != nil {
 			return err
 		}
@@ -96,7 +93,7 @@ func runPrefill(ctx context.Context, c Config, rep *Report, dir string, pg *pgcl
 	defer st.Close()
 	cutoff := start.Add(-prefillSpan * 9 / 10)
 	pstart := time.Now()
-	purged, err := st.Purge(ctx, store.Cutoffs{Inbox: cutoff, History: cutoff, Evidence: cutoff}, 500)
+	purged, err := st.Purge(ctx, store.Cutoffs{Inbox: cutoff, History: cutoff, Evidence: cutoff}, 500, nil)
 	if err != nil {
 		return fmt.Errorf("purge: %w", err)
 	}

@@ -9,24 +9,28 @@ import (
 
 // Retention says how long Postgres keeps each kind of row; the processor
 // purges what is older (processor/purge.go, `intake purge`). Three ages:
-// the inbox (the dedup record), the history (delivery history and
-// executions: kept with the inbox or shorter) and the evidence (conflicts,
-// failed and quarantined inbox rows, rejected messages, the replay audit:
-// kept longest). The outbox has its own (outbox.retention) and INTAKE_IN /
+// the inbox (the dedup record; an event's delivery history and executions
+// go with its inbox row), the history (of events the inbox does not hold:
+// rejected, never processed) and the evidence (conflicts, failed and
+// quarantined inbox rows, rejected messages, the replay audit: kept
+// longest). The outbox has its own (outbox.retention) and INTAKE_IN /
 // INTAKE_OUT theirs (nats.stream.max_age). object_versions is not purged: it
 // holds a row per business object, not per event.
 type Retention struct {
-	// Inbox is how long a processed or stale inbox row, and the replay
-	// guard's record of its body, outlive the event's last delivery.
-	// Defaults to DefaultInboxRetention (90 days, 2160h). At least
+	// Inbox is how long a processed or stale inbox row (with its delivery
+	// history and executions), and the replay guard's record of its body,
+	// outlive the event's last delivery. Defaults to
+	// DefaultInboxRetention (90 days, 2160h). At least an hour more than
 	// nats.stream.max_age (a message the stream still holds may come back
-	// by re-drive or replay) and each integration's provider retry window
-	// (provider.RetryWindow); an integration may keep its keys longer with
+	// by re-drive or replay; the hour covers the gap between ingress's
+	// clock and the stream's) and each integration's provider retry window
+	// (provider.RetryWindow); an integration may set its own with
 	// integrations[].inbox_retention.
 	Inbox time.Duration `yaml:"inbox"`
 	// History is how long delivery history rows (by received_at) and
-	// executions (by executed_at) are kept. Defaults to Inbox; at most
-	// Inbox: history of an event the inbox forgot would describe nothing.
+	// executions (by executed_at) of events the inbox does not hold are
+	// kept: deliveries that were rejected or never processed. Defaults to
+	// Inbox; at most Inbox.
 	History time.Duration `yaml:"history"`
 	// Evidence is how long conflicts, failed and quarantined inbox rows,
 	// rejected messages and replays with their items are kept. Defaults to
@@ -53,6 +57,10 @@ const (
 	// inside Postgres's shared lock table (max_locks_per_transaction ×
 	// max_connections, 6,400 by default), beside the processors' own.
 	MaxPurgeBatchSize = 2000
+	// StreamMargin is how much longer than the stream the inbox keeps a
+	// key at least: a key's clock is ingress's receipt time, a message's
+	// the stream's, a little later.
+	StreamMargin = time.Hour
 )
 
 // WithDefaults returns r with every unset field at its default.
@@ -69,16 +77,21 @@ func (r Retention) WithDefaults() Retention {
 // integrations' provider retry windows; errors name the YAML field.
 func (r Retention) Validate(maxAge time.Duration, integrations []Integration) error {
 	var p problems
-	if r.Inbox < maxAge {
-		p.add("retention.inbox", "must be at least nats.stream.max_age (%s): a message INTAKE_IN still holds can come back "+
-			"(re-drive, replay) and would be processed again once its key is purged; got %s", maxAge, r.Inbox)
+	floor := maxAge + StreamMargin
+	if r.Inbox < floor {
+		p.add("retention.inbox", "must be at least nats.stream.max_age (%s) plus %s: a message INTAKE_IN still holds can come back "+
+			"(re-drive, replay) and would be processed again once its key is purged; got %s", maxAge, StreamMargin, r.Inbox)
 	}
 	for i, in := range integrations {
 		keep, field := r.Inbox, "retention.inbox"
 		if in.InboxRetention > 0 {
 			keep, field = in.InboxRetention, fmt.Sprintf("integrations[%d] (%s).inbox_retention", i, in.Name)
-			if keep < maxAge {
-				p.add(field, "must be at least nats.stream.max_age (%s), got %s", maxAge, keep)
+			if keep < floor {
+				p.add(field, "must be at least nats.stream.max_age (%s) plus %s, got %s", maxAge, StreamMargin, keep)
+			}
+			if keep > r.Evidence {
+				p.add(field, "must be at most retention.evidence (%s): failed and quarantined events are kept longest; got %s",
+					r.Evidence, keep)
 			}
 		} else if in.InboxRetention < 0 {
 			p.add(fmt.Sprintf("integrations[%d] (%s).inbox_retention", i, in.Name), "must be positive, got %s", in.InboxRetention)

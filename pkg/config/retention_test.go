@@ -30,7 +30,7 @@ func TestRetentionDefaultsAndFloors(t *testing.T) {
 	}{
 		{"defaults", Retention{}, 30 * day, nil, nil},
 		{"shorter than the stream", Retention{Inbox: 7 * day}, 30 * day, nil,
-			[]string{"retention.inbox: must be at least nats.stream.max_age (720h0m0s)"}},
+			[]string{"retention.inbox: must be at least nats.stream.max_age (720h0m0s) plus 1h0m0s"}},
 		{"shorter than the provider retries", Retention{Inbox: 2 * day}, day,
 			[]Integration{{Name: "pay", Config: provider.Config{Provider: "stripe"}}},
 			[]string{"retention.inbox: must be at least 72h0m0s for integration pay: Stripe retries for up to 3 days"}},
@@ -38,8 +38,13 @@ func TestRetentionDefaultsAndFloors(t *testing.T) {
 			[]Integration{{Name: "gh", InboxRetention: 36 * time.Hour, Config: provider.Config{Provider: "github"}}},
 			[]string{"integrations[0] (gh).inbox_retention: must be at least 72h0m0s"}},
 		{"an integration may keep longer", Retention{}, 30 * day,
-			[]Integration{{Name: "gh", InboxRetention: 400 * day, Config: provider.Config{Provider: "github"}}}, nil},
-		{"a provider with no documented window", Retention{Inbox: day}, day,
+			[]Integration{{Name: "gh", InboxRetention: 300 * day, Config: provider.Config{Provider: "github"}}}, nil},
+		{"but not past the evidence", Retention{}, 30 * day,
+			[]Integration{{Name: "gh", InboxRetention: 400 * day, Config: provider.Config{Provider: "github"}}},
+			[]string{"integrations[0] (gh).inbox_retention: must be at most retention.evidence"}},
+		{"the stream's age is not enough", Retention{Inbox: 30 * day}, 30 * day, nil,
+			[]string{"retention.inbox: must be at least nats.stream.max_age (720h0m0s) plus 1h0m0s"}},
+		{"a provider with no documented window", Retention{Inbox: day}, 23 * time.Hour,
 			[]Integration{{Name: "h", Config: provider.Config{Provider: "hmac"}}}, nil},
 		{"history past the inbox", Retention{History: 100 * day}, 30 * day, nil,
 			[]string{"retention.history: must be positive and at most retention.inbox"}},
@@ -72,7 +77,7 @@ func TestRetentionDefaultsAndFloors(t *testing.T) {
 func TestRetentionRefusedInAConfig(t *testing.T) {
 	c := Config{NATS: NATS{Stream: Stream{MaxAge: 60 * 24 * time.Hour}}, Retention: Retention{Inbox: 30 * 24 * time.Hour}}.WithDefaults()
 	err := c.Validate()
-	if err == nil || !strings.Contains(err.Error(), "retention.inbox: must be at least nats.stream.max_age (1440h0m0s)") {
+	if err == nil || !strings.Contains(err.Error(), "retention.inbox: must be at least nats.stream.max_age (1440h0m0s) plus 1h0m0s") {
 		t.Fatalf("Validate() = %v", err)
 	}
 }

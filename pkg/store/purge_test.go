@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -49,6 +50,18 @@ func TestPurgeRemovesWhatIsPastRetention(t *testing.T) {
 		exec(`INSERT INTO intake.body_hashes (integration, payload_sha256, account, event_id, first_seen_at)
 			VALUES ('demo', $1, 'a', 'e', $2)`, fmt.Sprint("h", i), at)
 	}
+	// An event's history goes with its inbox row, whatever its age: the
+	// purged old-1's two rows go, the kept young one's old row stays.
+	for i, h := range []struct {
+		id string
+		at time.Time
+	}{{"old-1", ago(91)}, {"old-1", ago(10)}, {"young", ago(100)}} {
+		exec(`INSERT INTO intake.deliveries (receipt_id, integration, account, event_id, received_at, instance, status_code, answer)
+			VALUES ($1, 'demo', 'a', $2, $3, 'i', 200, 'accepted')`, fmt.Sprint("k", i), h.id, h.at)
+		exec(`INSERT INTO intake.executions (integration, account, event_id, mode, stream_seq, executed_at)
+			VALUES ('demo', 'a', $1, 'original', $2, $3)`, h.id, 100+i, h.at)
+	}
+	// History of an event the inbox does not hold goes by retention.history.
 	for i, at := range []time.Time{ago(31), ago(40), ago(29), ago(1)} {
 		exec(`INSERT INTO intake.deliveries (receipt_id, integration, account, event_id, received_at, instance, status_code, answer)
 			VALUES ($1, 'demo', 'a', 'e', $2, 'i', 200, 'accepted')`, fmt.Sprint("r", i), at)
@@ -80,11 +93,11 @@ func TestPurgeRemovesWhatIsPastRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.Purge(ctx, c, 2)
+	got, err := st.Purge(ctx, c, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int64{"inbox": 5, "body_hashes": 2, "deliveries": 2, "executions": 2, "conflicts": 1,
+	want := map[string]int64{"inbox": 5, "body_hashes": 2, "deliveries": 4, "executions": 4, "conflicts": 1,
 		"rejected_messages": 1, "replay_items": 5, "replays": 1}
 	sum := func(ps []store.Purged) map[string]int64 {
 		m := map[string]int64{}
@@ -121,7 +134,7 @@ func TestPurgeRemovesWhatIsPastRetention(t *testing.T) {
 		}
 		return n
 	}
-	for table, n := range map[string]int{"body_hashes": 1, "deliveries": 2, "executions": 2, "conflicts": 1,
+	for table, n := range map[string]int{"body_hashes": 1, "deliveries": 3, "executions": 3, "conflicts": 1,
 		"rejected_messages": 1, "replays": 2, "replay_items": 5} {
 		if got := count(table); got != n {
 			t.Errorf("%s keeps %d rows, want %d", table, got, n)
@@ -129,7 +142,7 @@ func TestPurgeRemovesWhatIsPastRetention(t *testing.T) {
 	}
 
 	// A second pass finds nothing, and the stats say nothing is overdue.
-	if again, err := st.Purge(ctx, c, 2); err != nil || len(again) != 0 {
+	if again, err := st.Purge(ctx, c, 2, nil); err != nil || len(again) != 0 {
 		t.Errorf("second pass: %v, %v", again, err)
 	}
 	stats, err := st.RetentionStats(ctx, c, now)
@@ -149,24 +162,43 @@ func TestPurgeRemovesWhatIsPastRetention(t *testing.T) {
 	}
 }
 
-// TestPurgeLockIsExclusive: while one runner holds the purge lock another
-// gets none, and gets it once the first lets go.
-func TestPurgeLockIsExclusive(t *testing.T) {
+// TestPurgeLeaseIsExclusive: while one runner holds the purge lease
+// another gets none; it gets it once the first lets go, or once the first's
+// lease expired, and the first then finds it lost.
+func TestPurgeLeaseIsExclusive(t *testing.T) {
 	t.Parallel()
 	st := open(t)
 	ctx := context.Background()
-	first, err := st.LockPurge(ctx)
-	if err != nil || first == nil {
-		t.Fatalf("first lock: %v, %v", first, err)
+	a, err := st.LeasePurge(ctx, "a")
+	if err != nil || a == nil {
+		t.Fatalf("first lease: %v, %v", a, err)
 	}
-	second, err := st.LockPurge(ctx)
-	if err != nil || second != nil {
-		t.Fatalf("second lock while the first is held: %v, %v", second, err)
+	if b, err := st.LeasePurge(ctx, "b"); err != nil || b != nil {
+		t.Fatalf("second lease while the first is held: %v, %v", b, err)
 	}
-	first.Release()
-	second, err = st.LockPurge(ctx)
-	if err != nil || second == nil {
-		t.Fatalf("lock after the release: %v, %v", second, err)
+	a.Release()
+	b, err := st.LeasePurge(ctx, "b")
+	if err != nil || b == nil {
+		t.Fatalf("lease after the release: %v, %v", b, err)
 	}
-	second.Release()
+	// b stalls past its expiry; a takes over and b finds out.
+	if _, err := st.Pool().Exec(ctx, `UPDATE intake.purge_lease SET expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	if a, err = st.LeasePurge(ctx, "a"); err != nil || a == nil {
+		t.Fatalf("lease after the holder's expiry: %v, %v", a, err)
+	}
+	if err := b.Renew(ctx); !errors.Is(err, store.ErrPurgeLeaseLost) {
+		t.Fatalf("the stalled holder's renewal: %v, want ErrPurgeLeaseLost", err)
+	}
+	if err := a.Renew(ctx); err != nil {
+		t.Fatalf("the holder's renewal: %v", err)
+	}
+	// A pass whose lease is lost stops at its next batch.
+	if _, err := st.Pool().Exec(ctx, `UPDATE intake.purge_lease SET holder = 'c'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Purge(ctx, store.Cutoffs{Inbox: time.Now(), History: time.Now(), Evidence: time.Now()}, 10, a); !errors.Is(err, store.ErrPurgeLeaseLost) {
+		t.Fatalf("a pass with a lost lease: %v, want ErrPurgeLeaseLost", err)
+	}
 }

@@ -191,7 +191,7 @@ func NewMetricsFor(roles Roles) *Metrics {
 		PurgePassSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "purge",
 			Name: "pass_seconds", Help: "Duration of purge passes that held the lock.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}),
 		RetentionOldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "retention",
-			Name: "oldest_seconds", Help: "Age of the oldest row kept, by table (those with a btree on their time column: inbox, conflicts, rejected_messages, replays), after this processor's last purge pass."}, []string{"table"}),
+			Name: "oldest_seconds", Help: "Age of the oldest row kept, by table, after this processor's last purge pass (absent while the table is empty)."}, []string{"table"}),
 		RetentionOverdue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "retention",
 			Name: "overdue_seconds", Help: "How far past its retention the oldest row the purge should have removed is, by table, after this processor's last pass: 0 while the purge keeps up."}, []string{"table"}),
 		RetentionTableSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "retention",

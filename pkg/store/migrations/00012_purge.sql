@@ -1,0 +1,40 @@
+-- +goose Up
+-- The purge (store.Purge, retention.*, docs/retention.md).
+--
+-- Its steps walk each table's time column in order from where the last
+-- batch stopped, so each needs a btree on it: executions and the delivery
+-- history (for the history of events the inbox does not hold; an inbox
+-- row's own history goes with it, by key) and the replay guard's records.
+-- BRIN would cost less to keep, but a purge that deletes old rows lets
+-- new ones fill the freed pages, and a BRIN range only ever widens: after
+-- one retention period each range spans everything and a BRIN "range read"
+-- is the whole table. These indexes append at their right edge (rows come
+-- in time order).
+--
+-- The replayer's failed/quarantined gauges count by integration: a partial
+-- index holds only those rows, so a processed event's insert pays nothing.
+--
+-- purge_lease is the one runner's lease: a row with an expiry renewed
+-- between batches, rather than a session advisory lock, so it holds behind
+-- a transaction-mode pooler too.
+--
+-- Not CONCURRENTLY, for the reason 00010 gives: the builds hold off
+-- inserts into these tables while they read and sort them; see the upgrade
+-- notes in README.md.
+SET LOCAL lock_timeout = '10s';
+CREATE INDEX executions_executed_idx ON intake.executions (executed_at);
+CREATE INDEX deliveries_received_idx ON intake.deliveries (received_at);
+CREATE INDEX body_hashes_first_seen_idx ON intake.body_hashes (first_seen_at);
+CREATE INDEX inbox_failed_idx ON intake.inbox (integration, status) WHERE status IN ('failed', 'quarantined');
+CREATE TABLE intake.purge_lease (
+    one        boolean     PRIMARY KEY DEFAULT true CHECK (one),
+    holder     text        NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+
+-- +goose Down
+DROP TABLE intake.purge_lease;
+DROP INDEX intake.inbox_failed_idx;
+DROP INDEX intake.body_hashes_first_seen_idx;
+DROP INDEX intake.deliveries_received_idx;
+DROP INDEX intake.executions_executed_idx;
