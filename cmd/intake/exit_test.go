@@ -45,35 +45,10 @@ func TestIntakeMain(t *testing.T) {
 func TestProcessorThatCannotConsumeExitsNonZero(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	n := testenv.NATS(t)
-	dbURL := testenv.Postgres(t)
-	if err := store.Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	const yaml = `
-integrations:
-  - {name: demo, provider: standard, tenant: acme, account: main, secrets: ["whsec_b3duLXNlY3JldC1vZi10aGlzLXRlc3Q="]}
-`
-	path := filepath.Join(t.TempDir(), "intake.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte(yaml), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, dbURL, path, cfg, js := roleDeps(t)
 
 	// A durable "processor" whose deliver policy JetStream will not update
 	// to the processor's.
-	nc, err := nats.Connect(n.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	if err := stream.Ensure(ctx, js, cfg.NATS.Stream); err != nil {
-		t.Fatal(err)
-	}
 	cc := stream.ProcessorConsumerConfig(cfg.Processor)
 	cc.DeliverPolicy = jetstream.DeliverNewPolicy
 	if _, err := js.CreateConsumer(ctx, envelope.StreamIn, cc); err != nil {
@@ -97,4 +72,39 @@ integrations:
 		t.Fatalf("intake processor did not say why it exited:\n%s", out)
 	}
 	t.Logf("exit status %d:\n%s", ee.ExitCode(), out)
+}
+
+// roleDeps is what a role command needs to start: a nats-server with the
+// streams, a migrated database, and a config file with one integration
+// (path, and as parsed).
+func roleDeps(t *testing.T) (n *testenv.NATSServer, dbURL, path string, cfg *config.Config, js jetstream.JetStream) {
+	t.Helper()
+	ctx := context.Background()
+	n = testenv.NATS(t)
+	dbURL = testenv.Postgres(t)
+	if err := store.Migrate(ctx, dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	const yaml = `
+integrations:
+  - {name: demo, provider: standard, tenant: acme, account: main, secrets: ["whsec_b3duLXNlY3JldC1vZi10aGlzLXRlc3Q="]}
+`
+	path = filepath.Join(t.TempDir(), "intake.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(yaml), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(n.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ = jetstream.New(nc)
+	if err := stream.Ensure(ctx, js, cfg.NATS.Stream); err != nil {
+		t.Fatal(err)
+	}
+	return n, dbURL, path, cfg, js
 }

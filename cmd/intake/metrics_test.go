@@ -6,21 +6,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/intakehq/intake/internal/scrape"
 	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/pkg/config"
-	"github.com/intakehq/intake/pkg/store"
-	"github.com/intakehq/intake/pkg/stream"
 )
 
 // TestRoleCommandsExportOnlyTheirSeries runs `intake ingress`, `intake
@@ -30,32 +23,7 @@ import (
 func TestRoleCommandsExportOnlyTheirSeries(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	n := testenv.NATS(t)
-	dbURL := testenv.Postgres(t)
-	if err := store.Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	const yaml = `
-integrations:
-  - {name: demo, provider: standard, tenant: acme, account: main, secrets: ["whsec_b3duLXNlY3JldC1vZi10aGlzLXRlc3Q="]}
-`
-	path := filepath.Join(t.TempDir(), "intake.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte(yaml), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(n.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	if err := stream.Ensure(ctx, js, cfg.NATS.Stream); err != nil {
-		t.Fatal(err)
-	}
+	n, dbURL, path, _, _ := roleDeps(t)
 
 	// foreign are the prefixes of the other roles' series.
 	foreign := map[string][]string{
