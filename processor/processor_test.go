@@ -14,7 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/intakehq/intake/internal/faults"
 	"github.com/intakehq/intake/internal/testenv"
@@ -766,5 +768,45 @@ func TestReexecutionRedeliveredAfterItsCommitRunsOnce(t *testing.T) {
 	}
 	if n := r.count(`SELECT count(*) FROM intake.executions WHERE event_id = 'evt_rerun' AND mode = 'reexecute'`); n != 1 {
 		t.Fatalf("%d re-executions recorded, want 1", n)
+	}
+}
+
+// TestStartedProcessorExportsAlertSeriesAtZero: the series the alerts take
+// an increase() of exist at 0 for every configured integration before
+// anything happened, so the first conflict, late failure or commit is an
+// increase of 1 (a series that first appears at 1 increases by 0).
+func TestStartedProcessorExportsAlertSeriesAtZero(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	m := telemetry.NewMetricsFor(telemetry.Roles{Processor: true})
+	other := config.Integration{Name: "other", Tenant: "acme", Account: "main"}
+	r.run(processor.Options{Metrics: m, Integrations: []config.Integration{demo, other}})
+	// Gathered before any WithLabelValues here, which would create them.
+	const want = `
+# HELP intake_processor_conflicts_total Same-id-different-payload deliveries recorded.
+# TYPE intake_processor_conflicts_total counter
+intake_processor_conflicts_total{integration="demo"} 0
+intake_processor_conflicts_total{integration="other"} 0
+`
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "intake_processor_conflicts_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(m.FailureDelivery); n != 2 {
+		t.Errorf("%d intake_processor_failure_delivery series, want 2 (one per integration)", n)
+	}
+	if n := testutil.CollectAndCount(m.Processed); n != 2 {
+		t.Errorf("%d intake_processor_messages_total series, want 2 (outcome new, one per integration)", n)
+	}
+	for _, name := range []string{"demo", "other"} {
+		var d dto.Metric
+		if err := m.FailureDelivery.WithLabelValues(name).(prometheus.Metric).Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		if n := d.GetHistogram().GetSampleCount(); n != 0 {
+			t.Errorf("intake_processor_failure_delivery_count{integration=%q} = %d, want 0", name, n)
+		}
+		if n := testutil.ToFloat64(m.Processed.WithLabelValues(name, "new")); n != 0 {
+			t.Errorf("intake_processor_messages_total{integration=%q,outcome=\"new\"} = %v, want 0", name, n)
+		}
 	}
 }

@@ -42,7 +42,7 @@ type Metrics struct {
 	RequestLatency *prometheus.HistogramVec // integration, code
 
 	// Processor.
-	Processed *prometheus.CounterVec // integration, outcome (new, duplicate, redelivered, conflict)
+	Processed *prometheus.CounterVec // integration, outcome (inbox.Outcome: new, duplicate, redelivered, conflict, stale, replayed, retried, reexecuted)
 	Conflicts *prometheus.CounterVec // integration
 	Failures  *prometheus.CounterVec // integration, kind
 	// ProcessorRejected counts messages refused before the inbox decision
@@ -70,7 +70,8 @@ type Metrics struct {
 	ConsumerRedelivered prometheus.Gauge
 	// OldestUnprocessedAge is the age of the oldest message the processor
 	// consumer has not had acked (the first after its ack floor), 0 when
-	// none waits, at the same look: how far behind the pipeline is.
+	// none waits, at the same look: the oldest of a backlog, or an event
+	// waiting out its retry backoff (NAK-delayed, it holds the ack floor).
 	OldestUnprocessedAge prometheus.Gauge
 	// FailureDelivery observes the delivery number of each handler
 	// failure (1 for the first attempt), by integration: failures at the
@@ -150,7 +151,7 @@ func NewMetricsFor(roles Roles) *Metrics {
 		RequestLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "ingress",
 			Name: "request_seconds", Help: "Webhook request duration.", Buckets: lat}, []string{"integration", "code"}),
 		Processed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
-			Name: "messages_total", Help: "Messages committed by the processor, by inbox outcome."}, []string{"integration", "outcome"}),
+			Name: "messages_total", Help: "Messages committed by the processor, by inbox outcome (new, duplicate, redelivered, conflict, stale, replayed, retried, reexecuted)."}, []string{"integration", "outcome"}),
 		Conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "conflicts_total", Help: "Same-id-different-payload deliveries recorded."}, []string{"integration"}),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
@@ -172,7 +173,7 @@ func NewMetricsFor(roles Roles) *Metrics {
 		ConsumerRedelivered: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "consumer_redelivered", Help: "Messages the processor consumer delivered more than once and not yet had acked (num_redelivered), at this processor's last look (aggregate with max)."}),
 		OldestUnprocessedAge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "processor",
-			Name: "oldest_unprocessed_age_seconds", Help: "Age of the oldest message in INTAKE_IN the processor consumer has not had acked (0 when none waits), at this processor's last look (aggregate with max)."}),
+			Name: "oldest_unprocessed_age_seconds", Help: "Age of the oldest unacknowledged message of the processor consumer in INTAKE_IN (0 when none waits): the oldest of a backlog, or an event waiting out its retry backoff; at this processor's last look (aggregate with max)."}),
 		FailureDelivery: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "failure_delivery", Help: "Handler failures by the delivery they happened on (1: first attempt); count minus the le=\"4\" bucket is failures on the fifth delivery or later.",
 			Buckets: []float64{1, 2, 3, 4, 5, 10, 20}}, []string{"integration"}),
@@ -208,6 +209,11 @@ func NewMetricsFor(roles Roles) *Metrics {
 	}
 	for _, c := range m.collectors(roles) {
 		reg.MustRegister(c)
+	}
+	// IntakePurgeFailing takes an increase() of the failed passes: a
+	// series that first appeared at 1 would hide the first failure.
+	for _, result := range []string{"done", "busy", "failed"} {
+		m.PurgePasses.WithLabelValues(result)
 	}
 	return m
 }
