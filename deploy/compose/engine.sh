@@ -80,7 +80,7 @@ ensure() {
   mkdir -p "$state/data-root" "$state/exec-root"
   dockerd --bridge=none --iptables=false --ip6tables=false \
     --data-root "$state/data-root" --exec-root "$state/exec-root" \
-    --pidfile "$state/dockerd.pidfile" -H "unix://$sock" >"$state/dockerd.log" 2>&1 &
+    --pidfile "$state/dockerd.pidfile" -H "unix://$sock" >"$state/dockerd.log" 2>&1 9>&- &   # 9: the lock, not dockerd's
   echo $! >"$pidfile"
   for _ in $(seq 1 60); do
     if DOCKER_HOST=unix://$sock $DOCKER info >/dev/null 2>&1; then return 0; fi
@@ -109,10 +109,13 @@ stop() {
     return 1
   fi
   rm -f "$pidfile"
-  # Its images, containers and volumes go with it; a mount it left behind
-  # keeps the directory (reported, not forced).
+  # Its images, containers and volumes go with it. dockerd leaves mounts
+  # behind (exec-root/netns/default, the host network's namespace): those
+  # under this state only, deepest first.
+  awk -v root="$state/" 'index($2, root) == 1 {print $2}' /proc/self/mounts | sort -r |
+    while read -r m; do umount "$m" || umount -l "$m"; done
   rm -rf "$state/data-root" "$state/exec-root" 2>/dev/null ||
-    echo "engine: could not remove all of $state/data-root (a mount left behind?)" >&2
+    echo "engine: could not remove all of $state/data-root and exec-root (a mount left behind?)" >&2
   return 0
 }
 
