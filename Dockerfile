@@ -1,6 +1,11 @@
 # One static binary, one image, every role; the command picks the role:
 #   docker run --rm intake:local ingress --config /etc/intake/intake.yaml
 #
+# Build it with `make image` (IMAGE=REGISTRY/intake:TAG IMAGE_ARCH=amd64|arm64),
+# not a bare `docker build .`: the two files copied below exist only after
+# `make image-bin`, and without them the build stops at the COPY with
+# "bin/intake-linux-…: not found" (a scratch image has no shell to say more).
+#
 # Built by `make image`, which first builds bin/intake-linux-$(IMAGE_ARCH)
 # on the host (CGO_ENABLED=0, -trimpath) and copies the host's CA bundle to
 # bin/image/: the image is FROM scratch and the build pulls nothing, so it

@@ -114,8 +114,10 @@ image-bin:
 	@test -r $(CA_BUNDLE) || { echo "no CA bundle at $(CA_BUNDLE) (Debian: apt-get install ca-certificates; or CA_BUNDLE=…)"; exit 1; }
 	mkdir -p bin/image && cp $(CA_BUNDLE) bin/image/ca-certificates.crt
 
+# --platform: the image says which architecture its binary is for (without
+# it an IMAGE_ARCH=arm64 image built on amd64 would claim amd64).
 image: image-bin ## the intake image (every role), tagged $(IMAGE)
-	$(DOCKER) build --build-arg TARGETARCH=$(IMAGE_ARCH) --build-arg VERSION=$(VERSION) \
+	$(DOCKER) build --platform linux/$(IMAGE_ARCH) --build-arg TARGETARCH=$(IMAGE_ARCH) --build-arg VERSION=$(VERSION) \
 	  --build-arg REVISION=$(REVISION) --build-arg CREATED=$$(date -u +%Y-%m-%dT%H:%M:%SZ) -t $(IMAGE) .
 
 # Stand-ins for nats:… and postgres:15, built from what this machine has

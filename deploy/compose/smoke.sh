@@ -7,8 +7,9 @@
 # restarts ingress while NATS is down and waits for it to recover, sends a
 # signed webhook to ingress twice, and waits for the replayer's API to show
 # it processed once with two deliveries. It always tears the stack down,
-# volumes included, and stops a dockerd it started.
-# No engine that can be reached or started: a message and exit 0.
+# volumes and the images it built included, and stops a dockerd it started.
+# No engine that can be reached or started: a message and exit 0, or exit 1
+# with INTAKE_SMOKE_REQUIRE_ENGINE=1 (CI sets it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 here=deploy/compose
@@ -17,33 +18,61 @@ export DOCKER
 start=$(date +%s)
 log() { echo "compose-smoke [$(( $(date +%s) - start ))s]: $*"; }
 
-# Stop at the end only a dockerd started here (CI starts and stops its own).
-state=${INTAKE_ENGINE_STATE:-${TMPDIR:-/tmp}/intake-dockerd}
-export INTAKE_ENGINE_STATE=$state
+# Stop at the end only a dockerd started here (CI starts and stops its
+# own); engine.sh keeps this run's dockerd apart from any other's.
+made_state=0
+if [ -z "${INTAKE_ENGINE_STATE:-}" ]; then
+  INTAKE_ENGINE_STATE=$(mktemp -d "${TMPDIR:-/tmp}/intake-smoke-engine.XXXXXX")
+  made_state=1
+fi
+state=$INTAKE_ENGINE_STATE
+export INTAKE_ENGINE_STATE
 ours=0
-[ -f "$state.pid" ] || ours=1
+[ -f "$state/dockerd.pid" ] || ours=1
 set +e
 $here/engine.sh ensure
 rc=$?
 set -e
 if [ $rc -ne 0 ]; then
+  [ $made_state = 1 ] && rm -rf "$state"
+  if [ "${INTAKE_SMOKE_REQUIRE_ENGINE:-}" = 1 ]; then
+    log "FAILED: no container engine could be reached or started (see above), and INTAKE_SMOKE_REQUIRE_ENGINE=1"
+    exit 1
+  fi
   log "SKIPPED: no container engine could be reached or started (see above); nothing was tested"
   exit 0
 fi
-[ -f "$state.pid" ] || ours=0
-stop_engine() { if [ $ours = 1 ]; then $here/engine.sh stop || true; fi; }
-trap stop_engine EXIT
+[ -f "$state/dockerd.pid" ] || ours=0
+engine_host=$($here/engine.sh host)
+if [ -n "$engine_host" ]; then export DOCKER_HOST=$engine_host; fi
+built=()   # images built here, removed at the end
+remove_images() {
+  if [ ${#built[@]} -gt 0 ]; then $DOCKER rmi "${built[@]}" >/dev/null 2>&1 || log "could not remove the images ${built[*]}"; fi
+}
+stop_engine() {
+  if [ $ours = 1 ]; then
+    if $here/engine.sh stop; then
+      if [ $made_state = 1 ]; then rm -rf "$state"; fi
+    else
+      log "the dockerd started here did not stop (see above; state in $state)"
+    fi
+  fi
+}
+cleanup() { remove_images; stop_engine; }
+trap cleanup EXIT
 read -r -a compose_tool <<<"$($here/engine.sh compose)"
 log "engine: $($DOCKER version --format '{{.Server.Version}}' 2>/dev/null), compose: ${compose_tool[*]} $("${compose_tool[@]}" version --short 2>/dev/null || true)"
 
 # ---- images
 export INTAKE_IMAGE=${INTAKE_IMAGE:-intake:smoke}
 make --no-print-directory image IMAGE="$INTAKE_IMAGE" >/dev/null
+built+=("$INTAKE_IMAGE")
 if [ "${INTAKE_SMOKE_UPSTREAM:-}" != 1 ]; then
   nats_version=$(${GO:-go} list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)
   pg_major=$(basename "$(dirname "$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)")")
   export INTAKE_NATS_IMAGE=${INTAKE_NATS_IMAGE:-intake-standin/nats:${nats_version#v}}
   export INTAKE_POSTGRES_IMAGE=${INTAKE_POSTGRES_IMAGE:-intake-standin/postgres:$pg_major}
+  built+=("$INTAKE_NATS_IMAGE" "$INTAKE_POSTGRES_IMAGE")
   deploy/images/build.sh
 fi
 log "images: $INTAKE_IMAGE, ${INTAKE_NATS_IMAGE:-nats (compose default)}, ${INTAKE_POSTGRES_IMAGE:-postgres (compose default)}"
@@ -83,7 +112,9 @@ teardown() {
   fi
   compose down -v --remove-orphans --timeout 20 >/dev/null 2>&1 || compose down -v --remove-orphans || true
   rm -f "$stack"
-  log "torn down (containers, network, volumes)"
+  remove_images
+  log "torn down (containers, network, volumes, images ${built[*]})"
+  built=()
   stop_engine
 }
 trap teardown EXIT

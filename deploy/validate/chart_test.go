@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"os"
@@ -278,12 +280,47 @@ func checkWorkloads(t *testing.T, objs []object) {
 			t.Errorf("Deployment %s: no checksum/config: a config change would not roll it", d.Name)
 		}
 		checkPod(t, "Deployment "+d.Name, d.Spec.Template.Labels["app.kubernetes.io/component"], d.Spec.Template.Spec)
+		checkDrain(t, d, defaultDrain)
 	}
 	for _, j := range byKind[*batchv1.Job](objs) {
 		if j.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
 			t.Errorf("Job %s: restartPolicy %q", j.Name, j.Spec.Template.Spec.RestartPolicy)
 		}
 		checkPod(t, "Job "+j.Name, j.Spec.Template.Labels["app.kubernetes.io/component"], j.Spec.Template.Spec)
+	}
+}
+
+// defaultDrain is values.yaml's terminationDrain.seconds.
+const defaultDrain = 10
+
+// shutdownTimeout is pkg/app.ShutdownTimeout: what a role takes after
+// SIGTERM for in-flight requests.
+const shutdownTimeout = 30
+
+// checkDrain: ingress and replayer (behind Services) sleep drain seconds in
+// a preStop hook, and their grace period covers that and the shutdown; the
+// processor (no Service traffic) has no hook.
+func checkDrain(t *testing.T, d *appsv1.Deployment, drain int64) {
+	t.Helper()
+	role := d.Spec.Template.Labels["app.kubernetes.io/component"]
+	spec := d.Spec.Template.Spec
+	var sleep int64
+	if l := spec.Containers[0].Lifecycle; l != nil && l.PreStop != nil {
+		if l.PreStop.Sleep == nil {
+			t.Errorf("Deployment %s: preStop must be a sleep (the image has no shell)", d.Name)
+		} else {
+			sleep = l.PreStop.Sleep.Seconds
+		}
+	}
+	want := drain
+	if role == "processor" {
+		want = 0
+	}
+	if sleep != want {
+		t.Errorf("Deployment %s: preStop sleep %ds, want %ds", d.Name, sleep, want)
+	}
+	if g := spec.TerminationGracePeriodSeconds; g == nil || *g < sleep+shutdownTimeout {
+		t.Errorf("Deployment %s: terminationGracePeriodSeconds %v, want at least the drain %ds plus the shutdown %ds", d.Name, g, sleep, shutdownTimeout)
 	}
 }
 
@@ -347,6 +384,11 @@ func checkPod(t *testing.T, where, role string, spec corev1.PodSpec) {
 	}
 	if _, ok := env["INTAKE_NATS_PASSWORD"]; !ok {
 		t.Errorf("%s: no INTAKE_NATS_PASSWORD", where)
+	}
+	// The chart's GOMEMLIMIT comes first, so an extraEnv one (later) wins.
+	if i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMEMLIMIT" }); i < 0 ||
+		c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.ResourceFieldRef == nil || c.Env[i].ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
+		t.Errorf("%s: GOMEMLIMIT must come from the memory limit (resourceFieldRef limits.memory)", where)
 	}
 	if _, ok := env["DATABASE_URL"]; ok != want.database {
 		t.Errorf("%s: DATABASE_URL present %v, want %v", where, ok, want.database)
@@ -473,6 +515,30 @@ func checkReferences(t *testing.T, c valuesCase, objs []object) {
 		}
 		return false
 	}
+	var configMap *object
+	for i, o := range objs {
+		if o.kind == "ConfigMap" && o.annotations["helm.sh/hook"] == "" {
+			configMap = &objs[i]
+		}
+	}
+	if configMap == nil {
+		t.Fatal("no config ConfigMap")
+	}
+	data := configMap.typed.(*corev1.ConfigMap).Data["intake.yaml"]
+	sum := sha256.Sum256([]byte(strings.TrimSuffix(data, "\n")))
+	if want := release + "-config-" + hex.EncodeToString(sum[:])[:10]; configMap.name != want {
+		t.Errorf("config ConfigMap %s, want %s: named after its content, so each ReplicaSet keeps its own", configMap.name, want)
+	}
+	if configMap.annotations["helm.sh/resource-policy"] != "keep" {
+		t.Errorf("config ConfigMap %s: want helm.sh/resource-policy: keep (old pods still mount it after the upgrade)", configMap.name)
+	}
+	for _, d := range deployments {
+		if !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+			return v.ConfigMap != nil && v.ConfigMap.Name == configMap.name
+		}) {
+			t.Errorf("Deployment %s does not mount the config ConfigMap %s", d.Name, configMap.name)
+		}
+	}
 	services := byKind[*corev1.Service](objs)
 	for _, s := range services {
 		ds := selects(&metav1.LabelSelector{MatchLabels: s.Spec.Selector})
@@ -495,6 +561,24 @@ func checkReferences(t *testing.T, c valuesCase, objs []object) {
 	for _, n := range byKind[*networkingv1.NetworkPolicy](objs) {
 		if len(selects(&n.Spec.PodSelector)) == 0 {
 			t.Errorf("NetworkPolicy %s selects no pods", n.Name)
+		}
+		if len(n.Spec.Egress) == 0 {
+			continue
+		}
+		// DNS, NATS and Postgres, each a rule of its own (the restore runbook
+		// changes networkPolicy.egress.postgres).
+		ports := map[int32]bool{}
+		for _, r := range n.Spec.Egress {
+			for _, p := range r.Ports {
+				if len(r.To) > 0 {
+					ports[p.Port.IntVal] = true
+				}
+			}
+		}
+		for _, p := range []int32{53, 4222, 5432} {
+			if !ports[p] {
+				t.Errorf("NetworkPolicy %s: no egress rule with peers for port %d", n.Name, p)
+			}
 		}
 	}
 	scaled := func(kind, name string) {
@@ -553,6 +637,48 @@ func checkReferences(t *testing.T, c valuesCase, objs []object) {
 				}
 			}
 		}
+	}
+}
+
+// TestConfigMapFollowsTheConfig: another config is another ConfigMap (and
+// pod template), the same config the same one.
+func TestConfigMapFollowsTheConfig(t *testing.T) {
+	name := func(vals map[string]any) string {
+		t.Helper()
+		objs, err := render(vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range byKind[*appsv1.Deployment](objs) {
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				if v.ConfigMap != nil {
+					return v.ConfigMap.Name
+				}
+			}
+		}
+		t.Fatal("no Deployment mounts a ConfigMap")
+		return ""
+	}
+	a, b := name(map[string]any{}), name(map[string]any{})
+	c := name(map[string]any{"logLevel": "debug"}) // not in the config
+	d := name(map[string]any{"config": map[string]any{"nats": map[string]any{"publish_timeout": "7s"}}})
+	if a != b || a != c {
+		t.Errorf("the same config renders ConfigMaps %s, %s, %s", a, b, c)
+	}
+	if a == d {
+		t.Errorf("a changed config keeps ConfigMap %s", a)
+	}
+}
+
+// TestDrainOff: terminationDrain.seconds 0 leaves the preStop hook out
+// (clusters before Kubernetes 1.30).
+func TestDrainOff(t *testing.T) {
+	objs, err := render(map[string]any{"terminationDrain": map[string]any{"seconds": 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range byKind[*appsv1.Deployment](objs) {
+		checkDrain(t, d, 0)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 )
 
@@ -209,6 +210,18 @@ func TestNATSValues(t *testing.T) {
 			t.Errorf("container.env.%s must come from a Secret (valueFrom.secretKeyRef)", w.Password)
 		}
 	}
+	// JetStream's limit below the volume: at the limit the server refuses
+	// writes; at a full filesystem it fails them.
+	size, err := resource.ParseQuantity(toString(dig(vals, "config", "jetstream", "fileStore", "pvc", "size")))
+	if err != nil {
+		t.Errorf("config.jetstream.fileStore.pvc.size: %v", err)
+	}
+	max, err := resource.ParseQuantity(toString(dig(vals, "config", "jetstream", "fileStore", "maxSize")))
+	if err != nil {
+		t.Errorf("config.jetstream.fileStore.maxSize: %v (set it to about 90%% of pvc.size)", err)
+	} else if max.Value()*10 > size.Value()*9 {
+		t.Errorf("config.jetstream.fileStore.maxSize %s is above 90%% of pvc.size %s", max.String(), size.String())
+	}
 	if dig(vals, "config", "merge", "accounts", "INTAKE", "jetstream") != "enabled" {
 		t.Errorf("account INTAKE must have jetstream: enabled")
 	}
@@ -263,8 +276,8 @@ type cnpgCluster struct {
 }
 
 type cnpgStorage struct {
-	Size         string `json:"size"`
-	StorageClass string `json:"storageClass"`
+	Size         string  `json:"size"`
+	StorageClass *string `json:"storageClass"`
 }
 
 type s3Key struct {
@@ -363,6 +376,13 @@ func TestPostgresCluster(t *testing.T) {
 	}
 	if sync != nil && sync.Number >= s.Instances {
 		t.Errorf("synchronous.number %d must be below instances %d", sync.Number, s.Instances)
+	}
+	// storageClass: "" is a PVC with no class (Pending where nothing
+	// provisions those), not the cluster's default; leave the key out.
+	for name, st := range map[string]*cnpgStorage{"storage": &s.Storage, "walStorage": s.WalStorage} {
+		if st != nil && st.StorageClass != nil && *st.StorageClass == "" {
+			t.Errorf(`%s.storageClass: "" asks for no class, not the default one; leave it out`, name)
+		}
 	}
 	if s.Bootstrap.InitDB.Database == "" || s.Bootstrap.InitDB.Owner == "" {
 		t.Errorf("bootstrap.initdb must name the database and its owner")

@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -251,14 +254,18 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 	return a, nil
 }
 
-// connectNATS dials NATS. A role started while no NATS server listens yet
-// (a container started beside it, a server restarting) waits for one within
-// ctx, the start budget, as openStore waits for Postgres; a refusal (bad
-// credentials, TLS) fails at once.
+// connectNATS dials NATS. A role started while its NATS server cannot be
+// reached yet (a container started beside it, a server restarting, a DNS
+// name not published yet, a dial timing out) waits for one within ctx, the
+// start budget, as openStore waits for Postgres; a server that answers and
+// refuses (credentials, TLS) or a file that cannot be read fails at once.
 func connectNATS(ctx context.Context, c config.NATS, role string, bufferOnReconnect bool, log *slog.Logger) (*nats.Conn, error) {
+	if _, err := stream.Options(c, role); err != nil { // a bad nkey seed: no dial can mend it
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		nc, err := stream.Connect(c, role, bufferOnReconnect, log)
-		if err == nil || ctx.Err() != nil || !errors.Is(err, nats.ErrNoServers) {
+		if err == nil || ctx.Err() != nil || natsRefused(err) {
 			return nc, err
 		}
 		if attempt == 0 {
@@ -268,6 +275,32 @@ func connectNATS(ctx context.Context, c config.NATS, role string, bufferOnReconn
 			return nil, err
 		}
 	}
+}
+
+// natsRefused reports whether err, from dialing NATS, is one that waiting
+// will not mend: the server refused the credentials or the TLS handshake
+// failed, or a credentials, CA or certificate file cannot be read.
+// Everything else (refused or timed out dials, unresolvable names,
+// connections reset) is retried within the start budget.
+func natsRefused(err error) bool {
+	for _, refusal := range []error{nats.ErrAuthorization, nats.ErrAuthExpired, nats.ErrAuthRevoked,
+		nats.ErrAccountAuthExpired, nats.ErrTLS, nats.ErrSecureConnRequired, nats.ErrSecureConnWanted,
+		nats.ErrNkeysNotSupported} {
+		if errors.Is(err, refusal) {
+			return true
+		}
+	}
+	var (
+		unknownAuthority x509.UnknownAuthorityError
+		hostname         x509.HostnameError
+		invalid          x509.CertificateInvalidError
+		verification     *tls.CertificateVerificationError
+		alert            tls.AlertError
+		record           tls.RecordHeaderError
+		path             *fs.PathError
+	)
+	return errors.As(err, &unknownAuthority) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
+		errors.As(err, &verification) || errors.As(err, &alert) || errors.As(err, &record) || errors.As(err, &path)
 }
 
 // openStore opens the pool and checks the schema. A role started while

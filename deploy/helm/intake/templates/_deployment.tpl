@@ -1,6 +1,7 @@
 {{/*
 One role's Deployment: (dict "ctx" $ "role" … "natsUser" … "database" bool
-"values" … "args" … "ports" … "replicas" int-or-nil).
+"values" … "args" … "ports" … "autoscaled" bool "drain" bool); drain: a
+preStop sleep of terminationDrain.seconds for the roles behind a Service.
 */}}
 {{- define "intake.deployment" -}}
 {{- $ := .ctx }}
@@ -38,5 +39,5 @@ spec:
         {{- toYaml . | nindent 8 }}
         {{- end }}
     spec:
-      {{- include "intake.podSpec" (merge (dict "probes" true "spread" true "configMap" (include "intake.fullname" $)) .) | nindent 6 }}
+      {{- include "intake.podSpec" (merge (dict "probes" true "spread" true "configMap" (include "intake.configMapName" $)) .) | nindent 6 }}
 {{- end }}

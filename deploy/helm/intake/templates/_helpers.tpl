@@ -141,6 +141,11 @@ checks that no secret sits in it literally.
 {{- toYaml $cfg }}
 {{- end }}
 
+{{/* The config ConfigMap's name: "<fullname>-config-<first 10 of the config's sha256>". */}}
+{{- define "intake.configMapName" -}}
+{{- printf "%s-config-%s" (include "intake.fullname" .) (include "intake.config" . | sha256sum | trunc 10) }}
+{{- end }}
+
 {{/*
 The pod spec parts of a role: (dict "ctx" $ "role" "ingress" "natsUser" "ingress"
 "database" true "values" .Values.ingress "args" (list …) "ports" (list …)).
@@ -159,8 +164,10 @@ priorityClassName: {{ . }}
 {{- end }}
 securityContext:
   {{- toYaml $.Values.podSecurityContext | nindent 2 }}
+{{- $drain := 0 }}
+{{- if get . "drain" }}{{ $drain = $.Values.terminationDrain.seconds | int }}{{ end }}
 {{- with $v.terminationGracePeriodSeconds }}
-terminationGracePeriodSeconds: {{ . }}
+terminationGracePeriodSeconds: {{ add . $drain }}
 {{- end }}
 containers:
   - name: {{ .role }}
@@ -175,6 +182,14 @@ containers:
       - --log-level
       - {{ $.Values.logLevel }}
     {{- include "intake.env" . | nindent 4 }}
+    {{- if gt $drain 0 }}
+    # Endpoints drop a terminating pod a moment after it is told to stop:
+    # serve on meanwhile, then SIGTERM (the grace period above includes this).
+    lifecycle:
+      preStop:
+        sleep:
+          seconds: {{ $drain }}
+    {{- end }}
     {{- with .ports }}
     ports:
       {{- toYaml . | nindent 6 }}
@@ -264,6 +279,12 @@ env:
         name: {{ default (include "intake.secretName" $) $.Values.secrets.databaseURL.name }}
         key: {{ $.Values.secrets.databaseURL.key }}
   {{- end }}
+  # The Go runtime's soft memory limit, the container's: the GC works harder
+  # near it instead of the kernel killing the pod (extraEnv may override it).
+  - name: GOMEMLIMIT
+    valueFrom:
+      resourceFieldRef:
+        resource: limits.memory
   {{- with .values.extraEnv }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
