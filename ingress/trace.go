@@ -2,7 +2,6 @@ package ingress
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 
 	"github.com/nats-io/nats.go"
@@ -68,13 +67,14 @@ func (s *Service) outcome(ctx context.Context, outcome string) {
 	}
 }
 
-// logTraceID is the trace_id of a log line about the request (empty, and
-// dropped, when tracing is off).
-func (s *Service) logTraceID(ctx context.Context) slog.Attr {
+// logArgs is args for a log line about the request, with its trace_id
+// when the request is traced. Off, args comes back as is: no attribute is
+// boxed, so a rejection's log line costs what it did before tracing.
+func (s *Service) logArgs(ctx context.Context, args ...any) []any {
 	if s.tracer == nil {
-		return slog.Attr{}
+		return args
 	}
-	return telemetry.LogTraceID(trace.SpanContextFromContext(ctx))
+	return telemetry.AppendTraceID(args, trace.SpanContextFromContext(ctx))
 }
 
 // startVerify starts the signature check's span; nil when tracing is off.

@@ -61,3 +61,17 @@ func TestTracingOffAllocatesNothingPerRequest(t *testing.T) {
 		t.Errorf("tracing touched Nats-Msg-Id: %q", id)
 	}
 }
+
+// logArgs, at every log call on a request's path, hands its arguments
+// back untouched with tracing off.
+func TestLogArgsAllocateNothingWhenOff(t *testing.T) {
+	s := &Service{}
+	ctx := context.Background()
+	args := []any{"integration", "demo", "reason", "bad_signature"}
+	if n := testing.AllocsPerRun(100, func() { _ = s.logArgs(ctx, args...) }); n != 0 {
+		t.Errorf("%v allocations with tracing off, want 0", n)
+	}
+	if got := s.logArgs(ctx, args...); len(got) != len(args) {
+		t.Errorf("tracing off added %v", got[len(args):])
+	}
+}

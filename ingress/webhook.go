@@ -66,8 +66,8 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 	reject := func(code int, reason string) int {
 		s.metrics.Rejected.WithLabelValues(in.Name, reason).Inc()
 		s.outcome(r.Context(), reason)
-		s.log.Info("webhook rejected", "integration", in.Name, "reason", reason, "status", code, "remote", r.RemoteAddr,
-			s.logTraceID(r.Context()))
+		s.log.Info("webhook rejected",
+			s.logArgs(r.Context(), "integration", in.Name, "reason", reason, "status", code, "remote", r.RemoteAddr)...)
 		writeAnswer(w, code, Answer{Status: "rejected", Reason: reason})
 		return code
 	}
@@ -189,7 +189,7 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 		// of a write that did land is stopped by the duplicate window.
 		s.metrics.Rejected.WithLabelValues(in.Name, "unavailable").Inc()
 		s.outcome(r.Context(), "unavailable")
-		s.log.Warn("publish failed", "integration", in.Name, "key", key.String(), "err", err, s.logTraceID(r.Context()))
+		s.log.Warn("publish failed", s.logArgs(r.Context(), "integration", in.Name, "key", key.String(), "err", err)...)
 		w.Header().Set("Retry-After", retryAfter)
 		writeAnswer(w, http.StatusServiceUnavailable, Answer{Status: "unavailable", Reason: "stream_unavailable"})
 		s.sendReceipt(ev.HintMap(), key, now, http.StatusServiceUnavailable, "unavailable")

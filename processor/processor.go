@@ -374,8 +374,7 @@ func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []stor
 		it.settled(o.String(), false)
 		if o == inbox.Conflict {
 			p.o.Metrics.Conflicts.WithLabelValues(it.ev.Key.Integration).Inc()
-			p.o.Log.Warn("conflict: same event id, different payload", "key", it.ev.Key.String(), "stream_seq", it.ev.StreamSeq,
-				it.logTraceID())
+			p.o.Log.Warn("conflict: same event id, different payload", it.logArgs("key", it.ev.Key.String(), "stream_seq", it.ev.StreamSeq)...)
 		}
 	}
 	if p.faults.AfterCommit != nil {
@@ -390,7 +389,7 @@ func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []stor
 		}
 		if err := it.msg.Ack(); err != nil {
 			// The commit stands; the redelivery will find the row.
-			p.o.Log.Warn("ack failed after commit", "key", it.ev.Key.String(), "err", err, it.logTraceID())
+			p.o.Log.Warn("ack failed after commit", it.logArgs("key", it.ev.Key.String(), "err", err)...)
 		}
 	}
 	if len(outbox) == 0 {
@@ -427,14 +426,14 @@ func (p *Processor) handlerFailed(ctx, shutdown context.Context, it *item, herr 
 	if !final && !last {
 		p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, "retry").Inc()
 		it.settled("retry", true)
-		p.o.Log.Warn("handler failed; will retry", "key", ev.Key.String(), "delivery", ev.Delivery, "err", herr, it.logTraceID())
+		p.o.Log.Warn("handler failed; will retry", it.logArgs("key", ev.Key.String(), "delivery", ev.Delivery, "err", herr)...)
 		_ = it.msg.NakWithDelay(p.backoff(ev.Delivery))
 		return
 	}
 	p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, string(status)).Inc()
 	it.settled(string(status), true)
-	p.o.Log.Error("handler failed; recording", "key", ev.Key.String(), "status", status, "delivery", ev.Delivery, "err", herr,
-		it.logTraceID())
+	p.o.Log.Error("handler failed; recording",
+		it.logArgs("key", ev.Key.String(), "status", status, "delivery", ev.Delivery, "err", herr)...)
 	var d *store.Delivery
 	if ev.ReplayMode == "" {
 		accepted := acceptedDelivery(ev)

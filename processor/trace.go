@@ -2,14 +2,18 @@ package processor
 
 import (
 	"context"
-	"log/slog"
+	"errors"
+	"fmt"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/telemetry"
@@ -23,8 +27,22 @@ const (
 	spanOutboxPublish = "intake.outbox.publish"
 )
 
+// maxBatchLinks caps the batch span's links to its events' contexts, below
+// the SDK's default link limit (128) so a cap is ours and counted:
+// intake.batch.events says how many events the batch carried,
+// intake.batch.links_dropped how many of their contexts got no link.
+const maxBatchLinks = 100
+
+// Attribute keys of the batch span's link count and of a failure's class.
+const (
+	attrBatchEvents       = attribute.Key("intake.batch.events")
+	attrBatchLinksDropped = attribute.Key("intake.batch.links_dropped")
+	attrFailure           = attribute.Key("intake.failure")
+	attrErrorType         = attribute.Key("error.type")
+)
+
 // batchTrace is a fetched batch's spans: one for the batch (a root, linked
-// to every event's context: a batch serves many traces) and one per event,
+// to its events' contexts, up to maxBatchLinks: a batch serves many traces) and one per event,
 // which continues the trace the message's traceparent names: ingress's
 // publish span, or for a replay copy the replayer's republish span (itself
 // linked to the original's trace; the replayer never forwards the
@@ -43,15 +61,21 @@ func (p *Processor) startBatch(items []*item) *batchTrace {
 		return nil
 	}
 	remotes := make([]trace.SpanContext, len(items))
-	links := make([]trace.Link, 0, len(items))
+	links := make([]trace.Link, 0, min(len(items), maxBatchLinks))
+	dropped := 0
 	for i, it := range items {
 		remotes[i] = telemetry.ExtractNATS(it.ev.Header)
-		if remotes[i].IsValid() {
+		switch {
+		case !remotes[i].IsValid():
+		case len(links) < maxBatchLinks:
 			links = append(links, trace.Link{SpanContext: remotes[i]})
+		default:
+			dropped++
 		}
 	}
 	_, bspan := p.tracer.Start(context.Background(), spanBatch, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithLinks(links...), trace.WithAttributes(telemetry.AttrMessageCount.Int(len(items))))
+		trace.WithLinks(links...), trace.WithAttributes(telemetry.AttrMessageCount.Int(len(items)),
+			attrBatchEvents.Int(len(items)), attrBatchLinksDropped.Int(dropped)))
 	for i, it := range items {
 		ev := it.ev
 		parent := context.Background()
@@ -63,7 +87,10 @@ func (p *Processor) startBatch(items []*item) *batchTrace {
 			telemetry.AttrStreamSeq.Int64(int64(ev.StreamSeq)),
 			telemetry.AttrDelivery.Int64(int64(ev.Delivery)),
 		)}
-		if ev.ReplayID != "" {
+		// The replay headers come from whoever may publish to intake.in.>,
+		// unscreened yet: only a replay id of the replayer's form (a UUID,
+		// bounded) becomes an attribute.
+		if validReplayID(ev.ReplayID) {
 			opts = append(opts, trace.WithAttributes(telemetry.AttrReplayID.String(ev.ReplayID),
 				telemetry.AttrReplayMode.String(string(ev.ReplayMode))))
 		}
@@ -110,6 +137,13 @@ func (it *item) decided(o inbox.Outcome) {
 	}
 }
 
+// validReplayID reports whether id has the replayer's form: a UUID in its
+// 36-character text form, which bounds what an envelope's Intake-Replay-Id
+// may put in a span or a log line.
+func validReplayID(id string) bool {
+	return len(id) == 36 && uuid.Validate(id) == nil
+}
+
 // settled records the event's end on its span: committed with outcome o
 // (and acked), rejected by the envelope checks, or failed.
 func (it *item) settled(outcome string, failed bool) {
@@ -124,20 +158,28 @@ func (it *item) settled(outcome string, failed bool) {
 
 // injectOutbox writes the event's span context into an outbox row's
 // headers, so the publish (the processor's, the relay's, a redelivery's)
-// continues the event's trace.
+// continues the event's trace. A traceparent the handler set is dropped
+// first, traced or not: the row names the event's span or none (a
+// handler's header would graft the publish onto a trace of its choosing).
 func (it *item) injectOutbox(h map[string][]string) {
+	for k := range h {
+		if strings.EqualFold(k, envelope.HeaderTraceparent) {
+			delete(h, k)
+		}
+	}
 	if it.span != nil {
 		telemetry.InjectNATS(it.span.SpanContext(), h)
 	}
 }
 
-// logTraceID is the trace_id of a log line about the event (empty, and
-// dropped, when tracing is off).
-func (it *item) logTraceID() slog.Attr {
+// logArgs is args for a log line about the event, with its trace_id when
+// the event is traced. Off, args comes back as is: no attribute is boxed,
+// so a log call costs what it did before tracing.
+func (it *item) logArgs(args ...any) []any {
 	if it.span == nil {
-		return slog.Attr{}
+		return args
 	}
-	return telemetry.LogTraceID(it.span.SpanContext())
+	return telemetry.AppendTraceID(args, it.span.SpanContext())
 }
 
 // startOutboxPublish starts the publish span of an outbox row whose headers
@@ -176,13 +218,50 @@ func handlerTracing(tracer trace.Tracer) Middleware {
 				telemetry.AttrMode.String(string(ev.Mode)),
 				telemetry.AttrExecutionID.String(ev.ExecutionID),
 			))
-			defer span.End()
+			defer func() {
+				// A panic (Recover, outside, turns it into an error) ends
+				// the span failed too, then goes on unwinding.
+				if r := recover(); r != nil {
+					handleFailed(span, failurePanic, fmt.Sprintf("%T", r))
+					span.End()
+					panic(r)
+				}
+				span.End()
+			}()
 			msgs, err := next.Handle(ctx, tx, ev)
 			if err != nil {
-				span.RecordError(err)
-				span.SetStatus(codes.Error, "handler failed")
+				handleFailed(span, failureClass(err), fmt.Sprintf("%T", err))
 			}
 			return msgs, err
 		})
 	}
+}
+
+// Failure classes of intake.handle (intake.failure): what the error asks
+// for; the event span's intake.outcome says what became of it.
+const (
+	failureRetry       = "retry"
+	failureFailed      = "failed"
+	failureQuarantined = "quarantined"
+	failurePanic       = "panic"
+)
+
+// failureClass is the class of a handler error.
+func failureClass(err error) string {
+	switch {
+	case errors.Is(err, ErrQuarantine):
+		return failureQuarantined
+	case errors.Is(err, ErrPermanent):
+		return failureFailed
+	default:
+		return failureRetry
+	}
+}
+
+// handleFailed marks a handler span failed with the failure's class and
+// the error's Go type, never its text: a handler's error may quote a URL,
+// a token or the payload.
+func handleFailed(span trace.Span, class, errType string) {
+	span.SetAttributes(attrFailure.String(class), attrErrorType.String(errType))
+	span.SetStatus(codes.Error, class)
 }

@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
 
@@ -104,12 +105,22 @@ func (p *Processor) rejected(it *item) {
 		label = ev.Key.Integration
 	}
 	p.o.Metrics.ProcessorRejected.WithLabelValues(label, r.Reason).Inc()
-	it.settled("rejected: "+r.Reason, true)
-	p.o.Log.Warn("rejected message: not applied", "reason", r.Reason, "detail", r.Detail, "key", ev.Key.String(),
-		"tenant", ev.Tenant, "subject", r.Subject, "stream_seq", ev.StreamSeq, "replay_id", ev.ReplayID, "replay_mode", string(ev.ReplayMode),
-		it.logTraceID())
-	if err := it.msg.TermWithReason("rejected: " + r.Reason); err != nil {
+	outcome := "rejected: " + r.Reason
+	it.settled(outcome, true)
+	p.o.Log.Warn("rejected message: not applied", it.logArgs("reason", r.Reason, "detail", r.Detail, "key", ev.Key.String(),
+		"tenant", ev.Tenant, "subject", r.Subject, "stream_seq", ev.StreamSeq, replayIDLog(ev.ReplayID), "replay_mode", string(ev.ReplayMode))...)
+	if err := it.msg.TermWithReason(outcome); err != nil {
 		// The record stands; a redelivery is screened and recorded once.
 		p.o.Log.Warn("term failed after commit", "key", ev.Key.String(), "err", err)
 	}
+}
+
+// replayIDLog is a log line's replay id: the envelope's Intake-Replay-Id
+// when it has the replayer's form (a UUID), else only its length — the
+// header is whatever the publisher wrote, unbounded.
+func replayIDLog(id string) slog.Attr {
+	if id == "" || validReplayID(id) {
+		return slog.String("replay_id", id)
+	}
+	return slog.Int("replay_id_len", len(id))
 }

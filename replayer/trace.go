@@ -2,6 +2,7 @@ package replayer
 
 import (
 	"context"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
@@ -24,7 +25,13 @@ const spanRepublish = "intake.replayer.republish"
 // tracing is off). The processor and subscribers continue from it.
 func (j *job) startRepublish(msg *nats.Msg, it store.ReplayItem) trace.Span {
 	orig := telemetry.ExtractNATS(msg.Header)
-	delete(msg.Header, envelope.HeaderTraceparent)
+	// nats.Header keeps keys as written: a "Traceparent" is stripped too,
+	// so no spelling of it rides along on the copy.
+	for k := range msg.Header {
+		if strings.EqualFold(k, envelope.HeaderTraceparent) {
+			delete(msg.Header, k)
+		}
+	}
 	if j.tracer == nil {
 		return nil
 	}

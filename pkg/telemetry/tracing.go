@@ -129,8 +129,36 @@ func NewTracing(ctx context.Context, o TracingOptions) (*Tracing, error) {
 		return nil, fmt.Errorf("telemetry: trace resource: %w", err)
 	}
 	// No sampler option: the SDK reads OTEL_TRACES_SAMPLER(_ARG), default
-	// parentbased_always_on.
-	return &Tracing{sdk: sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))}, nil
+	// parentbased_always_on. Limits: Intake's attributes are short, so a
+	// long value or a flood of them is no span of ours to export whole.
+	return &Tracing{sdk: sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
+		sdktrace.WithRawSpanLimits(SpanLimits()))}, nil
+}
+
+// Span limits of NewTracing's provider (SpanLimits).
+const (
+	spanAttributeValueLengthLimit = 256
+	spanAttributeCountLimit       = 32
+	spanEventCountLimit           = 32
+	spanLinkCountLimit            = 128
+	spanAttributePerEventLimit    = 8
+	spanAttributePerLinkLimit     = 4
+)
+
+// SpanLimits are the limits NewTracing's provider applies to every span,
+// whatever the environment's OTEL_SPAN_* say: an attribute value is cut to
+// 256 bytes, a span keeps 32 attributes, 32 events and 128 links. A value
+// Intake sets from a message (the envelope's headers) is bounded before it
+// gets there; these are the backstop.
+func SpanLimits() sdktrace.SpanLimits {
+	return sdktrace.SpanLimits{
+		AttributeValueLengthLimit:   spanAttributeValueLengthLimit,
+		AttributeCountLimit:         spanAttributeCountLimit,
+		EventCountLimit:             spanEventCountLimit,
+		LinkCountLimit:              spanLinkCountLimit,
+		AttributePerEventCountLimit: spanAttributePerEventLimit,
+		AttributePerLinkCountLimit:  spanAttributePerLinkLimit,
+	}
 }
 
 // Provider is the tracer provider to hand to the services, nil when
@@ -170,13 +198,15 @@ func Tracer(tp trace.TracerProvider) trace.Tracer {
 	return tp.Tracer(instrumentationScopeURL)
 }
 
-// LogTraceID is the trace_id attribute of a log line on an event's path:
-// the trace's id when sc is sampled, else the empty attribute slog drops.
-func LogTraceID(sc trace.SpanContext) slog.Attr {
+// AppendTraceID appends the trace_id attribute of a log line on an event's
+// path to args when sc is sampled; otherwise it returns args as they are.
+// Callers build args only when the event is traced: an attribute passed to
+// slog's ...any is boxed, an allocation per log line even when empty.
+func AppendTraceID(args []any, sc trace.SpanContext) []any {
 	if !sc.IsSampled() {
-		return slog.Attr{}
+		return args
 	}
-	return slog.String("trace_id", sc.TraceID().String())
+	return append(args, slog.String("trace_id", sc.TraceID().String()))
 }
 
 // Attribute keys Intake's spans share (docs/tracing.md). Spans carry no

@@ -2,10 +2,14 @@ package telemetry_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/pkg/envelope"
@@ -103,9 +107,29 @@ func TestTracingHelpersAllocateNothingWhenOff(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() {
 		telemetry.InjectNATS(trace.SpanContext{}, h)
 		_ = telemetry.ExtractNATS(h)
-		_ = telemetry.LogTraceID(trace.SpanContext{})
+		_ = telemetry.AppendTraceID(nil, trace.SpanContext{})
 		_ = telemetry.Tracer(nil)
 	}); n != 0 {
 		t.Fatalf("%v allocations, want 0", n)
+	}
+}
+
+// NewTracing's span limits cut a long attribute value: a header a
+// publisher wrote never reaches the exporter whole.
+func TestSpanLimitsCutLongValues(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithRawSpanLimits(telemetry.SpanLimits()), sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	_, span := tp.Tracer("test").Start(context.Background(), "s", trace.WithAttributes(attribute.String("long", strings.Repeat("x", 7<<20))))
+	for i := range 100 {
+		span.SetAttributes(attribute.Int(fmt.Sprint("a", i), i))
+	}
+	span.End()
+	s := rec.Ended()[0]
+	if v := s.Attributes()[0].Value.AsString(); len(v) != 256 {
+		t.Errorf("attribute value of %d bytes exported, want 256", len(v))
+	}
+	if len(s.Attributes()) != 32 || s.DroppedAttributes() != 69 {
+		t.Errorf("%d attributes kept, %d dropped; want 32 and 69", len(s.Attributes()), s.DroppedAttributes())
 	}
 }

@@ -1,0 +1,128 @@
+package ingress_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/testenv/testrig"
+	"github.com/intakehq/intake/pkg/telemetry"
+)
+
+// recordLog keeps the attributes of every record logged through it.
+type recordLog struct {
+	mu    sync.Mutex
+	lines [][]slog.Attr
+}
+
+func (l *recordLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *recordLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *recordLog) WithGroup(string) slog.Handler            { return l }
+func (l *recordLog) Handle(_ context.Context, r slog.Record) error {
+	var attrs []slog.Attr
+	r.Attrs(func(a slog.Attr) bool { attrs = append(attrs, a); return true })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, attrs)
+	return nil
+}
+
+func (l *recordLog) keys() [][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out [][]string
+	for _, line := range l.lines {
+		var ks []string
+		for _, a := range line {
+			ks = append(ks, a.Key)
+		}
+		out = append(out, ks)
+	}
+	return out
+}
+
+// badSignatureService is a service with one GitHub integration, logging to
+// log, and a request it rejects for its signature.
+func badSignatureService(t *testing.T, log *slog.Logger, opts ...ingress.Option) (*ingress.Service, func() *http.Request) {
+	t.Helper()
+	cfg := testrig.ParseConfig(t, `
+integrations:
+  - {name: gh, provider: github, tenant: acme, secrets: ["github-secret"]}
+`)
+	s, err := ingress.New(cfg, testrig.NATS(t, cfg.NATS.Stream).JS, telemetry.NewMetrics(), log, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, func() *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/webhooks/gh", strings.NewReader(`{"zen":"x"}`))
+		r.Header.Set("X-GitHub-Event", "ping")
+		r.Header.Set("X-GitHub-Delivery", "d-1")
+		r.Header.Set("X-Hub-Signature-256", "sha256="+strings.Repeat("0", 64))
+		// A provider's own trace context: never joined.
+		r.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+		return r
+	}
+}
+
+// With tracing off a rejection logs exactly its own attributes, as before
+// tracing existed: an extra argument (an always-passed trace attribute,
+// even an empty one slog drops) is boxed into ...any, an allocation per
+// rejected request. Traced, the line carries the trace id.
+func TestRejectionLogLineWithoutTracing(t *testing.T) {
+	want := []string{"integration", "reason", "status", "remote"}
+	for _, traced := range []bool{false, true} {
+		rec := &recordLog{}
+		var opts []ingress.Option
+		if traced {
+			tp := sdktrace.NewTracerProvider()
+			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			opts = append(opts, ingress.WithTracerProvider(tp))
+		}
+		s, req := badSignatureService(t, slog.New(rec), opts...)
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, req())
+		if w.Code != http.StatusUnauthorized {
+			t.Fatalf("traced %v: status %d, want 401 (bad signature)", traced, w.Code)
+		}
+		got := rec.keys()
+		wantKeys := want
+		if traced {
+			wantKeys = append(append([]string(nil), want...), "trace_id")
+		}
+		if len(got) != 1 || !slices.Equal(got[0], wantKeys) {
+			t.Errorf("traced %v: log lines with keys %q, want one with %q", traced, got, wantKeys)
+		}
+	}
+}
+
+// A provider's traceparent on the webhook request is ignored: the request
+// span is a new root of Intake's own trace.
+func TestProviderTraceparentIgnored(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	s, req := badSignatureService(t, telemetry.Discard(), ingress.WithTracerProvider(tp))
+	s.Handler().ServeHTTP(httptest.NewRecorder(), req())
+	var found bool
+	for _, sp := range rec.Ended() {
+		if sp.Name() != "intake.ingress.request" {
+			continue
+		}
+		found = true
+		if sp.Parent().IsValid() || sp.SpanContext().TraceID().String() == "4bf92f3577b34da6a3ce929d0e0e4736" || len(sp.Links()) != 0 {
+			t.Errorf("request span: parent %v, trace %s, links %v; want a new root", sp.Parent(), sp.SpanContext().TraceID(), sp.Links())
+		}
+	}
+	if !found {
+		t.Fatal("no request span ended")
+	}
+}
