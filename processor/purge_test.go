@@ -119,7 +119,7 @@ func TestTwoProcessorsNeverPurgeAtOnce(t *testing.T) {
 		t.Helper()
 		if _, err := r.db.Exec(ctx, `INSERT INTO intake.deliveries (receipt_id, integration, account, event_id, received_at,
 			instance, status_code, answer)
-			SELECT 'r' || g || '-' || clock_timestamp(), 'demo', 'main', 'e' || g, $1, 'i', 200, 'accepted'
+			SELECT 'r' || g || '-' || clock_timestamp(), 'demo', 'main', 'e' || g, $1, 'i', 200, 'duplicate'
 			FROM generate_series(1, 3000) AS g`, now.Add(-100*24*time.Hour)); err != nil {
 			t.Fatal(err)
 		}

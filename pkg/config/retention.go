@@ -10,8 +10,8 @@ import (
 // Retention says how long Postgres keeps each kind of row; the processor
 // purges what is older (processor/purge.go, `intake purge`). Three ages:
 // the inbox (the dedup record; an event's delivery history and executions
-// go with its inbox row), the history (of events the inbox does not hold:
-// rejected, never processed) and the evidence (conflicts, failed and
+// go with its inbox row), the history (receipts of deliveries the inbox
+// never held) and the evidence (conflicts, failed and
 // quarantined inbox rows, rejected messages, the replay audit: kept
 // longest). The outbox has its own (outbox.retention) and INTAKE_IN /
 // INTAKE_OUT theirs (nats.stream.max_age). object_versions is not purged: it
@@ -27,10 +27,10 @@ type Retention struct {
 	// (provider.RetryWindow); an integration may set its own with
 	// integrations[].inbox_retention.
 	Inbox time.Duration `yaml:"inbox"`
-	// History is how long delivery history rows (by received_at) and
-	// executions (by executed_at) of events the inbox does not hold are
-	// kept: deliveries that were rejected or never processed. Defaults to
-	// Inbox; at most Inbox.
+	// History is how long delivery receipts (by received_at) of events the
+	// inbox does not hold are kept: deliveries answered duplicate or
+	// unavailable that were never processed. An event's own history and
+	// executions go with its inbox row. Defaults to Inbox; at most Inbox.
 	History time.Duration `yaml:"history"`
 	// Evidence is how long conflicts, failed and quarantined inbox rows,
 	// rejected messages and replays with their items are kept. Defaults to

@@ -24,9 +24,9 @@ type Cutoffs struct {
 	Inbox time.Time
 	// InboxFor holds the integrations with an inbox_retention of their own.
 	InboxFor map[string]time.Time
-	// History applies to delivery history and executions of events the
-	// inbox does not hold (rejected, never processed): the others go with
-	// their inbox row.
+	// History applies to delivery receipts of events the inbox does not
+	// hold (answered duplicate or unavailable, never processed): the rest
+	// of the history, and every execution, goes with its inbox row.
 	History time.Time
 	// Evidence applies to failed and quarantined inbox rows (with their
 	// history), conflicts, rejected messages and finished replays with
@@ -95,13 +95,12 @@ func purgeSteps(c Cutoffs) []purgeStep {
 	for _, status := range []inbox.Status{StatusFailed, StatusQuarantined} {
 		steps = append(steps, inboxStep(string(status), c.Evidence, filter, arg, ""))
 	}
-	// History of events the inbox does not hold; the rest went with their
-	// inbox rows above.
-	noInbox := `AND NOT EXISTS (SELECT 1 FROM intake.inbox i
-		WHERE i.integration = t.integration AND i.account = t.account AND i.event_id = t.event_id) AND $3::text IS NULL`
+	// Receipts of deliveries the inbox never held (answered duplicate or
+	// unavailable: the accepted one is written with the claim); the rest
+	// of the history, and every execution, went with their inbox rows.
+	noInbox := `AND answer <> 'accepted' AND ` + notInInbox + ` AND $3::text IS NULL`
 	steps = append(steps,
-		byTime("deliveries", "history of events not in the inbox", "receipt_id", "received_at", c.History, noInbox, nil),
-		byTime("executions", "executions of events not in the inbox", "id", "executed_at", c.History, noInbox, nil),
+		byTime("deliveries", "receipts of events not in the inbox", "receipt_id", "received_at", c.History, noInbox, nil),
 		byTime("conflicts", "conflicts", "id", "detected_at", c.Evidence, filter, arg),
 		byTime("rejected_messages", "rejected messages", "id", "rejected_at", c.Evidence, filter, arg),
 		// A replay's items go first, a batch at a time (a replay may hold
@@ -392,37 +391,36 @@ func (l *PurgeLease) Release() {
 type TableStats struct {
 	Table string
 	Bytes int64 // with indexes and TOAST
-	// Oldest is the age of the table's oldest row; nil when it is empty.
+	// Oldest is the age of the table's oldest row; nil when it is empty,
+	// and for the delivery history (no index serves it: its rows go with
+	// their inbox rows, which say).
 	Oldest *time.Duration
 	// Overdue is how far past its cutoff the oldest row the purge should
 	// have removed is: 0 when the purge has kept up. For the delivery
-	// history and executions, of events the inbox does not hold (the
-	// others go with their inbox row); for the inbox and the replay guard,
-	// of the integrations without an inbox_retention of their own.
+	// history, of the receipts of events the inbox does not hold; for the
+	// inbox and the replay guard, of the integrations without an
+	// inbox_retention of their own.
 	Overdue time.Duration
 }
 
-// retentionTables are the purged tables with their time column (each has a
-// btree index on it, so min() is one probe), the rows a cutoff applies
-// to, and the cutoff.
+// retentionTables are the purged tables with their time column, the rows
+// a cutoff applies to, and the cutoff. Each has a btree on the column for
+// those rows, so the overdue row is one probe; oldest says whether one
+// serves the whole table's minimum too (not the history: its index holds
+// only the receipts of events never claimed).
 var retentionTables = []struct {
 	table, col string
-	scope      string // extra predicate on the overdue rows (t is the row)
+	scope      string // predicate on the overdue rows (t is the row)
+	oldest     bool
 	cutoff     func(Cutoffs) time.Time
 }{
-	{"inbox", "last_received_at", `status IN ('processed', 'stale') AND integration <> ALL($2)`, func(c Cutoffs) time.Time { return c.Inbox }},
-	{"body_hashes", "first_seen_at", `integration <> ALL($2)`, func(c Cutoffs) time.Time { return c.Inbox }},
-	{"deliveries", "received_at", notInInbox, func(c Cutoffs) time.Time { return c.History }},
-	{"executions", "executed_at", notInInbox, func(c Cutoffs) time.Time { return c.History }},
-	{"conflicts", "detected_at", "", func(c Cutoffs) time.Time { return c.Evidence }},
-	{"rejected_messages", "rejected_at", "", func(c Cutoffs) time.Time { return c.Evidence }},
-	{"replays", "created_at", `state <> 'running'`, func(c Cutoffs) time.Time { return c.Evidence }},
+	{"inbox", "last_received_at", `status IN ('processed', 'stale') AND integration <> ALL($2)`, true, func(c Cutoffs) time.Time { return c.Inbox }},
+	{"body_hashes", "first_seen_at", `integration <> ALL($2)`, true, func(c Cutoffs) time.Time { return c.Inbox }},
+	{"deliveries", "received_at", `answer <> 'accepted' AND ` + notInInbox, false, func(c Cutoffs) time.Time { return c.History }},
+	{"conflicts", "detected_at", "", true, func(c Cutoffs) time.Time { return c.Evidence }},
+	{"rejected_messages", "rejected_at", "", true, func(c Cutoffs) time.Time { return c.Evidence }},
+	{"replays", "created_at", `state <> 'running'`, true, func(c Cutoffs) time.Time { return c.Evidence }},
 }
-
-// notInInbox keeps the rows of events the inbox still holds out of a
-// history table's overdue rows.
-const notInInbox = `NOT EXISTS (SELECT 1 FROM intake.inbox i
-	WHERE i.integration = t.integration AND i.account = t.account AND i.event_id = t.event_id)`
 
 // RetentionStats reads each purged table's size, oldest row and overdue
 // rows against c at now.
@@ -438,14 +436,17 @@ func (s *Store) RetentionStats(ctx context.Context, c Cutoffs, now time.Time) ([
 		if t.scope != "" {
 			scope += " AND " + t.scope
 		}
-		oldest := `(SELECT min(` + t.col + `) FROM intake.` + t.table + `)`
-		if t.table == "inbox" {
+		oldest := `NULL::timestamptz`
+		switch {
+		case t.table == "inbox":
 			// One probe per status: inbox_status_idx leads with it.
 			oldest = `(SELECT min(m) FROM (
 				SELECT min(last_received_at) AS m FROM intake.inbox WHERE status = 'processed'
 				UNION ALL SELECT min(last_received_at) FROM intake.inbox WHERE status = 'stale'
 				UNION ALL SELECT min(last_received_at) FROM intake.inbox WHERE status = 'failed'
 				UNION ALL SELECT min(last_received_at) FROM intake.inbox WHERE status = 'quarantined') AS s)`
+		case t.oldest:
+			oldest = `(SELECT min(` + t.col + `) FROM intake.` + t.table + `)`
 		}
 		// The overdue row: the oldest past the cutoff in the scope, walked
 		// from the old end of the time index.
@@ -466,3 +467,8 @@ func (s *Store) RetentionStats(ctx context.Context, c Cutoffs, now time.Time) ([
 	}
 	return out, nil
 }
+
+// notInInbox keeps the rows of events the inbox still holds (t is the
+// row) out of a history step and its overdue figure.
+const notInInbox = `NOT EXISTS (SELECT 1 FROM intake.inbox i
+	WHERE i.integration = t.integration AND i.account = t.account AND i.event_id = t.event_id)`
