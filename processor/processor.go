@@ -119,7 +119,7 @@ func (p *Processor) Config() config.Processor { return p.o.Config }
 // WithRestartGrace, WithHealth).
 func (p *Processor) Run(ctx context.Context, opts ...RunOption) error {
 	p.faults = faults.From(ctx)
-	mk := newMarker(p.o.Store, p.o.Log)
+	mk := newMarker(p.o.Store, p.o.Metrics.OutboxMarkSkipped, p.o.Log)
 	defer mk.close()
 	pub := newAcker(mk, p.o.Metrics, p.o.Log)
 	defer pub.close() // before the marker's: its ids go to the marker

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -197,10 +198,11 @@ func (a *acker) run() {
 // marker takes the ids the processor published off the pending list, many
 // batches' worth per statement.
 type marker struct {
-	store *store.Store
-	log   *slog.Logger
-	in    chan []string
-	done  chan struct{}
+	store   *store.Store
+	log     *slog.Logger
+	skipped prometheus.Counter // ids left to the relay
+	in      chan []string
+	done    chan struct{}
 }
 
 const (
@@ -212,8 +214,8 @@ const (
 	markKeep = 64 * 1024
 )
 
-func newMarker(st *store.Store, log *slog.Logger) *marker {
-	m := &marker{store: st, log: log, in: make(chan []string, 64), done: make(chan struct{})}
+func newMarker(st *store.Store, skipped prometheus.Counter, log *slog.Logger) *marker {
+	m := &marker{store: st, log: log, skipped: skipped, in: make(chan []string, 64), done: make(chan struct{})}
 	go m.run()
 	return m
 }
@@ -228,6 +230,7 @@ func (m *marker) add(ids []string) {
 	select {
 	case m.in <- ids:
 	default:
+		m.skipped.Add(float64(len(ids)))
 		m.log.Debug("outbox marker behind; leaving published rows to the relay", "rows", len(ids))
 	}
 }
@@ -250,6 +253,7 @@ func (m *marker) run() {
 		if err := m.store.MarkPublished(ctx, ids); err != nil {
 			m.log.Warn("marking published outbox rows failed; will retry", "rows", len(ids), "err", err)
 			if len(ids) > markKeep {
+				m.skipped.Add(float64(len(ids) - markKeep))
 				ids = ids[len(ids)-markKeep:] // the oldest are the relay's first anyway
 			}
 			return

@@ -2,12 +2,15 @@ package processor
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/telemetry"
@@ -70,5 +73,22 @@ func TestWaitDeadlineHoldsForEveryFuture(t *testing.T) {
 	}
 	if strings.Join(res.ok, ",") != "b,d" || strings.Join(res.failed, ",") != "a,c" {
 		t.Fatalf("ok %v, failed %v; want b,d acknowledged and a,c failed", res.ok, res.failed)
+	}
+}
+
+// TestMarkerCountsWhatItLeavesToTheRelay: ids the marker has no room for
+// stay pending (the relay publishes them again) and are counted, not
+// dropped silently.
+func TestMarkerCountsWhatItLeavesToTheRelay(t *testing.T) {
+	skipped := prometheus.NewCounter(prometheus.CounterOpts{Name: "skipped"})
+	m := &marker{skipped: skipped, log: slog.New(slog.DiscardHandler), in: make(chan []string, 1)}
+	m.add([]string{"a"})      // queued
+	m.add([]string{"b", "c"}) // no room: left to the relay
+	m.add(nil)                // nothing to queue
+	if got := testutil.ToFloat64(skipped); got != 2 {
+		t.Fatalf("skipped = %v, want the 2 ids that found no room", got)
+	}
+	if got := <-m.in; len(got) != 1 || got[0] != "a" {
+		t.Fatalf("queued %v, want [a]", got)
 	}
 }

@@ -104,8 +104,14 @@ type Metrics struct {
 	// Outbox relay.
 	OutboxPublished prometheus.Counter
 	OutboxRelayed   prometheus.Counter
-	OutboxPending   prometheus.Gauge
-	OutboxLag       prometheus.Gauge // seconds, oldest unpublished row
+	// OutboxMarkSkipped counts published rows the processor left pending
+	// because its marker was behind (its queue full, or Postgres away
+	// past what it keeps): the relay publishes them again under the same
+	// Nats-Msg-Id, which INTAKE_OUT drops. Growing, it says the marking
+	// does not keep up.
+	OutboxMarkSkipped prometheus.Counter
+	OutboxPending     prometheus.Gauge
+	OutboxLag         prometheus.Gauge // seconds, oldest unpublished row
 
 	// PostgresServerChanges counts changes of the Postgres server behind a
 	// role's pool (store.ServerWatcher): a failover, a promotion, a restart.
@@ -197,6 +203,8 @@ func NewMetricsFor(roles Roles) *Metrics {
 			Name: "overdue_seconds", Help: "How far past its retention the oldest row the purge should have removed is, by table, after this processor's last pass: 0 while the purge keeps up."}, []string{"table"}),
 		RetentionTableSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "retention",
 			Name: "table_bytes", Help: "Size of each purged table with its indexes and TOAST, after this processor's last purge pass."}, []string{"table"}),
+		OutboxMarkSkipped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "outbox",
+			Name: "mark_skipped_total", Help: "Published outbox rows the processor left pending because marking them was behind (the relay publishes them again; INTAKE_OUT drops the copy)."}),
 		OutboxPublished: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "outbox",
 			Name: "published_total", Help: "Outbox rows published to INTAKE_OUT."}),
 		OutboxRelayed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "outbox",
@@ -229,7 +237,7 @@ func (m *Metrics) collectors(roles Roles) []prometheus.Collector {
 		cs = append(cs, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.TxLatency, m.LastCommit, m.HandlerLatency,
 			m.AckPending, m.MaxAckPending, m.ConsumerPending, m.ConsumerRedelivered, m.OldestUnprocessedAge, m.FailureDelivery,
 			m.WindowFull, m.ReceiptsFolded, m.ReceiptsRefused,
-			m.OutboxPublished, m.OutboxRelayed, m.OutboxPending, m.OutboxLag,
+			m.OutboxPublished, m.OutboxRelayed, m.OutboxMarkSkipped, m.OutboxPending, m.OutboxLag,
 			m.PurgeRows, m.PurgePasses, m.PurgeLastDone, m.PurgePassSeconds, m.RetentionOldest, m.RetentionOverdue, m.RetentionTableSize)
 	}
 	if roles.Processor || roles.Replayer {
