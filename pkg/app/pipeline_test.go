@@ -478,32 +478,7 @@ func TestIngressStartedBeforeNATSListensWaitsForIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.Stop(t)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	listening := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	var logs testenv.Buffer
-	go func() {
-		done <- app.Run(ctx, cfg, app.Options{Roles: app.Roles{Ingress: true}, HTTPAddr: "127.0.0.1:0",
-			Listening: func(a net.Addr) { listening <- a }, Log: slog.New(slog.NewTextHandler(&logs, nil))})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app.Run: %v", err)
-		}
-	})
-	testenv.Eventually(t, 30*time.Second, func() bool {
-		return strings.Contains(logs.String(), "waiting for nats")
-	}, "the role never tried NATS")
-	n.Start(t) // while app.Run waits
-	select {
-	case <-listening:
-	case err := <-done:
-		t.Fatalf("ingress gave up while NATS was starting: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("ingress never came up after NATS did")
-	}
+	startsOnceBack(t, cfg, app.Roles{Ingress: true}, "waiting for nats", func() { n.Start(t) })
 }
 
 func TestRoleStartedWhilePostgresIsDownWaitsForIt(t *testing.T) {
@@ -517,13 +492,19 @@ func TestRoleStartedWhilePostgresIsDownWaitsForIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	pg.Stop(t)
+	startsOnceBack(t, cfg, app.Roles{Processor: true, API: true}, "waiting for postgres", func() { pg.Start(t) })
+}
 
+// startsOnceBack runs the roles while what they need is down: they log
+// waiting (want), start comes back, and they listen instead of giving up.
+func startsOnceBack(t *testing.T, cfg *config.Config, roles app.Roles, want string, start func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	listening := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	var logs testenv.Buffer
 	go func() {
-		done <- app.Run(ctx, cfg, app.Options{Roles: app.Roles{Processor: true, API: true}, HTTPAddr: "127.0.0.1:0",
+		done <- app.Run(ctx, cfg, app.Options{Roles: roles, HTTPAddr: "127.0.0.1:0",
 			Listening: func(a net.Addr) { listening <- a }, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	}()
 	t.Cleanup(func() {
@@ -533,14 +514,14 @@ func TestRoleStartedWhilePostgresIsDownWaitsForIt(t *testing.T) {
 		}
 	})
 	testenv.Eventually(t, 30*time.Second, func() bool {
-		return strings.Contains(logs.String(), "waiting for postgres")
-	}, "the role never tried Postgres")
-	pg.Start(t) // while app.Run waits
+		return strings.Contains(logs.String(), want)
+	}, "the role never logged "+want)
+	start() // while app.Run waits
 	select {
 	case <-listening:
 	case err := <-done:
-		t.Fatalf("the role gave up while Postgres was restarting: %v", err)
+		t.Fatalf("the role gave up while it waited: %v", err)
 	case <-time.After(30 * time.Second):
-		t.Fatal("the role never came up after Postgres did")
+		t.Fatal("the role never came up once what it waited for was back")
 	}
 }
