@@ -33,21 +33,48 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// browser starts a headless Chromium with its own profile (own cookies)
-// for the rest of the test.
+// browser starts a headless Chromium with its own profile for the rest of
+// the test. A launch that fails (the process exits before it listens: seen
+// once on a loaded CI host, with nothing in its output but dbus noise) is
+// tried again, twice at most, each failure logged; what the test then does
+// in the browser is never retried.
 func browser(t *testing.T, path string) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
 		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 900))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	// The first call starts the browser; it lives as long as ctx, which
-	// must carry no timeout (each step gets its own: see run).
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
+	const attempts = 3
+	for i := 1; ; i++ {
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		// The first call starts the browser; it lives as long as ctx,
+		// which must carry no timeout (each step gets its own: see run).
+		err := chromedp.Do(ctx)
+		if err == nil {
+			t.Cleanup(func() { cancel(); cancelAlloc() })
+			return ctx
+		}
+		cancel()
+		cancelAlloc()
+		if i == attempts {
+			t.Fatalf("start chromium (%d attempts): %v", attempts, err)
+		}
+		t.Logf("start chromium, attempt %d of %d: %v", i, attempts, err)
+		time.Sleep(time.Second)
 	}
-	return ctx
+}
+
+// incognito opens a tab in a new browser context of ctx's browser: its own
+// cookies, as a second user's browser would have, without a second launch.
+func incognito(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	ictx, cancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	// As in browser: the first call opens the tab, which lives as long as
+	// the context of that call, so it carries no timeout.
+	if err := chromedp.Do(ictx); err != nil {
+		t.Fatalf("open a new browser context: %v", err)
+	}
+	return ictx
 }
 
 // stepTimeout bounds one run of browser steps (a replay's progress
@@ -59,7 +86,7 @@ const stepTimeout = 90 * time.Second
 func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	if _, err := eval(ctx, chromedp.Steps(steps...)); err != nil {
-		url, _ := chromedp.Run(ctx, chromedp.Location())
+		url, _ := eval(ctx, chromedp.Location())
 		t.Fatalf("%s: %v (at %s)", what, err, url)
 	}
 }
@@ -248,7 +275,7 @@ func TestBrowserOperatorAndViewer(t *testing.T) {
 
 	// A viewer: no mutating control; a POST forged from its own page, with
 	// its own CSRF token, is refused.
-	vctx := browser(t, path)
+	vctx := incognito(t, ctx)
 	signInBrowser(t, vctx, r.base, viewerToken)
 	for _, p := range []string{"/ui/failed", "/ui/event?key=demo%2Fmain%2Fevt_bad", "/ui/reconcile?from_seq=1"} {
 		run(t, vctx, "viewer "+p, chromedp.Navigate(r.base+p), chromedp.WaitVisible(chromedp.CSS("main")))
