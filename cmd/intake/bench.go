@@ -41,7 +41,7 @@ p50/p99, end-to-end p99 (2xx to INTAKE_OUT) and events later than 30s, the
 processor's rate, its lag (INTAKE_IN pending + ack pending) and the age of the
 oldest unprocessed message, rows the relay published, the outbox pending list
 and its age, both roles' RSS, outbox_pending's dead tuples and the hot tables'
-sizes, and the WARN/ERROR lines the roles logged so far. The closing line
+sizes, the checkpoints Postgres began and the WAL it wrote, and the WARN/ERROR lines the roles logged so far. The closing line
 compares the last five minutes with the first five (the last and first fifth
 of a run under ten minutes): accepted and processed rates >= 0.9, end-to-end
 p99 <= 1.5x, RSS <= 1.2x, no warnings, dead tuples bounded. Exits 1 when a
@@ -73,6 +73,7 @@ and tables (about 50 GB for 30 minutes at 5,000/s of 1 KiB: the streams keep eve
 	f.IntVar(&c.Payload, "payload", d.Payload, "payload size in bytes")
 	f.DurationVar(&c.Interval, "interval", 0, fmt.Sprintf("time per reported row (default %s; a tenth of --duration under 10m)", bench.DefaultSoakInterval))
 	f.IntVar(&c.Connections, "connections", d.Connections, "connections saturating ingress (the steady load opens 4x as many)")
+	f.StringArrayVar(&c.PostgresSettings, "pg-setting", nil, "a server setting for the private Postgres, name=value (repeatable)")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd
 }

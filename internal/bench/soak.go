@@ -85,6 +85,9 @@ type SoakConfig struct {
 	// Connections of the saturating generator. Defaults to 64; the steady
 	// load opens four times as many, so that it never waits for one.
 	Connections int
+	// PostgresSettings are server settings ("name=value") for the private
+	// Postgres, after its own. Defaults to none: Postgres's defaults.
+	PostgresSettings []string
 	// Progress receives each row as it is measured. Defaults to discarding.
 	Progress io.Writer
 	Log      *slog.Logger
@@ -127,26 +130,31 @@ func (c SoakConfig) validate() error {
 
 // SoakRow is one interval.
 type SoakRow struct {
-	At         time.Duration   `json:"at_ns"`               // since the load started, at the interval's end
-	Accepted   float64         `json:"accepted_per_second"` // 2xx answers received in the interval
-	Behind     float64         `json:"behind_s"`            // the load's delay behind its schedule: ingress answers slower than offered
-	Failed     int             `json:"failed"`
-	FailedWhy  map[string]int  `json:"failed_by_reason,omitempty"`
-	IngressP50 float64         `json:"ingress_p50_ms"`
-	IngressP99 float64         `json:"ingress_p99_ms"`
-	E2EP99     float64         `json:"e2e_p99_ms"`
-	E2ELate    int             `json:"e2e_late"` // events not on INTAKE_OUT within soakE2EWait
-	Processed  float64         `json:"processed_per_second"`
-	Lag        uint64          `json:"processor_lag"` // INTAKE_IN: pending + ack pending
-	LagAge     float64         `json:"processor_lag_age_s"`
-	Relayed    float64         `json:"outbox_relayed"` // rows the relay published, not the processor
-	Pending    int64           `json:"outbox_pending"`
-	PendingAge float64         `json:"outbox_pending_age_s"`
-	IngressRSS float64         `json:"ingress_rss_mib"`
-	ProcRSS    float64         `json:"processor_rss_mib"`
-	Tables     []SoakTable     `json:"tables"`
-	Warnings   int             `json:"warnings"` // WARN and ERROR lines the roles logged so far
-	e2e        []time.Duration // kept for the verdict
+	At         time.Duration  `json:"at_ns"`               // since the load started, at the interval's end
+	Accepted   float64        `json:"accepted_per_second"` // 2xx answers received in the interval
+	Behind     float64        `json:"behind_s"`            // the load's delay behind its schedule: ingress answers slower than offered
+	Failed     int            `json:"failed"`
+	FailedWhy  map[string]int `json:"failed_by_reason,omitempty"`
+	IngressP50 float64        `json:"ingress_p50_ms"`
+	IngressP99 float64        `json:"ingress_p99_ms"`
+	E2EP99     float64        `json:"e2e_p99_ms"`
+	E2ELate    int            `json:"e2e_late"` // events not on INTAKE_OUT within soakE2EWait
+	Processed  float64        `json:"processed_per_second"`
+	Lag        uint64         `json:"processor_lag"` // INTAKE_IN: pending + ack pending
+	LagAge     float64        `json:"processor_lag_age_s"`
+	Relayed    float64        `json:"outbox_relayed"` // rows the relay published, not the processor
+	Pending    int64          `json:"outbox_pending"`
+	PendingAge float64        `json:"outbox_pending_age_s"`
+	IngressRSS float64        `json:"ingress_rss_mib"`
+	ProcRSS    float64        `json:"processor_rss_mib"`
+	Tables     []SoakTable    `json:"tables"`
+	// Checkpoints Postgres began in the interval (timed and requested) and
+	// the WAL it wrote: a checkpoint's writes and the full-page images
+	// after it are the load that most often shows as a latency spike.
+	Checkpoints int64           `json:"checkpoints"`
+	WALMiB      float64         `json:"wal_mib"`
+	Warnings    int             `json:"warnings"` // WARN and ERROR lines the roles logged so far
+	e2e         []time.Duration // kept for the verdict
 }
 
 // SoakTable is one hot table at the end of an interval.
@@ -194,7 +202,7 @@ func Soak(ctx context.Context, c SoakConfig) (*SoakReport, error) {
 		return nil, err
 	}
 	c.Log.Info("starting private Postgres (fsync on)", "dir", dir)
-	pg, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dir, "pg")})
+	pg, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dir, "pg"), Settings: c.PostgresSettings})
 	if err != nil {
 		return nil, err
 	}
@@ -364,6 +372,7 @@ type soakRun struct {
 	logs          []string
 	firstWarnings []string
 	lastProc      soakCounters
+	lastPG        pgCounters
 }
 
 // run offers the load for the whole duration without a pause (steady) and
@@ -374,6 +383,9 @@ func (s *soakRun) run(ctx context.Context, url string, signing provider.Config) 
 	w := windowRows(s.c.Duration, s.c.Interval, n)
 	conns := 4 * s.c.Connections
 	if s.lastProc, err = scrapeCounters(ctx, s.procBase); err != nil {
+		return err
+	}
+	if s.lastPG, err = readPGCounters(ctx, s.st); err != nil {
 		return err
 	}
 	s.printHeader()
@@ -626,6 +638,13 @@ func (s *soakRun) sample(ctx context.Context, at time.Duration) (SoakRow, error)
 	if row.Tables, err = soakTableStats(ctx, s.st); err != nil {
 		return row, err
 	}
+	pg, err := readPGCounters(ctx, s.st)
+	if err != nil {
+		return row, err
+	}
+	row.Checkpoints = pg.checkpoints - s.lastPG.checkpoints
+	row.WALMiB = float64(pg.walBytes-s.lastPG.walBytes) / (1 << 20)
+	s.lastPG = pg
 	row.Warnings, s.firstWarnings = soakWarnings(s.logs)
 	return row, nil
 }
@@ -672,6 +691,23 @@ func scrapeCounters(ctx context.Context, base string) (soakCounters, error) {
 	var c soakCounters
 	c.messages, _ = scrape.Sum(fams, "intake_processor_messages_total", nil)
 	c.relayed, _ = scrape.Sum(fams, "intake_outbox_relayed_total", nil)
+	return c, nil
+}
+
+// pgCounters are Postgres's cumulative counters a row reports the growth of.
+type pgCounters struct {
+	checkpoints int64 // begun, timed and requested
+	walBytes    int64 // WAL position, in bytes from the start
+}
+
+func readPGCounters(ctx context.Context, st *store.Store) (pgCounters, error) {
+	var c pgCounters
+	err := st.Pool().QueryRow(ctx, `
+		SELECT checkpoints_timed + checkpoints_req, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint
+		FROM pg_stat_bgwriter`).Scan(&c.checkpoints, &c.walBytes)
+	if err != nil {
+		return c, fmt.Errorf("bench soak: checkpoint and WAL counters: %w", err)
+	}
 	return c, nil
 }
 
@@ -844,7 +880,7 @@ func (v SoakVerdict) Line() string {
 	return s
 }
 
-const soakHeader = "%8s %8s %6s %5s %8s %8s %9s %6s %8s %8s %6s %6s %7s %6s %7s %7s %9s %9s %9s %9s %9s %5s\n"
+const soakHeader = "%8s %8s %6s %5s %8s %8s %9s %6s %8s %8s %6s %6s %7s %6s %7s %7s %9s %9s %9s %9s %9s %5s %7s %5s\n"
 
 func (s *soakRun) printHeader() {
 	fmt.Fprintf(s.c.Progress, "# intake bench soak — %s — %s\n", s.rep.Machine, s.rep.Config)
@@ -853,7 +889,7 @@ func (s *soakRun) printHeader() {
 
 func printSoakHeader(w io.Writer) {
 	fmt.Fprintf(w, soakHeader, "at", "acc/s", "behind", "fail", "in p50", "in p99", "e2e p99", "late", "proc/s", "lag", "lag s", "relay", "pending", "pend s",
-		"ing MiB", "prc MiB", "pend dead", "pend MiB", "outbx MiB", "deliv MiB", "inbox MiB", "warn")
+		"ing MiB", "prc MiB", "pend dead", "pend MiB", "outbx MiB", "deliv MiB", "inbox MiB", "ckpt", "WAL MiB", "warn")
 }
 
 func (s *soakRun) printRow(r SoakRow) { printSoakRow(s.c.Progress, r) }
@@ -864,10 +900,10 @@ func printSoakRow(w io.Writer, r SoakRow) {
 	for _, x := range r.Tables {
 		t[x.Name] = x
 	}
-	fmt.Fprintf(w, "%8s %8.0f %6.1f %5d %8.1f %8.1f %9.1f %6d %8.0f %8d %6.1f %6.0f %7d %6.1f %7.0f %7.0f %9d %9s %9s %9s %9s %5d\n",
+	fmt.Fprintf(w, "%8s %8.0f %6.1f %5d %8.1f %8.1f %9.1f %6d %8.0f %8d %6.1f %6.0f %7d %6.1f %7.0f %7.0f %9d %9s %9s %9s %9s %5d %7.0f %5d\n",
 		r.At, r.Accepted, r.Behind, r.Failed, r.IngressP50, r.IngressP99, r.E2EP99, r.E2ELate, r.Processed, r.Lag, r.LagAge, r.Relayed, r.Pending, r.PendingAge,
 		r.IngressRSS, r.ProcRSS, t["outbox_pending"].DeadTuples, mib(t["outbox_pending"].Bytes), mib(t["outbox"].Bytes),
-		mib(t["deliveries"].Bytes), mib(t["inbox"].Bytes), r.Warnings)
+		mib(t["deliveries"].Bytes), mib(t["inbox"].Bytes), r.Checkpoints, r.WALMiB, r.Warnings)
 }
 
 // Print writes the report as a table, or JSON.
