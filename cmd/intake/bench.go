@@ -44,7 +44,7 @@ and its age, both roles' RSS, outbox_pending's dead tuples and the hot tables'
 sizes, the checkpoints Postgres began and the WAL it wrote, and the WARN/ERROR lines the roles logged so far. The closing line
 compares the last five minutes with the first five (the last and first fifth
 of a run under ten minutes): accepted and processed rates >= 0.9, end-to-end
-p99 <= 1.5x, RSS <= 1.2x, no warnings, dead tuples bounded. Exits 1 when a
+p99 <= 1.5x, peak RSS <= 1.2x, no warnings, dead tuples bounded. Exits 1 when a
 check fails. Needs the PostgreSQL server binaries, and disk for the streams
 and tables (about 50 GB for 30 minutes at 5,000/s of 1 KiB: the streams keep every message, the outbox keeps rows for 72h).`,
 		Args: cobra.NoArgs,

@@ -61,7 +61,10 @@ func TestJudgeSoak(t *testing.T) {
 			}
 		}), fail: "end-to-end p99"},
 		"memory grows": {rows: soakRows(10, func(i int, r *SoakRow) { r.ProcRSS = 60 + 10*float64(i) }), fail: "processor RSS"},
-		"a warning":    {rows: soakRows(10, func(i int, r *SoakRow) { r.Warnings = i / 9 }), fail: "1 warnings"},
+		// A low sample at the first window's end and a high one at the
+		// last's is the collector's sawtooth, not growth.
+		"memory saws": {rows: soakRows(10, func(i int, r *SoakRow) { r.ProcRSS = []float64{66, 50}[i%2] })},
+		"a warning":   {rows: soakRows(10, func(i int, r *SoakRow) { r.Warnings = i / 9 }), fail: "1 warnings"},
 		"dead tuples grow": {rows: soakRows(10, func(i int, r *SoakRow) { r.Tables[0].DeadTuples = int64(50000 * (i + 1)) }),
 			fail: "dead tuples of outbox_pending"},
 	} {
