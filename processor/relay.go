@@ -153,21 +153,30 @@ func (r *Relay) observeLag(ctx context.Context) {
 	r.metrics.OutboxLag.Set(age.Seconds())
 }
 
-// clean deletes published rows older than the retention period.
+// clean keeps the outbox's daily partitions: made OutboxDaysAhead days
+// ahead, and dropped a day at a time once every row in one is older than
+// the retention and none is pending (store.DropOutboxPartitions). Every
+// processor's relay runs it; the database serialises them.
 func (r *Relay) clean(ctx context.Context) {
+	now := time.Now()
+	if _, err := r.store.AddOutboxPartitions(ctx, now); err != nil && ctx.Err() == nil {
+		r.log.Warn("outbox partitions: making the next days' failed", "err", err)
+	}
+	if until, err := r.store.OutboxPartitionsUntil(ctx); err == nil {
+		r.metrics.OutboxPartitionsAhead.Set(until.Sub(now).Seconds())
+	}
 	if r.cfg.Retention <= 0 {
 		return
 	}
-	for ctx.Err() == nil {
-		n, err := r.store.DeletePublished(ctx, time.Now().Add(-r.cfg.Retention), 1000)
-		if err != nil {
-			if ctx.Err() == nil {
-				r.log.Warn("outbox cleanup failed", "err", err)
-			}
-			return
+	dropped, err := r.store.DropOutboxPartitions(ctx, now.Add(-r.cfg.Retention), false)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("outbox partitions: dropping those past retention failed", "err", err)
 		}
-		if n < 1000 {
-			return
-		}
+		return
+	}
+	for _, d := range dropped {
+		r.metrics.PurgeRows.WithLabelValues("outbox").Add(float64(d.Rows))
+		r.log.Info("outbox partition past retention dropped", "partition", d.Name, "rows", d.Rows)
 	}
 }

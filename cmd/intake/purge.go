@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/processor"
 )
@@ -21,7 +23,8 @@ func newPurgeCmd(g *globals) *cobra.Command {
 processors' scheduled pass does: processed and stale inbox rows and the replay guard's
 records after retention.inbox (integrations[].inbox_retention for theirs), the delivery
 history and executions after retention.history, conflicts, failed and quarantined inbox
-rows, rejected messages and finished replays after retention.evidence.
+rows, rejected messages and finished replays after retention.evidence; and the outbox's
+daily partitions whose whole day is older than outbox.retention and holds no pending row.
 
 It runs against Postgres (postgres.url or DATABASE_URL), in batches of
 retention.batch_size rows, and waits for no other runner: when a processor's pass (or
@@ -47,15 +50,35 @@ each step would remove and changes nothing.`,
 			}
 			now := time.Now()
 			out := cmd.OutOrStdout()
+			// The outbox goes by whole days (each processor's relay drops
+			// them every minute): its partitions past outbox.retention.
+			outboxCutoff := now.Add(-cmp.Or(cfg.Outbox.Retention, config.DefaultRetention))
+			outbox := func(rows []store.Purged) ([]store.Purged, error) {
+				days, err := st.DropOutboxPartitions(ctx, outboxCutoff, dryRun)
+				if len(days) == 0 {
+					return rows, err
+				}
+				p := store.Purged{Table: "outbox", What: fmt.Sprintf("published, %d whole days (estimated rows)", len(days))}
+				for _, d := range days {
+					p.Rows += d.Rows
+				}
+				return append(rows, p), err
+			}
 			if dryRun {
 				rows, err := st.PurgeCount(ctx, processor.PurgeCutoffs(cfg, now))
 				if err != nil {
+					return err
+				}
+				if rows, err = outbox(rows); err != nil {
 					return err
 				}
 				printPurged(out, "would remove", rows)
 				return nil
 			}
 			rows, err := processor.Purge(ctx, st, cfg, now, processor.PurgeHolder())
+			if err == nil {
+				rows, err = outbox(rows)
+			}
 			printPurged(out, "removed", rows)
 			return err
 		},

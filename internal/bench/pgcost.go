@@ -77,44 +77,72 @@ func markPG(ctx context.Context, st *store.Store, pid int) (pgMark, error) {
 	return m, nil
 }
 
-// tableSizes reads rows, index entries and sizes of costTables. It counts
+// tableSizes reads rows, index entries and sizes of costTables, summed
+// over a partitioned table's partitions (the outbox's days). It counts
 // rows, so it runs outside the window markPG bounds.
 func tableSizes(ctx context.Context, st *store.Store) (map[string]tableSize, error) {
 	out := make(map[string]tableSize, len(costTables))
 	for _, t := range costTables {
+		// pg_partition_tree lists nothing for a table that is not partitioned.
+		rows, err := st.Pool().Query(ctx, `SELECT relid::regclass::text FROM pg_partition_tree($1::regclass) WHERE isleaf
+			UNION ALL SELECT $1::regclass::text WHERE NOT EXISTS (SELECT 1 FROM pg_partition_tree($1::regclass))`, t)
+		if err != nil {
+			return nil, fmt.Errorf("partitions of %s: %w", t, err)
+		}
+		leaves, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, fmt.Errorf("partitions of %s: %w", t, err)
+		}
 		var s tableSize
-		if err := st.Pool().QueryRow(ctx, `SELECT pg_table_size($1::regclass), pg_indexes_size($1::regclass)`, t).
-			Scan(&s.tableBytes, &s.indexBytes); err != nil {
-			return nil, fmt.Errorf("size of %s: %w", t, err)
-		}
-		from := pgx.Identifier{"intake", t[len("intake."):]}.Sanitize()
-		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+from).Scan(&s.rows); err != nil {
-			return nil, fmt.Errorf("rows of %s: %w", t, err)
-		}
-		rows, err := st.Pool().Query(ctx, `SELECT coalesce(pg_get_expr(indpred, indrelid), '') FROM pg_index WHERE indrelid = $1::regclass`, t)
-		if err != nil {
-			return nil, fmt.Errorf("indexes of %s: %w", t, err)
-		}
-		preds, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return nil, fmt.Errorf("indexes of %s: %w", t, err)
-		}
-		for _, pred := range preds {
-			if pred == "" {
-				s.entries += s.rows
-				continue
+		for _, leaf := range leaves {
+			l, err := leafSize(ctx, st, leaf)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", t, err)
 			}
-			// The predicate is Postgres's own rendering of the index's
-			// WHERE clause, from the catalogue.
-			var n int64
-			if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+from+` WHERE `+pred).Scan(&n); err != nil {
-				return nil, fmt.Errorf("index entries of %s: %w", t, err)
-			}
-			s.entries += n
+			s.rows += l.rows
+			s.entries += l.entries
+			s.tableBytes += l.tableBytes
+			s.indexBytes += l.indexBytes
 		}
 		out[t] = s
 	}
 	return out, nil
+}
+
+// leafSize is tableSizes for one table that holds rows (a regclass's
+// text: schema-qualified, quoted where needed).
+func leafSize(ctx context.Context, st *store.Store, t string) (tableSize, error) {
+	var s tableSize
+	if err := st.Pool().QueryRow(ctx, `SELECT pg_table_size($1::regclass), pg_indexes_size($1::regclass)`, t).
+		Scan(&s.tableBytes, &s.indexBytes); err != nil {
+		return s, fmt.Errorf("size of %s: %w", t, err)
+	}
+	// t is the catalogue's own rendering of the relation's name.
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+t).Scan(&s.rows); err != nil {
+		return s, fmt.Errorf("rows of %s: %w", t, err)
+	}
+	rows, err := st.Pool().Query(ctx, `SELECT coalesce(pg_get_expr(indpred, indrelid), '') FROM pg_index WHERE indrelid = $1::regclass`, t)
+	if err != nil {
+		return s, fmt.Errorf("indexes of %s: %w", t, err)
+	}
+	preds, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return s, fmt.Errorf("indexes of %s: %w", t, err)
+	}
+	for _, pred := range preds {
+		if pred == "" {
+			s.entries += s.rows
+			continue
+		}
+		// The predicate is Postgres's own rendering of the index's
+		// WHERE clause, from the catalogue.
+		var n int64
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+t+` WHERE `+pred).Scan(&n); err != nil {
+			return s, fmt.Errorf("index entries of %s: %w", t, err)
+		}
+		s.entries += n
+	}
+	return s, nil
 }
 
 // perEvent divides what changed between two marks and two table readings

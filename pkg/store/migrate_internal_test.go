@@ -3,11 +3,16 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/pkg/envelope"
 )
 
 // Every migration's Down undoes its Up: down to nothing and up again.
@@ -31,5 +36,118 @@ func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 	}
 	if _, err := p.Up(ctx); err != nil {
 		t.Fatalf("up again: %v", err)
+	}
+}
+
+// The outbox's move to daily partitions (00013–00015) on a database that
+// holds rows: every row stays, in outbox_legacy, pending ones are still
+// claimed, the sequence goes on, new rows land in the partition of their
+// day, and the way down puts every row back in one table.
+func TestOutboxPartitioningOnAPopulatedDatabase(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testenv.Postgres(t)
+	// Bounds go to text and back: the migration runs in a session whose
+	// dates read otherwise (day first, a zone whose abbreviation means
+	// another zone elsewhere).
+	sep := "?"
+	if strings.Contains(dbURL, "?") {
+		sep = "&"
+	}
+	db, err := sql.Open("pgx", dbURL+sep+"DateStyle=SQL%2C%20DMY&TimeZone=Asia%2FKolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+Schema); err != nil {
+		t.Fatal(err)
+	}
+	p, err := newMigrator(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 12); err != nil {
+		t.Fatal(err)
+	}
+	const rows, pending = 20000, 500
+	// Rows of the last four days, the newest pending, as a running
+	// system would leave them.
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`INSERT INTO intake.outbox (id, integration, account, event_id, subject, payload, created_at)
+		SELECT gen_random_uuid(), 'demo', 'main', 'e' || g, 'intake.out.t.demo.x', convert_to('{"n":' || g || '}', 'UTF8'),
+			now() - (($1 - g) * interval '4 days') / $1
+		FROM generate_series(1, $1) g`, rows)
+	exec(`INSERT INTO intake.outbox_pending (id, created_at)
+		SELECT id, created_at FROM intake.outbox ORDER BY seq DESC LIMIT $1`, pending)
+	var maxSeq int64
+	if err := db.QueryRowContext(ctx, `SELECT max(seq) FROM intake.outbox`).Scan(&maxSeq); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatalf("up on a populated outbox: %v", err)
+	}
+	var kind string
+	var n, inLegacy int
+	if err := db.QueryRowContext(ctx, `SELECT relkind::text FROM pg_class WHERE oid = 'intake.outbox'::regclass`).Scan(&kind); err != nil || kind != "p" {
+		t.Fatalf("intake.outbox relkind %q, %v; want p (partitioned)", kind, err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE tableoid = 'intake.outbox_legacy'::regclass) FROM intake.outbox`).Scan(&n, &inLegacy); err != nil {
+		t.Fatal(err)
+	}
+	if n != rows || inLegacy != rows {
+		t.Fatalf("after the migration: %d rows, %d in outbox_legacy; want %d, all there", n, inLegacy, rows)
+	}
+
+	st, err := Open(ctx, dbURL, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	until, err := st.OutboxPartitionsUntil(ctx)
+	if err != nil || until.Before(time.Now().Add(OutboxDaysAhead*24*time.Hour)) {
+		t.Fatalf("partitions until %s, %v; want %d days ahead", until, err, OutboxDaysAhead)
+	}
+	// The pending rows are claimed as before, in their order.
+	var claimed []OutboxRow
+	if err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+		claimed, err = ClaimOutbox(ctx, tx, 2*pending, 0)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed) != pending || claimed[len(claimed)-1].Key.EventID != fmt.Sprintf("e%d", rows) {
+		t.Fatalf("claimed %d rows, last %+v; want the %d pending, e%d last", len(claimed), claimed[len(claimed)-1].Key, pending, rows)
+	}
+	// A new row: the next seq, in the partition of its day.
+	k := envelope.Key{Integration: "demo", Account: "main", EventID: "after"}
+	w := BatchWrites{Outbox: []OutboxRow{{Key: k, Subject: "intake.out.t.demo.x", Payload: []byte(`{}`)}}}
+	if err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error { return w.Flush(ctx, tx) }); err != nil {
+		t.Fatal(err)
+	}
+	var seq int64
+	if err := st.Pool().QueryRow(ctx, `SELECT seq FROM intake.outbox WHERE event_id = 'after'`).Scan(&seq); err != nil || seq != maxSeq+1 {
+		t.Fatalf("new row's seq %d, %v; want %d", seq, err, maxSeq+1)
+	}
+	later := time.Now().Add(72 * time.Hour).UTC()
+	var part string
+	if err := st.Pool().QueryRow(ctx, `UPDATE intake.outbox SET created_at = $1 WHERE event_id = 'after' RETURNING tableoid::regclass::text`, later).Scan(&part); err != nil ||
+		part != "intake.outbox_p"+later.Format("20060102") {
+		t.Fatalf("a row of %s lands in %q, %v", later.Format(time.DateOnly), part, err)
+	}
+	st.Close()
+
+	if _, err := p.DownTo(ctx, 12); err != nil {
+		t.Fatalf("down to 12: %v", err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT relkind::text FROM pg_class WHERE oid = 'intake.outbox'::regclass`).Scan(&kind); err != nil || kind != "r" {
+		t.Fatalf("after down: relkind %q, %v; want r", kind, err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM intake.outbox`).Scan(&n); err != nil || n != rows+1 {
+		t.Fatalf("after down: %d rows, %v; want %d", n, err, rows+1)
 	}
 }

@@ -43,6 +43,14 @@ func (r *OutboxRow) NatsMsgID() string {
 // commit (or the whole transaction rolls back). Outbox rows themselves are
 // never updated.
 func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int, olderThan time.Duration) ([]OutboxRow, error) {
+	// The outbox is partitioned by day, with a key on id in each: the join
+	// probes each partition per claimed id. A generic plan, made without
+	// the limit, may instead hash the claim and read every partition whole
+	// (it does with a pending backlog of 300,000); planned for each claim,
+	// with the limit known, it probes.
+	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
+		return nil, fmt.Errorf("store: claim outbox: %w", err)
+	}
 	rows, err := tx.Query(ctx, `
 		WITH c AS (
 			DELETE FROM intake.outbox_pending p
@@ -163,18 +171,83 @@ func (s *Store) OutboxLag(ctx context.Context) (int64, time.Duration, error) {
 	return n, time.Since(*oldest), nil
 }
 
-// DeletePublished removes published rows created before cutoff, at most
-// limit per call so a large backlog does not hold one long transaction.
-// Pending rows stay, however old.
-func (s *Store) DeletePublished(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM intake.outbox WHERE id IN (
-		SELECT o.id FROM intake.outbox o
-		WHERE o.created_at < $1 AND NOT EXISTS (SELECT 1 FROM intake.outbox_pending p WHERE p.id = o.id)
-		ORDER BY o.created_at LIMIT $2)`, cutoff, limit)
+// OutboxDaysAhead is how many days of outbox partitions are kept made
+// ahead of today: a processor that cannot reach Postgres to make more has
+// that long before an insert finds no partition.
+const OutboxDaysAhead = 7
+
+// Lock waits when the outbox's partitions change. A DROP's exclusive lock
+// queues every insert behind it while it waits, so it gives up quickly —
+// behind a long reader of the outbox (a relay awaiting PubAcks, a replay's
+// selection) — and is tried again at the next pass: a stall of at most
+// this, once a minute, until it gets through. Making a partition (an
+// attach) blocks no insert and may wait longer, for another processor's
+// pass.
+const (
+	outboxDropLockTimeout = "200ms"
+	outboxAddLockTimeout  = "5s"
+)
+
+// AddOutboxPartitions makes the outbox's daily partitions through
+// OutboxDaysAhead days after at, where missing, and returns how many it made.
+func (s *Store) AddOutboxPartitions(ctx context.Context, at time.Time) (int, error) {
+	var made int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+outboxAddLockTimeout+"'"); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT intake.outbox_add_partitions($1, $2)`, at, OutboxDaysAhead).Scan(&made)
+	})
 	if err != nil {
-		return 0, fmt.Errorf("store: clean outbox: %w", err)
+		return 0, fmt.Errorf("store: add outbox partitions: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return made, nil
+}
+
+// DroppedPartition is an outbox partition retention dropped.
+type DroppedPartition struct {
+	Name string
+	Rows int64 // the planner's estimate
+}
+
+// DropOutboxPartitions drops each outbox partition whose every row was
+// created before cutoff, unless one of them is still pending: published
+// rows leave a day at a time, pending ones never. A dry run drops nothing
+// and returns what it would drop.
+func (s *Store) DropOutboxPartitions(ctx context.Context, cutoff time.Time, dryRun bool) ([]DroppedPartition, error) {
+	var dropped []DroppedPartition
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+outboxDropLockTimeout+"'"); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT dropped, est_rows FROM intake.outbox_drop_partitions($1, $2)`, cutoff, dryRun)
+		if err != nil {
+			return err
+		}
+		dropped, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (DroppedPartition, error) {
+			var d DroppedPartition
+			err := r.Scan(&d.Name, &d.Rows)
+			return d, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: drop outbox partitions: %w", err)
+	}
+	return dropped, nil
+}
+
+// OutboxPartitionsUntil returns the end of the outbox's last partition: an
+// insert created at or after it fails.
+func (s *Store) OutboxPartitionsUntil(ctx context.Context) (time.Time, error) {
+	var until *time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT max(until) FROM intake.outbox_partitions()`).Scan(&until); err != nil {
+		return time.Time{}, fmt.Errorf("store: outbox partitions: %w", err)
+	}
+	if until == nil {
+		return time.Time{}, nil
+	}
+	return *until, nil
 }
 
 // uuidBytes is ids as a uuid[] parameter pgx encodes in binary. Given

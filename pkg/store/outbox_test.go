@@ -127,9 +127,46 @@ func TestOutboxPendingClaimAndRetention(t *testing.T) {
 	if err != nil || n != 1 || age < 99*time.Hour {
 		t.Fatalf("lag = %d, %s, %v; want e3 pending for 100h", n, age, err)
 	}
-	deleted, err := st.DeletePublished(ctx, time.Now().Add(-72*time.Hour), 1000)
-	if err != nil || deleted != 3 {
-		t.Fatalf("retention deleted %d, %v; want the 3 published rows", deleted, err)
+	// Retention drops whole days. The published rows move into the first
+	// daily partition (the one after outbox_legacy, whose bound the
+	// migration set); the clock is then two days past it.
+	var first time.Time
+	if err := st.Pool().QueryRow(ctx, `SELECT until FROM intake.outbox_partitions() WHERE part = 'intake.outbox_legacy'::regclass`).Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE intake.outbox SET created_at = $1 WHERE event_id <> 'e3'`, first.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	at := first.Add(48*time.Hour + 72*time.Hour)
+	if _, err := st.AddOutboxPartitions(ctx, at); err != nil {
+		t.Fatal(err)
+	}
+	until, err := st.OutboxPartitionsUntil(ctx)
+	if err != nil || until.Before(at.Add(store.OutboxDaysAhead*24*time.Hour)) {
+		t.Fatalf("partitions until %s, %v; want at least %d days after %s", until, err, store.OutboxDaysAhead, at)
+	}
+	would, err := st.DropOutboxPartitions(ctx, at.Add(-72*time.Hour), true)
+	if err != nil || len(would) != 2 {
+		t.Fatalf("dry run: %+v, %v; want two days", would, err)
+	}
+	dropped, err := st.DropOutboxPartitions(ctx, at.Add(-72*time.Hour), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstDay := "intake.outbox_p" + first.UTC().Format("20060102")
+	var names []string
+	for _, d := range dropped {
+		names = append(names, d.Name)
+	}
+	if len(dropped) != 2 || names[0] != firstDay || dropped[0] != would[0] {
+		t.Fatalf("dropped %v; want %s (the published rows) and the empty day after it, not outbox_legacy (pending e3)", names, firstDay)
+	}
+	var left int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM intake.outbox`).Scan(&left); err != nil || left != 1 {
+		t.Fatalf("%d outbox rows left, %v; want pending e3 alone", left, err)
+	}
+	if again, err := st.DropOutboxPartitions(ctx, at.Add(-72*time.Hour), false); err != nil || len(again) != 0 {
+		t.Fatalf("a second pass dropped %v, %v; want nothing", again, err)
 	}
 	if got := claim(t, st, 10, false); len(got) != 1 || got[0].Key.EventID != "e3" {
 		t.Fatalf("claim after retention = %+v; want pending e3 kept", got)
@@ -139,6 +176,11 @@ func TestOutboxPendingClaimAndRetention(t *testing.T) {
 	}
 	if got := claim(t, st, 10, false); len(got) != 0 {
 		t.Fatalf("claim of an empty pending list = %+v", got)
+	}
+	// e3 published: its partition goes at the next pass.
+	dropped, err = st.DropOutboxPartitions(ctx, at.Add(-72*time.Hour), false)
+	if err != nil || len(dropped) != 1 || dropped[0].Name != "intake.outbox_legacy" {
+		t.Fatalf("dropped %+v, %v; want outbox_legacy once e3 was published", dropped, err)
 	}
 }
 

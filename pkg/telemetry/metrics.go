@@ -112,6 +112,9 @@ type Metrics struct {
 	OutboxMarkSkipped prometheus.Counter
 	OutboxPending     prometheus.Gauge
 	OutboxLag         prometheus.Gauge // seconds, oldest unpublished row
+	// OutboxPartitionsAhead is how far ahead of now the outbox's last
+	// partition ends: an insert past it fails (IntakeOutboxPartitionsShort).
+	OutboxPartitionsAhead prometheus.Gauge
 
 	// PostgresServerChanges counts changes of the Postgres server behind a
 	// role's pool (store.ServerWatcher): a failover, a promotion, a restart.
@@ -213,6 +216,8 @@ func NewMetricsFor(roles Roles) *Metrics {
 			Name: "pending", Help: "Unpublished outbox rows at the last relay pass."}),
 		OutboxLag: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "outbox",
 			Name: "lag_seconds", Help: "Age of the oldest unpublished outbox row at the last relay pass."}),
+		OutboxPartitionsAhead: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "outbox",
+			Name: "partitions_ahead_seconds", Help: "How far ahead of now the outbox's last daily partition ends, at this processor's last look (every minute): an outbox row created past it cannot be written."}),
 		PostgresServerChanges: NewPostgresServerChanges(),
 	}
 	for _, c := range m.collectors(roles) {
@@ -237,7 +242,7 @@ func (m *Metrics) collectors(roles Roles) []prometheus.Collector {
 		cs = append(cs, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.TxLatency, m.LastCommit, m.HandlerLatency,
 			m.AckPending, m.MaxAckPending, m.ConsumerPending, m.ConsumerRedelivered, m.OldestUnprocessedAge, m.FailureDelivery,
 			m.WindowFull, m.ReceiptsFolded, m.ReceiptsRefused,
-			m.OutboxPublished, m.OutboxRelayed, m.OutboxMarkSkipped, m.OutboxPending, m.OutboxLag,
+			m.OutboxPublished, m.OutboxRelayed, m.OutboxMarkSkipped, m.OutboxPending, m.OutboxLag, m.OutboxPartitionsAhead,
 			m.PurgeRows, m.PurgePasses, m.PurgeLastDone, m.PurgePassSeconds, m.RetentionOldest, m.RetentionOverdue, m.RetentionTableSize)
 	}
 	if roles.Processor || roles.Replayer {
