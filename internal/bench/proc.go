@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -111,4 +112,45 @@ func freeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// cpu is the user and system time the process has used so far; 0 when
+// it cannot be read.
+func (c *child) cpu() time.Duration { return pidCPU(c.cmd.Process.Pid) }
+
+// pidCPU is a process's own user and system time, from /proc/PID/stat; 0
+// when it cannot be read.
+func pidCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	p, err := parseStat(b)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(p.utime+p.stime) * time.Second / clockTicks
+}
+
+// machineIdle is the idle time of all cores so far, from /proc/stat's
+// first line (idle and iowait); 0 when it cannot be read.
+func machineIdle() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks uint64
+	for _, v := range f[4:6] { // idle, iowait
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
 }

@@ -527,7 +527,14 @@ func drainRate(ctx context.Context, st *store.Store, base string, want int) (dra
 
 type outTimes struct {
 	mu sync.Mutex
-	at map[string]time.Time // event id → first arrival on INTAKE_OUT
+	at map[string]outTime // event id → its first message on INTAKE_OUT
+}
+
+// outTime is when an event's processed message reached the watcher, and
+// when NATS stored it on INTAKE_OUT (the stream's own timestamp): the
+// difference is the watcher's delay, not the pipeline's.
+type outTime struct {
+	arrived, stored time.Time
 }
 
 // watchOut records when each event's processed message arrives.
@@ -536,13 +543,16 @@ func watchOut(ctx context.Context, js jetstream.JetStream) (*outTimes, func(), e
 	if err != nil {
 		return nil, nil, err
 	}
-	ot := &outTimes{at: map[string]time.Time{}}
+	ot := &outTimes{at: map[string]outTime{}}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		now := time.Now()
+		t := outTime{arrived: time.Now()}
+		if md, err := m.Metadata(); err == nil {
+			t.stored = md.Timestamp
+		}
 		id := m.Headers().Get(envelope.HeaderEventID)
 		ot.mu.Lock()
 		if _, ok := ot.at[id]; !ok {
-			ot.at[id] = now
+			ot.at[id] = t
 		}
 		ot.mu.Unlock()
 	})
@@ -575,7 +585,7 @@ func endToEnd(ctx context.Context, done map[string]time.Time, ot *outTimes, wait
 	defer ot.mu.Unlock()
 	for id, t2xx := range done {
 		if at, ok := ot.at[id]; ok {
-			res.Latencies = append(res.Latencies, max(at.Sub(t2xx), 0))
+			res.Latencies = append(res.Latencies, max(at.arrived.Sub(t2xx), 0))
 		}
 	}
 	return res

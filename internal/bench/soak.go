@@ -138,24 +138,71 @@ type SoakRow struct {
 	IngressP50 float64        `json:"ingress_p50_ms"`
 	IngressP99 float64        `json:"ingress_p99_ms"`
 	E2EP99     float64        `json:"e2e_p99_ms"`
-	E2ELate    int            `json:"e2e_late"` // events not on INTAKE_OUT within soakE2EWait
-	Processed  float64        `json:"processed_per_second"`
-	Lag        uint64         `json:"processor_lag"` // INTAKE_IN: pending + ack pending
-	LagAge     float64        `json:"processor_lag_age_s"`
-	Relayed    float64        `json:"outbox_relayed"` // rows the relay published, not the processor
-	Pending    int64          `json:"outbox_pending"`
-	PendingAge float64        `json:"outbox_pending_age_s"`
-	IngressRSS float64        `json:"ingress_rss_mib"`
-	ProcRSS    float64        `json:"processor_rss_mib"`
-	NATSRSS    float64        `json:"nats_rss_mib"` // not judged: its duplicate windows fill for nats.stream.duplicate_window
-	Tables     []SoakTable    `json:"tables"`
+	// E2EStoredP99 ends where NATS stored the processed message on
+	// INTAKE_OUT (its timestamp), not where the watcher received it: what
+	// is left of E2EP99 is the watcher's own delay on a busy machine.
+	E2EStoredP99 float64     `json:"e2e_stored_p99_ms"`
+	E2ELate      int         `json:"e2e_late"` // events not on INTAKE_OUT within soakE2EWait
+	Processed    float64     `json:"processed_per_second"`
+	Lag          uint64      `json:"processor_lag"` // INTAKE_IN: pending + ack pending
+	LagAge       float64     `json:"processor_lag_age_s"`
+	Relayed      float64     `json:"outbox_relayed"` // rows the relay published, not the processor
+	Pending      int64       `json:"outbox_pending"`
+	PendingAge   float64     `json:"outbox_pending_age_s"`
+	IngressRSS   float64     `json:"ingress_rss_mib"`
+	ProcRSS      float64     `json:"processor_rss_mib"`
+	NATSRSS      float64     `json:"nats_rss_mib"` // not judged: its duplicate windows fill for nats.stream.duplicate_window
+	Tables       []SoakTable `json:"tables"`
 	// Checkpoints Postgres began in the interval (timed and requested) and
 	// the WAL it wrote: a checkpoint's writes and the full-page images
 	// after it are the load that most often shows as a latency spike.
-	Checkpoints int64           `json:"checkpoints"`
-	WALMiB      float64         `json:"wal_mib"`
-	Warnings    int             `json:"warnings"` // WARN and ERROR lines the roles logged so far
-	e2e         []time.Duration // kept for the verdict
+	Checkpoints int64   `json:"checkpoints"`
+	WALMiB      float64 `json:"wal_mib"`
+	Warnings    int     `json:"warnings"` // WARN and ERROR lines the roles logged so far
+	// CPU is each process's share of one core over the interval, in
+	// percent (the machine has runtime.NumCPU() of them): with every role,
+	// Postgres and the generator on one host, a latency that grows while
+	// the rates hold is first a question of who took the cores.
+	CPU SoakCPU         `json:"cpu_percent"`
+	e2e []time.Duration // kept for the verdict
+}
+
+// SoakCPU is CPU use over an interval, in percent of one core.
+type SoakCPU struct {
+	Ingress   float64 `json:"ingress"`
+	Processor float64 `json:"processor"`
+	NATS      float64 `json:"nats"`
+	Postgres  float64 `json:"postgres"` // the postmaster and its children
+	Bench     float64 `json:"bench"`    // this process: the load generator and the INTAKE_OUT watcher
+	Idle      float64 `json:"idle"`     // the machine's idle time, all cores
+}
+
+// cpuTimes is the CPU time each process has used so far.
+type cpuTimes struct {
+	ingress, processor, nats, postgres, bench, idle time.Duration
+	at                                              time.Time
+}
+
+// readCPU reads the processes' CPU times from /proc; a process that cannot
+// be read counts 0 (the row shows it).
+func (s *soakRun) readCPU() cpuTimes {
+	t := cpuTimes{at: time.Now()}
+	t.ingress, t.processor, t.nats = s.ing.cpu(), s.proc.cpu(), s.natsd.cpu()
+	t.postgres, _ = postgresCPU(s.pgPID)
+	t.bench = pidCPU(os.Getpid())
+	t.idle = machineIdle()
+	return t
+}
+
+func (t cpuTimes) since(prev cpuTimes) SoakCPU {
+	el := t.at.Sub(prev.at)
+	if el <= 0 {
+		return SoakCPU{}
+	}
+	pct := func(a, b time.Duration) float64 { return 100 * float64(a-b) / float64(el) }
+	return SoakCPU{Ingress: pct(t.ingress, prev.ingress), Processor: pct(t.processor, prev.processor),
+		NATS: pct(t.nats, prev.nats), Postgres: pct(t.postgres, prev.postgres), Bench: pct(t.bench, prev.bench),
+		Idle: pct(t.idle, prev.idle)}
 }
 
 // SoakTable is one hot table at the end of an interval.
@@ -321,7 +368,7 @@ integrations:
 	}
 	defer stopOut()
 
-	s := &soakRun{c: c, rep: rep, js: js, in: in, st: st, ot: ot, ing: ing, proc: proc, natsd: natsd, procBase: procBase,
+	s := &soakRun{c: c, rep: rep, js: js, in: in, st: st, ot: ot, ing: ing, proc: proc, natsd: natsd, procBase: procBase, pgPID: pg.PID(),
 		logs: []string{filepath.Join(dir, "ingress.log"), filepath.Join(dir, "processor.log")}}
 	c.Log.Info("soak started", "offered_per_second", int(rep.Offered), "duration", c.Duration)
 	if err := s.run(ctx, url, signing); err != nil {
@@ -381,6 +428,8 @@ type soakRun struct {
 	firstWarnings []string
 	lastProc      soakCounters
 	lastPG        pgCounters
+	pgPID         int
+	lastCPU       cpuTimes
 }
 
 // run offers the load for the whole duration without a pause (steady) and
@@ -396,6 +445,7 @@ func (s *soakRun) run(ctx context.Context, url string, signing provider.Config) 
 	if s.lastPG, err = readPGCounters(ctx, s.st); err != nil {
 		return err
 	}
+	s.lastCPU = s.readCPU()
 	s.printHeader()
 	load := newSteady(s.c.Interval, n, s.rep.Offered)
 	ctx, cancel := context.WithCancel(ctx)
@@ -424,7 +474,7 @@ func (s *soakRun) run(ctx context.Context, url string, signing provider.Config) 
 				continue
 			}
 			row.complete(res)
-			row.E2EP99, row.E2ELate, row.e2e = s.endToEnd(ctx, res.Done)
+			row.E2EP99, row.E2EStoredP99, row.E2ELate, row.e2e = s.endToEnd(ctx, res.Done)
 			if i >= w && i < n-w {
 				row.e2e = nil // only the compared windows' latencies are kept
 			}
@@ -653,6 +703,8 @@ func (s *soakRun) sample(ctx context.Context, at time.Duration) (SoakRow, error)
 	row.Checkpoints = pg.checkpoints - s.lastPG.checkpoints
 	row.WALMiB = float64(pg.walBytes-s.lastPG.walBytes) / (1 << 20)
 	s.lastPG = pg
+	cpu := s.readCPU()
+	row.CPU, s.lastCPU = cpu.since(s.lastCPU), cpu
 	row.Warnings, s.firstWarnings = soakWarnings(s.logs)
 	return row, nil
 }
@@ -670,10 +722,14 @@ func (r *SoakRow) complete(res loadResult) {
 // endToEnd waits (up to soakE2EWait) for an interval's events on
 // INTAKE_OUT, returns their p99 and how many were late, and forgets them:
 // a long soak would otherwise keep every event id.
-func (s *soakRun) endToEnd(ctx context.Context, done map[string]time.Time) (p99 float64, late int, lat []time.Duration) {
+func (s *soakRun) endToEnd(ctx context.Context, done map[string]time.Time) (p99, storedP99 float64, late int, lat []time.Duration) {
 	res := endToEnd(ctx, done, s.ot, soakE2EWait)
+	var stored loadResult
 	s.ot.mu.Lock()
-	for id := range done {
+	for id, t2xx := range done {
+		if at, ok := s.ot.at[id]; ok && !at.stored.IsZero() {
+			stored.Latencies = append(stored.Latencies, max(at.stored.Sub(t2xx), 0))
+		}
 		delete(s.ot.at, id)
 	}
 	s.ot.mu.Unlock()
@@ -681,8 +737,10 @@ func (s *soakRun) endToEnd(ctx context.Context, done map[string]time.Time) (p99 
 	lat = res.Latencies
 	for range late {
 		lat = append(lat, soakE2EWait)
+		stored.Latencies = append(stored.Latencies, soakE2EWait)
 	}
-	return float64(loadResult{Latencies: lat}.pct(.99).Microseconds()) / 1000, late, lat
+	ms := func(r loadResult) float64 { return float64(r.pct(.99).Microseconds()) / 1000 }
+	return ms(loadResult{Latencies: lat}), ms(stored), late, lat
 }
 
 // soakCounters are the processor's counters a row reports.
@@ -926,7 +984,7 @@ func (v SoakVerdict) Line() string {
 	return s
 }
 
-const soakHeader = "%8s %8s %6s %5s %8s %8s %9s %6s %8s %8s %6s %6s %7s %6s %7s %7s %8s %9s %9s %9s %9s %9s %5s %7s %5s\n"
+const soakHeader = "%8s %8s %6s %5s %8s %8s %9s %9s %6s %8s %8s %6s %6s %7s %6s %7s %7s %8s %9s %9s %9s %9s %9s %5s %7s %5s %22s\n"
 
 func (s *soakRun) printHeader() {
 	fmt.Fprintf(s.c.Progress, "# intake bench soak — %s — %s\n", s.rep.Machine, s.rep.Config)
@@ -934,8 +992,8 @@ func (s *soakRun) printHeader() {
 }
 
 func printSoakHeader(w io.Writer) {
-	fmt.Fprintf(w, soakHeader, "at", "acc/s", "behind", "fail", "in p50", "in p99", "e2e p99", "late", "proc/s", "lag", "lag s", "relay", "pending", "pend s",
-		"ing MiB", "prc MiB", "nats MiB", "pend dead", "pend MiB", "outbx MiB", "deliv MiB", "inbox MiB", "ckpt", "WAL MiB", "warn")
+	fmt.Fprintf(w, soakHeader, "at", "acc/s", "behind", "fail", "in p50", "in p99", "e2e p99", "st p99", "late", "proc/s", "lag", "lag s", "relay", "pending", "pend s",
+		"ing MiB", "prc MiB", "nats MiB", "pend dead", "pend MiB", "outbx MiB", "deliv MiB", "inbox MiB", "ckpt", "WAL MiB", "warn", "cpu% in/prc/nats/pg/gen/idle")
 }
 
 func (s *soakRun) printRow(r SoakRow) { printSoakRow(s.c.Progress, r) }
@@ -946,10 +1004,11 @@ func printSoakRow(w io.Writer, r SoakRow) {
 	for _, x := range r.Tables {
 		t[x.Name] = x
 	}
-	fmt.Fprintf(w, "%8s %8.0f %6.1f %5d %8.1f %8.1f %9.1f %6d %8.0f %8d %6.1f %6.0f %7d %6.1f %7.0f %7.0f %8.0f %9d %9s %9s %9s %9s %5d %7.0f %5d\n",
-		r.At, r.Accepted, r.Behind, r.Failed, r.IngressP50, r.IngressP99, r.E2EP99, r.E2ELate, r.Processed, r.Lag, r.LagAge, r.Relayed, r.Pending, r.PendingAge,
+	cpu := fmt.Sprintf("%.0f/%.0f/%.0f/%.0f/%.0f/%.0f", r.CPU.Ingress, r.CPU.Processor, r.CPU.NATS, r.CPU.Postgres, r.CPU.Bench, r.CPU.Idle)
+	fmt.Fprintf(w, "%8s %8.0f %6.1f %5d %8.1f %8.1f %9.1f %9.1f %6d %8.0f %8d %6.1f %6.0f %7d %6.1f %7.0f %7.0f %8.0f %9d %9s %9s %9s %9s %5d %7.0f %5d %22s\n",
+		r.At, r.Accepted, r.Behind, r.Failed, r.IngressP50, r.IngressP99, r.E2EP99, r.E2EStoredP99, r.E2ELate, r.Processed, r.Lag, r.LagAge, r.Relayed, r.Pending, r.PendingAge,
 		r.IngressRSS, r.ProcRSS, r.NATSRSS, t["outbox_pending"].DeadTuples, mib(t["outbox_pending"].Bytes), mib(t["outbox"].Bytes),
-		mib(t["deliveries"].Bytes), mib(t["inbox"].Bytes), r.Checkpoints, r.WALMiB, r.Warnings)
+		mib(t["deliveries"].Bytes), mib(t["inbox"].Bytes), r.Checkpoints, r.WALMiB, r.Warnings, cpu)
 }
 
 // Print writes the report as a table, or JSON.

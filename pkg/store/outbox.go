@@ -43,23 +43,10 @@ func (r *OutboxRow) NatsMsgID() string {
 // commit (or the whole transaction rolls back). Outbox rows themselves are
 // never updated.
 func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int, olderThan time.Duration) ([]OutboxRow, error) {
-	// The outbox is partitioned by day, with a key on id in each: the join
-	// probes each partition per claimed id. A generic plan, made without
-	// the limit, may instead hash the claim and read every partition whole
-	// (it does with a pending backlog of 300,000); planned for each claim,
-	// with the limit known, it probes.
-	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
+	if _, err := tx.Exec(ctx, claimPlanSQL); err != nil {
 		return nil, fmt.Errorf("store: claim outbox: %w", err)
 	}
-	rows, err := tx.Query(ctx, `
-		WITH c AS (
-			DELETE FROM intake.outbox_pending p
-			WHERE p.id IN (SELECT id FROM intake.outbox_pending WHERE created_at <= now() - $2::interval
-				ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
-			RETURNING p.id)
-		SELECT o.id::text, coalesce(o.msg_id, o.id::text), o.integration, o.account, o.event_id, o.subject, o.headers, o.payload, o.created_at
-		FROM intake.outbox o JOIN c USING (id)
-		ORDER BY o.seq`, limit, olderThan)
+	rows, err := tx.Query(ctx, claimOutboxSQL, limit, olderThan)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim outbox: %w", err)
 	}
@@ -79,6 +66,37 @@ func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int, olderThan time.Durat
 	}
 	return out, nil
 }
+
+// claimPlanSQL, run first in the claim's transaction, plans the claim for
+// what it is: a probe for at most limit ids.
+//
+//   - plan_cache_mode: the outbox is partitioned by day, with a key on id
+//     in each, and the join probes each partition per claimed id. A generic
+//     plan, made without the limit, may instead hash the claim and read
+//     every partition whole (it does with a pending backlog of 300,000);
+//     planned for each claim, with the limit known, it probes.
+//   - jit: the planner estimates the join from the outbox's size, not from
+//     the claim's few rows, so the estimated cost grows with the outbox
+//     until it passes jit_above_cost (100,000) and then the optimize and
+//     inline thresholds (500,000): from then on every claim compiled about
+//     50 functions with LLVM before running — 0.9 s of CPU each, every
+//     second or two while the relay finds nothing to take, and 30–80 % of a
+//     core of the soak's Postgres by its tenth minute (issue 22). The claim
+//     reads a few hundred rows at most; compiling never pays.
+//     TestClaimOutboxIsNeverCompiled checks it.
+const claimPlanSQL = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('jit', 'off', true)`
+
+// claimOutboxSQL deletes up to $1 ids pending for longer than $2 (oldest
+// first, skipping locked ones) and returns their rows in insertion order.
+const claimOutboxSQL = `
+		WITH c AS (
+			DELETE FROM intake.outbox_pending p
+			WHERE p.id IN (SELECT id FROM intake.outbox_pending WHERE created_at <= now() - $2::interval
+				ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			RETURNING p.id)
+		SELECT o.id::text, coalesce(o.msg_id, o.id::text), o.integration, o.account, o.event_id, o.subject, o.headers, o.payload, o.created_at
+		FROM intake.outbox o JOIN c USING (id)
+		ORDER BY o.seq`
 
 // MarkPublished takes ids the processor published itself (every PubAck
 // received) off the pending list. Ids a relay holds right now are skipped:

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -78,3 +80,82 @@ func TestMarkPublishedProbesThePrimaryKey(t *testing.T) {
 		t.Fatalf("%d of %d ids still pending after MarkPublished", left, len(ids))
 	}
 }
+
+// A claim is never compiled with LLVM, whatever the planner estimates.
+// The estimate that made it so in issue 22's soak comes from a large outbox
+// (the join's rows follow the table, not the claim); here the thresholds
+// are set to 0 instead, which any plan passes. The control, without
+// claimPlanSQL, shows the same statement is compiled at these thresholds,
+// so the check cannot pass for want of JIT.
+func TestClaimOutboxIsNeverCompiled(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testenv.Postgres(t)
+	if err := Migrate(ctx, dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Open(ctx, dbURL, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	var available bool
+	if err := st.Pool().QueryRow(ctx, `SELECT pg_jit_available()`).Scan(&available); err != nil {
+		t.Fatal(err)
+	}
+	if !available {
+		t.Skip("this Postgres has no JIT provider: nothing to compile")
+	}
+	if _, err := st.Pool().Exec(ctx, `
+		INSERT INTO intake.outbox (integration, account, event_id, subject, headers, payload)
+		VALUES ('i', 'a', 'evt_1', 'intake.out.i.t', '{}', '{}');
+		INSERT INTO intake.outbox_pending (id, created_at) SELECT id, created_at - interval '1 minute' FROM intake.outbox`); err != nil {
+		t.Fatal(err)
+	}
+	const cheap = `SELECT set_config('jit_above_cost', '0', true), set_config('jit_inline_above_cost', '0', true),
+		set_config('jit_optimize_above_cost', '0', true)`
+	// compiled says whether the claim's statement, after setup, runs JIT.
+	compiled := func(setup ...string) bool {
+		t.Helper()
+		var plan string
+		err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+			for _, s := range append([]string{cheap}, setup...) {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					return err
+				}
+			}
+			if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+claimOutboxSQL, 10, time.Duration(0)).Scan(&plan); err != nil {
+				return err
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			t.Fatal(err)
+		}
+		return strings.Contains(plan, `"JIT"`)
+	}
+	if !compiled() {
+		t.Fatal("control: the claim was not compiled with every JIT threshold at 0; the check below would prove nothing")
+	}
+	if compiled(claimPlanSQL) {
+		t.Fatal("the claim was compiled with LLVM after claimPlanSQL")
+	}
+
+	// And the claim itself still claims at those thresholds.
+	var rows []OutboxRow
+	err = pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, cheap); err != nil {
+			return err
+		}
+		rows, err = ClaimOutbox(ctx, tx, 10, time.Second)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Key.EventID != "evt_1" {
+		t.Fatalf("claimed %+v, want the one pending row", rows)
+	}
+}
+
+// errRollback ends a test's transaction without keeping what it did.
+var errRollback = errors.New("rollback")
