@@ -31,17 +31,21 @@ func newSoakCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "soak",
 		Short: "Hold a steady load for a long time; compare the last minutes with the first",
-		Long: `soak starts a private Postgres, an embedded NATS, and ingress and processor as
+		Long: `soak starts a private Postgres, NATS, ingress and processor as
 processes of this binary, saturates ingress briefly to measure its maximum, lets
 the processor catch up, then offers --load of that maximum (or --rate) for
 --duration with signed webhooks. Every interval (a minute; a tenth of a run
 shorter than ten minutes) it prints a row: accepted rate (2xx answers received),
 how far the load is behind its schedule (ingress answering slower than offered), failures, ingress
-p50/p99, end-to-end p99 (2xx to INTAKE_OUT) and events later than 30s, the
+p50/p99, end-to-end p99 (2xx to the watcher's receipt from INTAKE_OUT, and
+2xx to the time NATS stored it there) and events later than 30s, the
 processor's rate, its lag (INTAKE_IN pending + ack pending) and the age of the
 oldest unprocessed message, rows the relay published, the outbox pending list
 and its age, both roles' RSS, outbox_pending's dead tuples and the hot tables'
-sizes, the checkpoints Postgres began and the WAL it wrote, and the WARN/ERROR lines the roles logged so far. The closing line
+sizes, the checkpoints Postgres began and the WAL it wrote, the WARN/ERROR
+lines the roles logged so far, and the CPU each process used (ingress,
+processor, NATS, Postgres, this process, and the machine's idle time, in
+percent of one core). The closing line
 compares the last five minutes with the first five (the last and first fifth
 of a run under ten minutes): accepted and processed rates >= 0.9, end-to-end
 p99 <= 1.5x, peak RSS <= 1.2x, no warnings, dead tuples bounded. Exits 1 when a

@@ -79,11 +79,11 @@ func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int, olderThan time.Durat
 //     the claim's few rows, so the estimated cost grows with the outbox
 //     until it passes jit_above_cost (100,000) and then the optimize and
 //     inline thresholds (500,000): from then on every claim compiled about
-//     50 functions with LLVM before running — 0.9 s of CPU each, every
-//     second or two while the relay finds nothing to take, and 30–80 % of a
-//     core of the soak's Postgres by its tenth minute (issue 22). The claim
-//     reads a few hundred rows at most; compiling never pays.
-//     TestClaimOutboxIsNeverCompiled checks it.
+//     50 functions with LLVM before running — 0.5–0.9 s of CPU each, every
+//     second or two while the relay found nothing to take: a third of a
+//     core of the soak's Postgres by its second minute, more as the outbox
+//     grew (issue 22). The claim reads a few hundred rows at most;
+//     compiling never pays. TestClaimOutboxIsNeverCompiled checks it.
 const claimPlanSQL = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('jit', 'off', true)`
 
 // claimOutboxSQL deletes up to $1 ids pending for longer than $2 (oldest
