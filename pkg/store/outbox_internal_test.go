@@ -20,15 +20,7 @@ import (
 // timed.
 func TestMarkPublishedProbesThePrimaryKey(t *testing.T) {
 	ctx := context.Background()
-	dbURL := testenv.Postgres(t)
-	if err := Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	st, err := Open(ctx, dbURL, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := migratedStore(t)
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		if _, err := st.Pool().Exec(ctx, sql, args...); err != nil {
@@ -89,15 +81,7 @@ func TestMarkPublishedProbesThePrimaryKey(t *testing.T) {
 // so the check cannot pass for want of JIT.
 func TestClaimOutboxIsNeverCompiled(t *testing.T) {
 	ctx := context.Background()
-	dbURL := testenv.Postgres(t)
-	if err := Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	st, err := Open(ctx, dbURL, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := migratedStore(t)
 	var available bool
 	if err := st.Pool().QueryRow(ctx, `SELECT pg_jit_available()`).Scan(&available); err != nil {
 		t.Fatal(err)
@@ -142,10 +126,11 @@ func TestClaimOutboxIsNeverCompiled(t *testing.T) {
 
 	// And the claim itself still claims at those thresholds.
 	var rows []OutboxRow
-	err = pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, cheap); err != nil {
 			return err
 		}
+		var err error
 		rows, err = ClaimOutbox(ctx, tx, 10, time.Second)
 		return err
 	})
@@ -159,3 +144,19 @@ func TestClaimOutboxIsNeverCompiled(t *testing.T) {
 
 // errRollback ends a test's transaction without keeping what it did.
 var errRollback = errors.New("rollback")
+
+// migratedStore opens a Store on a fresh, migrated test database.
+func migratedStore(t *testing.T) *Store {
+	t.Helper()
+	ctx := context.Background()
+	dbURL := testenv.Postgres(t)
+	if err := Migrate(ctx, dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Open(ctx, dbURL, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
