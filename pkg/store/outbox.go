@@ -84,16 +84,37 @@ func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int, olderThan time.Durat
 //     core of the soak's Postgres by its second minute, more as the outbox
 //     grew (issue 22). The claim reads a few hundred rows at most;
 //     compiling never pays. TestClaimOutboxIsNeverCompiled checks it.
-const claimPlanSQL = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('jit', 'off', true)`
+//   - enable_seqscan: the claimed ids are deleted through the primary key,
+//     never by reading the pending list whole.
+const claimPlanSQL = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('jit', 'off', true),
+	set_config('enable_seqscan', 'off', true)`
 
 // claimOutboxSQL deletes up to $1 ids pending for longer than $2 (oldest
 // first, skipping locked ones) and returns their rows in insertion order.
+//
+// Both statements that delete from outbox_pending (this claim and the
+// processor's mark, markPublishedSQL) lock their ids in an
+// ARRAY(SELECT … FOR UPDATE SKIP LOCKED) and delete id = ANY of it: the
+// array is an InitPlan, run once per statement. Written as
+// id IN (SELECT … FOR UPDATE SKIP LOCKED), the locking subquery was the
+// inner side of a semi join, and when the table's statistics said
+// outbox_pending was small (an autoanalyze in a quiet second) the planner
+// could choose a nested loop that runs it again for every row of the outer
+// side: the whole pending list for a claim, each id for a mark. Each run
+// skips the rows the statement has already deleted and locks the next
+// ones, so such a claim takes every pending row, not its limit. In issue
+// 22's soak a claim ran that way for minutes on one core; its open
+// snapshot kept every dead row of the pending list in place, the marks
+// grew to 150,000 buffer visits each (their own locking scan is 1,500),
+// and the pending list to 90,000 rows within two minutes.
+// TestPendingDeletesLockOnce forces the nested loop and checks that the
+// lock runs once.
 const claimOutboxSQL = `
 		WITH c AS (
-			DELETE FROM intake.outbox_pending p
-			WHERE p.id IN (SELECT id FROM intake.outbox_pending WHERE created_at <= now() - $2::interval
-				ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
-			RETURNING p.id)
+			DELETE FROM intake.outbox_pending
+			WHERE id = ANY(ARRAY(SELECT id FROM intake.outbox_pending WHERE created_at <= now() - $2::interval
+				ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED))
+			RETURNING id)
 		SELECT o.id::text, coalesce(o.msg_id, o.id::text), o.integration, o.account, o.event_id, o.subject, o.headers, o.payload, o.created_at
 		FROM intake.outbox o JOIN c USING (id)
 		ORDER BY o.seq`
@@ -145,13 +166,13 @@ const markChunk = 512
 // mark cost what the table's bloat cost rather than what its ids did —
 // most when the marker, behind after a slow period, sent 4,096 ids at once:
 // the likely cause of the marks that ran past their 10s deadline in
-// issue 22's run. The outer id = ANY with sequential scans off makes both
-// sides index scans on the primary key
-// (TestMarkPublishedProbesThePrimaryKey checks the plan).
+// issue 22's run. With sequential scans off both the lock and the delete
+// probe the primary key (TestMarkPublishedProbesThePrimaryKey checks the
+// plan), and the lock runs once (claimOutboxSQL says why).
 const (
 	markPlanSQL      = `SET LOCAL enable_seqscan = off`
-	markPublishedSQL = `DELETE FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) AND id IN (
-	SELECT id FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED)`
+	markPublishedSQL = `DELETE FROM intake.outbox_pending WHERE id = ANY(ARRAY(
+	SELECT id FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED))`
 )
 
 // Unpublish puts rows whose publish failed back on the pending list (aged

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -159,4 +161,117 @@ func migratedStore(t *testing.T) *Store {
 	}
 	t.Cleanup(st.Close)
 	return st
+}
+
+// The relay's claim and the processor's mark lock their ids once per
+// statement, whatever join the planner would pick: nested loops are forced
+// here (hash and merge joins, hashing and materialising off), the plan
+// issue 22's soak got by itself once outbox_pending's statistics said it
+// was small. The controls, the statements as they were (id IN (SELECT …
+// FOR UPDATE SKIP LOCKED)), show that under these settings a locking
+// subquery does run again per row (and the claim takes every pending row,
+// not its limit), so the checks cannot pass for want of a nested loop.
+func TestPendingDeletesLockOnce(t *testing.T) {
+	ctx := context.Background()
+	st := migratedStore(t)
+	const pending = 2000
+	if _, err := st.Pool().Exec(ctx, fmt.Sprintf(`
+		INSERT INTO intake.outbox (integration, account, event_id, subject, headers, payload)
+		SELECT 'i', 'a', 'evt_' || g, 'intake.out.i.t', '{}', '{}' FROM generate_series(1, %d) g;
+		INSERT INTO intake.outbox_pending (id, created_at) SELECT id, created_at - interval '1 minute' FROM intake.outbox`, pending)); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	rows, err := st.Pool().Query(ctx, `SELECT id::text FROM intake.outbox_pending ORDER BY id LIMIT $1`, markChunk)
+	if err == nil {
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := uuidBytes(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nestedLoops = `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+		set_config('enable_hashagg', 'off', true), set_config('enable_sort', 'off', true), set_config('enable_material', 'off', true)`
+	const (
+		claimBefore = `
+		WITH c AS (
+			DELETE FROM intake.outbox_pending p
+			WHERE p.id IN (SELECT id FROM intake.outbox_pending WHERE created_at <= now() - $2::interval
+				ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			RETURNING p.id)
+		SELECT o.id::text FROM intake.outbox o JOIN c USING (id) ORDER BY o.seq`
+		markBefore = `DELETE FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) AND id IN (
+	SELECT id FROM intake.outbox_pending WHERE id = ANY($1::uuid[]) FOR UPDATE SKIP LOCKED)`
+	)
+	// locks runs sql under EXPLAIN ANALYZE after setup, rolls it back, and
+	// returns how many times its row-locking node ran and how many rows
+	// the statement deleted from outbox_pending.
+	locks := func(setup, sql string, args ...any) (loops, deleted int) {
+		t.Helper()
+		var plan []byte
+		err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+			for _, s := range []string{nestedLoops, setup} {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					return err
+				}
+			}
+			if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+sql, args...).Scan(&plan); err != nil {
+				return err
+			}
+			var left int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM intake.outbox_pending`).Scan(&left); err != nil {
+				return err
+			}
+			deleted = pending - left
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			t.Fatal(err)
+		}
+		var doc []struct{ Plan planNode }
+		if err := json.Unmarshal(plan, &doc); err != nil || len(doc) != 1 {
+			t.Fatalf("plan %s: %v", plan, err)
+		}
+		return doc[0].Plan.loops("LockRows"), deleted
+	}
+
+	// The former claim, run again per pending row, also took more than its
+	// limit: each run skipped the rows the statement had already deleted
+	// and locked the next ones.
+	const claim = 100
+	if loops, deleted := locks(claimPlanSQL, claimBefore, claim, time.Second); loops <= 1 || deleted <= claim {
+		t.Fatalf("control: the former claim locked in %d loop(s) and took %d rows with nested loops forced; the check below would prove nothing", loops, deleted)
+	}
+	if loops, deleted := locks(claimPlanSQL, claimOutboxSQL, claim, time.Second); loops != 1 || deleted != claim {
+		t.Fatalf("claim: locking ran %d times (want 1), %d rows claimed (want %d)", loops, deleted, claim)
+	}
+	if loops, _ := locks(markPlanSQL, markBefore, raw); loops <= 1 {
+		t.Fatalf("control: the former mark locked in %d loop(s) with nested loops forced; the check below would prove nothing", loops)
+	}
+	if loops, deleted := locks(markPlanSQL, markPublishedSQL, raw); loops != 1 || deleted != len(ids) {
+		t.Fatalf("mark: locking ran %d times (want 1), %d rows marked (want %d)", loops, deleted, len(ids))
+	}
+}
+
+// planNode is a node of EXPLAIN (FORMAT JSON)'s plan, with what the tests
+// read of it.
+type planNode struct {
+	Type  string     `json:"Node Type"`
+	Loops int        `json:"Actual Loops"`
+	Plans []planNode `json:"Plans"`
+}
+
+// loops sums the executions of the nodes of type typ under n.
+func (n planNode) loops(typ string) int {
+	l := 0
+	if n.Type == typ {
+		l = n.Loops
+	}
+	for _, c := range n.Plans {
+		l += c.loops(typ)
+	}
+	return l
 }
