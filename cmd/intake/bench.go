@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/intakehq/intake/internal/bench"
+	"github.com/intakehq/intake/pkg/config"
 )
 
 // newBenchCmd is `intake bench`: the performance harness itself (benchperf.go)
@@ -49,7 +50,9 @@ percent of one core). The closing line
 compares the last five minutes with the first five (the last and first fifth
 of a run under ten minutes): accepted and processed rates >= 0.9, end-to-end
 p99 <= 1.5x, peak RSS <= 1.2x, no warnings, dead tuples bounded. Exits 1 when a
-check fails. Needs the PostgreSQL server binaries, and disk for the streams
+check fails. --duplicate-window sets the streams' nats.stream.duplicate_window
+(NATS holds every id of the window in memory: docs/scaling.md). Needs the
+PostgreSQL server binaries, and disk for the streams
 and tables (about 50 GB for 30 minutes at 5,000/s of 1 KiB: the streams keep every message, the outbox keeps rows for 72h).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -78,6 +81,7 @@ and tables (about 50 GB for 30 minutes at 5,000/s of 1 KiB: the streams keep eve
 	f.DurationVar(&c.Interval, "interval", 0, fmt.Sprintf("time per reported row (default %s; a tenth of --duration under 10m)", bench.DefaultSoakInterval))
 	f.IntVar(&c.Connections, "connections", d.Connections, "connections saturating ingress (the steady load opens 4x as many)")
 	f.StringArrayVar(&c.PostgresSettings, "pg-setting", nil, "a server setting for the private Postgres, name=value (repeatable)")
+	f.DurationVar(&c.DuplicateWindow, "duplicate-window", config.DefaultDuplicateWindow, "the streams' nats.stream.duplicate_window")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd
 }

@@ -88,6 +88,9 @@ type SoakConfig struct {
 	// PostgresSettings are server settings ("name=value") for the private
 	// Postgres, after its own. Defaults to none: Postgres's defaults.
 	PostgresSettings []string
+	// DuplicateWindow is the streams' nats.stream.duplicate_window.
+	// Defaults to the product's (config.DefaultDuplicateWindow, 10m).
+	DuplicateWindow time.Duration
 	// Progress receives each row as it is measured. Defaults to discarding.
 	Progress io.Writer
 	Log      *slog.Logger
@@ -124,6 +127,8 @@ func (c SoakConfig) validate() error {
 		return fmt.Errorf("bench soak: Load %.2f: in (0, 1]", c.Load)
 	case c.Rate < 0:
 		return fmt.Errorf("bench soak: Rate %.0f: negative", c.Rate)
+	case c.DuplicateWindow < 0:
+		return fmt.Errorf("bench soak: DuplicateWindow %s: negative", c.DuplicateWindow)
 	}
 	return nil
 }
@@ -295,19 +300,20 @@ func Soak(ctx context.Context, c SoakConfig) (*SoakReport, error) {
 		return nil, err
 	}
 	defer st.Close()
-	if err := stream.Ensure(ctx, js, config.Stream{}.WithDefaults()); err != nil {
+	streamCfg := config.Stream{DuplicateWindow: c.DuplicateWindow}.WithDefaults()
+	if err := stream.Ensure(ctx, js, streamCfg); err != nil {
 		return nil, err
 	}
 	cfgPath := filepath.Join(dir, "intake.yaml")
 	// The generator is one address standing for a fleet of senders: the
 	// per-address limit on unverified requests would answer it 429 whenever
 	// ingress is slow enough that 40 wait for their signature check.
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`nats: {url: %q}
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`nats: {url: %q, stream: {duplicate_window: %s}}
 postgres: {url: %q}
 ingress: {client_rate_limit: {per_second: -1}}
 integrations:
   - {name: bench, provider: standard, tenant: bench, account: a, secrets: [%q], max_body_bytes: 1048576}
-`, natsURL, dbURL, benchSecret)), 0o600); err != nil {
+`, natsURL, streamCfg.DuplicateWindow, dbURL, benchSecret)), 0o600); err != nil {
 		return nil, err
 	}
 
@@ -354,7 +360,7 @@ integrations:
 		rep.Saturation = sat.rate()
 		rep.Offered = c.Load * rep.Saturation
 	}
-	rep.Config = fmt.Sprintf("%s at %.0f/s (%s), %d-byte payloads, rows every %s", c.Duration, rep.Offered, loadNote(c, rep), c.Payload, c.Interval)
+	rep.Config = fmt.Sprintf("%s at %.0f/s (%s), %d-byte payloads, rows every %s, duplicate window %s", c.Duration, rep.Offered, loadNote(c, rep), c.Payload, c.Interval, streamCfg.DuplicateWindow)
 	in, err := js.Consumer(ctx, envelope.StreamIn, stream.ProcessorDurable(""))
 	if err != nil {
 		return nil, fmt.Errorf("processor consumer: %w", err)
