@@ -89,7 +89,7 @@ type SoakConfig struct {
 	// Postgres, after its own. Defaults to none: Postgres's defaults.
 	PostgresSettings []string
 	// DuplicateWindow is the streams' nats.stream.duplicate_window.
-	// Defaults to the product's (config.DefaultDuplicateWindow, 10m).
+	// Defaults to the product's (config.DefaultDuplicateWindow, 2m).
 	DuplicateWindow time.Duration
 	// Progress receives each row as it is measured. Defaults to discarding.
 	Progress io.Writer

@@ -29,7 +29,7 @@ func TestParseDefaults(t *testing.T) {
 	if got := cfg.NATS.Stream.MaxAge; got != 720*time.Hour {
 		t.Errorf("max_age default = %v", got)
 	}
-	if got := cfg.NATS.Stream.DuplicateWindow; got != 10*time.Minute {
+	if got := cfg.NATS.Stream.DuplicateWindow; got != 2*time.Minute {
 		t.Errorf("duplicate_window default = %v", got)
 	}
 	if got := cfg.Integrations[0].MaxBodyBytes; got != 1<<20 {

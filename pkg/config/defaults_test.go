@@ -31,7 +31,7 @@ func TestZeroSectionsGetDefaultsAndValidate(t *testing.T) {
 		t.Errorf("Config relay_after under a 6s window = %s, want 3s", got)
 	}
 	if got := (NATS{}).WithDefaults(); got.PublishTimeout != 5*time.Second || got.Stream != (Stream{Replicas: 1,
-		MaxAge: 720 * time.Hour, DuplicateWindow: 10 * time.Minute, MaxBytes: -1}) {
+		MaxAge: 720 * time.Hour, DuplicateWindow: 2 * time.Minute, MaxBytes: -1}) {
 		t.Errorf("NATS{}.WithDefaults() = %+v", got)
 	}
 	if got := (Ingress{}).WithDefaults(); got.Addr != ":8080" || got.ReadHeaderTimeout != 5*time.Second ||

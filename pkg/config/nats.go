@@ -202,8 +202,11 @@ type Stream struct {
 	// id costs the server about 450 bytes of RSS (measured: BENCHMARKS.md
 	// "Soak") and an event is tracked on INTAKE_IN and INTAKE_OUT, so 10
 	// minutes at 1,000 events/s is about 0.5 GB. Defaults to
-	// DefaultDuplicateWindow (10m). Later duplicates are caught by the
-	// Postgres inbox instead.
+	// DefaultDuplicateWindow (2m, NATS's own). It was 10m, until soaks at
+	// 2,000–3,000 events/s showed ten minutes of ids making the server's
+	// heap, and its garbage collector's cycles, the growing tail of
+	// end-to-end latency (docs/scaling.md, "NATS memory"). Later duplicates
+	// are caught by the Postgres inbox instead.
 	DuplicateWindow time.Duration `yaml:"duplicate_window"`
 	// MaxBytes caps each stream's size; when full, new publishes are refused
 	// (discard new) and ingress answers 503 so the provider retries. Defaults
@@ -215,7 +218,7 @@ type Stream struct {
 const (
 	DefaultReplicas        = 1
 	DefaultMaxAge          = 30 * 24 * time.Hour
-	DefaultDuplicateWindow = 10 * time.Minute
+	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultMaxBytes        = -1
 	// MaxReplicas is the most replicas JetStream supports per stream.
 	MaxReplicas = 5
