@@ -101,3 +101,24 @@ panic: boom
 		t.Fatalf("soakWarnings = %d, %q; want the WARN, the ERROR and the panic line", n, first)
 	}
 }
+
+// A soak refuses a bad setting before it starts anything, naming the field.
+func TestSoakConfigRefusesBadValues(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		cfg   SoakConfig
+		field string
+	}{
+		{"negative duplicate window", SoakConfig{DuplicateWindow: -time.Minute}, "DuplicateWindow"},
+		{"negative rate", SoakConfig{Rate: -1}, "Rate"},
+		{"short run", SoakConfig{Duration: 30 * time.Second}, "Duration"},
+	} {
+		err := c.cfg.WithDefaults().validate()
+		if err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: got %v, want an error naming %s", c.name, err, c.field)
+		}
+	}
+	if err := (SoakConfig{DuplicateWindow: 2 * time.Minute}).WithDefaults().validate(); err != nil {
+		t.Errorf("a 2m window: %v", err)
+	}
+}
