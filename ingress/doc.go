@@ -24,7 +24,8 @@
 //     wait for the PubAck — the durable boundary — then answer 200
 //     (PubAck.Duplicate: 200 "duplicate"); no PubAck: 503 + Retry-After.
 //
-// The public listener caps its connections (LimitListener), and New refuses
+// The public listener caps its connections (internal/httpserver.LimitListener,
+// wired by package intake), and New refuses
 // a body limit that, with its headers, would not fit the NATS server's
 // max_payload: such a body would be answered 503 on every retry.
 //

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intakehq/intake/internal/httpserver"
+
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/intakehq/intake/ingress"
@@ -351,7 +353,7 @@ integrations:
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := ingress.Server(ln.Addr().String(), svc.Handler(), cfg.Ingress)
+	srv := httpserver.New(ln.Addr().String(), svc.Handler(), cfg.Ingress.Timeouts())
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	r := &rig{t: t, cfg: cfg, base: "http://" + ln.Addr().String(), js: js, client: &http.Client{Timeout: 10 * time.Second}}

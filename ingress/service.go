@@ -153,19 +153,3 @@ func (s *Service) Handler() http.Handler {
 	s.Mount(r)
 	return r
 }
-
-// Server wraps h with the configured timeouts, so slow clients cannot hold
-// connections open (slowloris) whatever the body limit. Unset timeouts get
-// config's defaults (config.Ingress.WithDefaults): zero would mean none.
-func Server(addr string, h http.Handler, c config.Ingress) *http.Server {
-	c = c.WithDefaults()
-	return &http.Server{
-		Addr:              addr,
-		Handler:           h,
-		ReadHeaderTimeout: c.ReadHeaderTimeout,
-		ReadTimeout:       c.ReadTimeout,
-		WriteTimeout:      c.WriteTimeout,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-	}
-}

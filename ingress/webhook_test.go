@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intakehq/intake/internal/httpserver"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -97,7 +99,7 @@ func startRig(t *testing.T) *rig {
 }
 
 // startRigYAML is a rig on config y; maxConns > 0 caps its listener's
-// connections as app does (ingress.LimitListener).
+// connections as package intake does (httpserver.LimitListener).
 func startRigYAML(t *testing.T, y string, maxConns int) *rig {
 	t.Helper()
 	ctx := context.Background()
@@ -112,9 +114,9 @@ func startRigYAML(t *testing.T, y string, maxConns int) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := ingress.Server(ln.Addr().String(), svc.Handler(), cfg.Ingress)
+	srv := httpserver.New(ln.Addr().String(), svc.Handler(), cfg.Ingress.Timeouts())
 	if maxConns > 0 {
-		limited := ingress.LimitListener(ln, maxConns, false, nil)
+		limited := httpserver.LimitListener(ln, maxConns, false, nil)
 		srv.ConnState = limited.ConnState
 		ln = limited
 	}

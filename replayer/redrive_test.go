@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/replayer"
 )
@@ -169,7 +169,7 @@ func TestRedriveSkipsQueuedKeys(t *testing.T) {
 	t.Parallel()
 	r := setup(t)
 	// The processor only: no replayer publishes until this test runs one.
-	testrig.StartApp(t, r.cfg, app.Options{Roles: app.Roles{Processor: true}, Handler: r.handler()})
+	testrig.StartApp(t, r.cfg, intake.Options{Roles: intake.Roles{Processor: true}, Handler: r.handler()})
 	ctx := context.Background()
 	r.publish("evt_1", "evt_2", "evt_3")
 	r.settled()

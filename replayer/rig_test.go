@@ -15,9 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
@@ -106,7 +106,7 @@ func (r *rig) handler() processor.Handler {
 // relay and the replayer (API and engine).
 func (r *rig) start() {
 	r.t.Helper()
-	a := testrig.StartApp(r.t, r.cfg, app.Options{Roles: app.Roles{Processor: true, API: true}, Handler: r.handler()})
+	a := testrig.StartApp(r.t, r.cfg, intake.Options{Roles: intake.Roles{Processor: true, API: true}, Handler: r.handler()})
 	r.base, r.app = a.URL, a
 }
 

@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/chaos"
 	"github.com/intakehq/intake/internal/faults"
-	"github.com/intakehq/intake/pkg/app"
 )
 
 // newChaosCmd is `intake bench chaos`: the chaos and soak harness (internal/chaos).
@@ -117,7 +117,7 @@ func newChaosProcessorCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o := app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: addr, Log: g.logger()}
+			o := intake.Options{Roles: intake.Roles{Processor: true}, HTTPAddr: addr, Log: g.logger()}
 			switch handler {
 			case "effects":
 				o.Handler = chaos.Effects()
@@ -133,7 +133,7 @@ func newChaosProcessorCmd(g *globals) *cobra.Command {
 			}
 			ctx := faults.With(cmd.Context(), faults.Hooks{AfterCommit: chaos.CrashAfterCommitOnSignal(cmd.Context())})
 			setGCPercent(processorGCPercent)
-			return app.Run(ctx, cfg, o)
+			return intake.Run(ctx, cfg, o)
 		},
 	}
 	f := cmd.Flags()

@@ -1,6 +1,6 @@
 // Command intake is the one Intake binary: every role and the operator tools
 // are subcommands. This package only parses flags, loads the configuration
-// and runs a service from pkg/app; the work lives in the packages.
+// and runs a service through package intake (the module root); the work lives in the packages.
 package main
 
 import (

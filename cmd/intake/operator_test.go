@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/replayer"
@@ -47,7 +47,7 @@ api:
     - {name: ops, token: ` + cliOperator + `, role: operator}
 integrations:
   - {name: demo, provider: standard, tenant: acme, account: main, secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}
-`, App: &app.Options{Roles: app.Roles{Processor: true, API: true}}})
+`, App: &intake.Options{Roles: intake.Roles{Processor: true, API: true}}})
 	return &operatorRig{t: t, tr: tr, base: tr.App.URL, js: tr.JS, db: tr.DB}
 }
 

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/intakehq/intake/pkg/app"
+	"github.com/intakehq/intake"
 )
 
 // defaultReplayerHTTPAddr is `intake replayer --http-addr` when unset.
@@ -31,7 +31,7 @@ Postgres advisory lock), and one whose replayer stopped is resumed by another.`,
 			log := g.logger()
 			log.Info("replayer starting", "addr", addr)
 			return runTraced(cmd.Context(), "replayer", log, func(tp trace.TracerProvider) error {
-				return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{API: true}, HTTPAddr: addr, Log: log, TracerProvider: tp})
+				return intake.Run(cmd.Context(), cfg, intake.Options{Roles: intake.Roles{API: true}, HTTPAddr: addr, Log: log, TracerProvider: tp})
 			})
 		},
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/intakehq/intake/pkg/app"
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
@@ -35,7 +35,7 @@ func newIngressCmd(g *globals) *cobra.Command {
 			setGCPercent(ingressGCPercent)
 			log.Info("ingress starting", "addr", addr, "integrations", len(cfg.Integrations))
 			return runTraced(cmd.Context(), "ingress", log, func(tp trace.TracerProvider) error {
-				return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{Ingress: true}, HTTPAddr: addr, Log: log, TracerProvider: tp})
+				return intake.Run(cmd.Context(), cfg, intake.Options{Roles: intake.Roles{Ingress: true}, HTTPAddr: addr, Log: log, TracerProvider: tp})
 			})
 		},
 	}
@@ -80,7 +80,7 @@ func newProcessorCmd(g *globals) *cobra.Command {
 			setGCPercent(processorGCPercent)
 			log.Info("processor starting", "metrics_addr", addr)
 			return runTraced(cmd.Context(), "processor", log, func(tp trace.TracerProvider) error {
-				return app.Run(cmd.Context(), cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: addr, Log: log, TracerProvider: tp})
+				return intake.Run(cmd.Context(), cfg, intake.Options{Roles: intake.Roles{Processor: true}, HTTPAddr: addr, Log: log, TracerProvider: tp})
 			})
 		},
 	}

@@ -293,7 +293,7 @@ func checkWorkloads(t *testing.T, objs []object) {
 // defaultDrain is values.yaml's terminationDrain.seconds.
 const defaultDrain = 10
 
-// shutdownTimeout is pkg/app.ShutdownTimeout: what a role takes after
+// shutdownTimeout is intake.ShutdownTimeout (the module root package): what a role takes after
 // SIGTERM for in-flight requests.
 const shutdownTimeout = 30
 

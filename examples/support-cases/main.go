@@ -32,7 +32,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/intakehq/intake/pkg/app"
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/processor"
@@ -142,7 +142,7 @@ func main() {
 	defer func() { stop(); <-jobsDone }()
 
 	h := processor.NewRouter().On("ticket.opened", processor.HandlerFunc(OpenCase))
-	if err := app.Run(ctx, cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: *addr, Handler: h, Log: log}); err != nil {
+	if err := intake.Run(ctx, cfg, intake.Options{Roles: intake.Roles{Processor: true}, HTTPAddr: *addr, Handler: h, Log: log}); err != nil {
 		log.Error("processor", "err", err)
 		os.Exit(1)
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/pgcluster"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
@@ -27,7 +27,7 @@ type Options struct {
 	// Options are the roles' options; HTTPAddr, the one listener for
 	// webhooks, /api/v1, /metrics and health, defaults to DefaultHTTPAddr
 	// (127.0.0.1:8080).
-	app.Options
+	intake.Options
 	// DataDir holds the embedded NATS store and the private Postgres cluster.
 	// Defaults to DefaultDataDir (./.intake).
 	DataDir string
@@ -149,7 +149,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		return err
 	}
 
-	o.Roles = app.Roles{Ingress: true, Processor: true, API: true}
+	o.Roles = intake.Roles{Ingress: true, Processor: true, API: true}
 	listening := o.Listening
 	o.Listening = func(addr net.Addr) {
 		info.HTTPURL = "http://" + addr.String()
@@ -160,7 +160,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 			o.Ready(info)
 		}
 	}
-	return app.Run(ctx, cfg, o.Options)
+	return intake.Run(ctx, cfg, o.Options)
 }
 
 // createDatabase creates name unless it exists.

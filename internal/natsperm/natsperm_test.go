@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
@@ -175,7 +175,7 @@ func TestRoleBeforeMigrateRefusesToStart(t *testing.T) {
 	cfg := roleConfig(t, srv.ClientURL(), "ingress", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	a, err := app.New(ctx, cfg, app.Options{Roles: app.Roles{Ingress: true}, HTTPAddr: "127.0.0.1:0"})
+	a, err := intake.New(ctx, cfg, intake.Options{Roles: intake.Roles{Ingress: true}, HTTPAddr: "127.0.0.1:0"})
 	if err == nil {
 		_ = a.Stop(ctx)
 		t.Fatal("ingress started without its streams")
@@ -196,13 +196,13 @@ func TestEveryRoleWithItsOwnUser(t *testing.T) {
 	db := testrig.Database(t)
 
 	var logs testenv.Buffer
-	start := func(user string, roles app.Roles) *testrig.App {
-		return testrig.StartApp(t, roleConfig(t, url, user, db), app.Options{Roles: roles,
+	start := func(user string, roles intake.Roles) *testrig.App {
+		return testrig.StartApp(t, roleConfig(t, url, user, db), intake.Options{Roles: roles,
 			Log: logger(&logs).With("user", user)})
 	}
-	proc := start("processor", app.Roles{Processor: true})
-	rp := start("replayer", app.Roles{API: true})
-	ing := start("ingress", app.Roles{Ingress: true})
+	proc := start("processor", intake.Roles{Processor: true})
+	rp := start("replayer", intake.Roles{API: true})
+	ing := start("ingress", intake.Roles{Ingress: true})
 
 	body := []byte(`{"type":"invoice.paid","n":1}`)
 	h, err := provider.Sign(proc.Config.Integrations[0].Config, 0, "evt_1", body, time.Now())
@@ -563,10 +563,10 @@ func TestShardReplayerReadsItsShardsDurable(t *testing.T) {
 		cfg.Processor.Shard = shard
 		return cfg
 	}
-	proc := testrig.StartApp(t, shardConfig(shardProcessorUser), app.Options{Roles: app.Roles{Processor: true},
+	proc := testrig.StartApp(t, shardConfig(shardProcessorUser), intake.Options{Roles: intake.Roles{Processor: true},
 		Log: logger(&logs).With("user", shardProcessorUser)})
-	rp := testrig.StartApp(t, shardConfig("replayer"), app.Options{Roles: app.Roles{API: true}, Log: logger(&logs).With("user", "replayer")})
-	ing := testrig.StartApp(t, roleConfig(t, url, "ingress", db), app.Options{Roles: app.Roles{Ingress: true},
+	rp := testrig.StartApp(t, shardConfig("replayer"), intake.Options{Roles: intake.Roles{API: true}, Log: logger(&logs).With("user", "replayer")})
+	ing := testrig.StartApp(t, roleConfig(t, url, "ingress", db), intake.Options{Roles: intake.Roles{Ingress: true},
 		Log: logger(&logs).With("user", "ingress")})
 
 	body := []byte(`{"type":"invoice.paid","n":1}`)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intakehq/intake/internal/httpserver"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/ingress"
@@ -112,7 +114,7 @@ func TestRolesFromZeroConfigGetTheDocumentedDefaults(t *testing.T) {
 		if cfg.NATS.PublishTimeout != 0 || cfg.Integrations[0].MaxBodyBytes != 0 {
 			t.Error("ingress.New wrote its defaults into the caller's config")
 		}
-		srv := ingress.Server(":0", nil, config.Ingress{})
+		srv := httpserver.New(":0", nil, config.Ingress{}.Timeouts())
 		if srv.ReadHeaderTimeout != 5*time.Second || srv.ReadTimeout != 30*time.Second || srv.WriteTimeout != 30*time.Second {
 			t.Errorf("server timeouts = %s / %s / %s, want 5s / 30s / 30s", srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout)
 		}

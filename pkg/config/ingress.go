@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/intakehq/intake/internal/httpserver"
 )
 
 // Ingress configures the HTTP receiver.
@@ -165,4 +167,11 @@ func (in Ingress) TrustedPrefixes() ([]netip.Prefix, error) {
 		out = append(out, pf.Masked())
 	}
 	return out, nil
+}
+
+// Timeouts are the HTTP server timeouts, defaulted, that every role's
+// listener is built with (httpserver.New).
+func (c Ingress) Timeouts() httpserver.Timeouts {
+	c = c.WithDefaults()
+	return httpserver.Timeouts{ReadHeader: c.ReadHeaderTimeout, Read: c.ReadTimeout, Write: c.WriteTimeout}
 }

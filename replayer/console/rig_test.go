@@ -15,9 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/processor"
 )
@@ -66,7 +66,7 @@ func setup(t *testing.T) *rig {
 		}
 		return fwd.Handle(ctx, tx, ev)
 	})
-	a := testrig.StartApp(t, r.tr.Config, app.Options{Roles: app.Roles{Processor: true, API: true}, Handler: h})
+	a := testrig.StartApp(t, r.tr.Config, intake.Options{Roles: intake.Roles{Processor: true, API: true}, Handler: h})
 	r.base = a.URL
 	return r
 }

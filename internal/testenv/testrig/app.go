@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intakehq/intake/pkg/app"
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/telemetry"
 )
@@ -29,13 +29,13 @@ type App struct {
 // HTTP. o.HTTPAddr defaults to a free loopback port; o.Metrics, when nil,
 // is a fresh registry of o.Roles' series (app.NewMetrics, as app.Run
 // builds it) in App.Metrics, so tests can read it.
-func StartApp(t testing.TB, cfg *config.Config, o app.Options) *App {
+func StartApp(t testing.TB, cfg *config.Config, o intake.Options) *App {
 	t.Helper()
 	if o.HTTPAddr == "" {
 		o.HTTPAddr = "127.0.0.1:0"
 	}
 	if o.Metrics == nil {
-		o.Metrics = app.NewMetrics(o.Roles)
+		o.Metrics = intake.NewMetrics(o.Roles)
 	}
 	addrc := make(chan net.Addr, 1)
 	listening := o.Listening
@@ -47,7 +47,7 @@ func StartApp(t testing.TB, cfg *config.Config, o app.Options) *App {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, cfg, o) }()
+	go func() { done <- intake.Run(ctx, cfg, o) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

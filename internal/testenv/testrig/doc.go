@@ -13,7 +13,7 @@
 // running the migrations again took far longer.
 //
 // It lives apart from package testenv because it imports pkg/store,
-// pkg/app and through them the roles, whose own in-package tests import
+// package intake (the module root) and through it the roles, whose own in-package tests import
 // testenv: testenv itself must stay below them. So tests in package store,
 // processor, ingress or replayer (not _test) cannot import testrig.
 package testrig

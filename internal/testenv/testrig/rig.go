@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
@@ -33,7 +33,7 @@ type Options struct {
 	MaxConns int32
 	// App, when set, starts app.Run with these options (roles, handler…)
 	// on the rig's NATS and database.
-	App *app.Options
+	App *intake.Options
 }
 
 // Rig is NATS with the streams, a database with the schema, and perhaps the

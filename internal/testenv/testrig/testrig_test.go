@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/replayer"
@@ -54,7 +54,7 @@ func TestDatabaseIsMigratedAndPrivate(t *testing.T) {
 
 func TestAppAndClient(t *testing.T) {
 	t.Parallel()
-	r := testrig.New(t, testrig.Options{Config: config, App: &app.Options{Roles: app.Roles{Processor: true, API: true}}})
+	r := testrig.New(t, testrig.Options{Config: config, App: &intake.Options{Roles: intake.Roles{Processor: true, API: true}}})
 	k := envelope.Key{Integration: "demo", Account: "main", EventID: "evt_1"}
 	r.Publish(t, envelope.NewDelivery(k, "acme", "invoice.paid", []byte(`{"id":"evt_1"}`), time.Now()).Msg())
 	r.Settled(t, 1, 30*time.Second)

@@ -1,4 +1,4 @@
-package app_test
+package intake_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/stream"
@@ -32,7 +32,7 @@ func TestOverlappingProcessorDurablesAreWarned(t *testing.T) {
 		c := *cfg
 		c.Processor.Shard = shard
 		var logs testenv.Buffer
-		a, err := app.New(ctx, &c, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0",
+		a, err := intake.New(ctx, &c, intake.Options{Roles: intake.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0",
 			Log: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
 			t.Fatal(err)

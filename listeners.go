@@ -1,4 +1,4 @@
-package app
+package intake
 
 import (
 	"context"
@@ -7,10 +7,11 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/intakehq/intake/internal/httpserver"
+
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
-	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/pkg/config"
 )
 
@@ -28,7 +29,7 @@ func (a *App) routers(cfg *config.Config) (chi.Router, error) {
 		internal := chi.NewRouter()
 		internal.Use(middleware.Recoverer)
 		a.healthRoutes(internal)
-		a.isrv = ingress.Server(cfg.HTTP.InternalAddr, internal, cfg.Ingress)
+		a.isrv = httpserver.New(cfg.HTTP.InternalAddr, internal, cfg.Ingress.Timeouts())
 		// No write deadline: a CPU profile (30s by default) outlasts it, and
 		// pprof refuses profiles longer than WriteTimeout. Slow clients are
 		// still bounded by the read timeouts; the listener is not public.
@@ -39,7 +40,7 @@ func (a *App) routers(cfg *config.Config) (chi.Router, error) {
 	if cfg.Debug.Pprof {
 		ops.Mount("/debug", middleware.Profiler())
 	}
-	a.srv = ingress.Server(a.o.HTTPAddr, public, cfg.Ingress)
+	a.srv = httpserver.New(a.o.HTTPAddr, public, cfg.Ingress.Timeouts())
 	if cfg.HTTP.TLS.Enabled() {
 		certs, err := newCertLoader(cfg.HTTP.TLS.CertFile, cfg.HTTP.TLS.KeyFile, a.log)
 		if err != nil {
@@ -64,7 +65,7 @@ func (a *App) listen() (public, internal net.Listener, err error) {
 	}
 	if a.maxConns > 0 {
 		refused := a.o.Metrics.Rejected.WithLabelValues("", "connections")
-		limited := ingress.LimitListener(public, a.maxConns, a.srv.TLSConfig != nil, refused.Inc)
+		limited := httpserver.LimitListener(public, a.maxConns, a.srv.TLSConfig != nil, refused.Inc)
 		a.srv.ConnState = chainConnState(a.srv.ConnState, limited.ConnState)
 		public = limited
 	}

@@ -1,4 +1,4 @@
-package app_test
+package intake_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/pkg/app"
 )
 
 // TestAPoolLargerThanThePostgresBudgetIsWarned: a processor whose pool (or
@@ -18,7 +18,7 @@ func TestAPoolLargerThanThePostgresBudgetIsWarned(t *testing.T) {
 	cfg, _ := lifecycleConfig(t)
 	cfg.Postgres.MaxConns, cfg.Processor.Replicas = 100_000, 3
 	var logs testenv.Buffer
-	a, err := app.New(context.Background(), cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0",
+	a, err := intake.New(context.Background(), cfg, intake.Options{Roles: intake.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0",
 		Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestAPoolLargerThanThePostgresBudgetIsWarned(t *testing.T) {
 	// The defaults fit a stock server: no warning.
 	cfg, _ = lifecycleConfig(t)
 	var quiet testenv.Buffer
-	a, err = app.New(context.Background(), cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0",
+	a, err = intake.New(context.Background(), cfg, intake.Options{Roles: intake.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0",
 		Log: slog.New(slog.NewTextHandler(&quiet, nil))})
 	if err != nil {
 		t.Fatal(err)

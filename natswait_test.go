@@ -1,4 +1,4 @@
-package app_test
+package intake_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
-	"github.com/intakehq/intake/pkg/app"
 )
 
 // TestIngressWaitsForAnUnresolvableNATSName: a NATS name that does not
@@ -28,7 +28,7 @@ func TestIngressWaitsForAnUnresolvableNATSName(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	start := time.Now()
-	_, err := app.New(ctx, cfg, app.Options{Roles: app.Roles{Ingress: true}, HTTPAddr: "127.0.0.1:0",
+	_, err := intake.New(ctx, cfg, intake.Options{Roles: intake.Roles{Ingress: true}, HTTPAddr: "127.0.0.1:0",
 		Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err == nil {
 		t.Fatal("app.New connected to a name that does not resolve")
@@ -58,7 +58,7 @@ func TestNATSRefusingThePasswordFailsAtOnce(t *testing.T) {
 	cfg := testrig.ParseConfig(t, testConfig)
 	cfg.NATS.URL, cfg.NATS.User, cfg.NATS.Password = s.ClientURL(), "ingress", "wrong"
 	var logs testenv.Buffer
-	_, err = app.New(context.Background(), cfg, app.Options{Roles: app.Roles{Ingress: true}, HTTPAddr: "127.0.0.1:0",
+	_, err = intake.New(context.Background(), cfg, intake.Options{Roles: intake.Roles{Ingress: true}, HTTPAddr: "127.0.0.1:0",
 		Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("app.New = %v, want nats.ErrAuthorization", err)

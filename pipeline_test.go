@@ -1,4 +1,4 @@
-package app_test
+package intake_test
 
 import (
 	"bytes"
@@ -17,10 +17,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
@@ -77,7 +77,7 @@ type pipeline struct {
 func startPipeline(t *testing.T, mutate func(*config.Config)) *pipeline {
 	t.Helper()
 	tr := testrig.New(t, testrig.Options{Config: testConfig, Mutate: mutate,
-		App: &app.Options{Roles: app.Roles{Ingress: true, Processor: true, API: true}}})
+		App: &intake.Options{Roles: intake.Roles{Ingress: true, Processor: true, API: true}}})
 	return &pipeline{t: t, tr: tr, cfg: tr.Config, base: tr.App.URL, nats: tr.Server, js: tr.JS, db: tr.DB}
 }
 
@@ -478,7 +478,7 @@ func TestIngressStartedBeforeNATSListensWaitsForIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.Stop(t)
-	startsOnceBack(t, cfg, app.Roles{Ingress: true}, "waiting for nats", func() { n.Start(t) })
+	startsOnceBack(t, cfg, intake.Roles{Ingress: true}, "waiting for nats", func() { n.Start(t) })
 }
 
 func TestRoleStartedWhilePostgresIsDownWaitsForIt(t *testing.T) {
@@ -492,19 +492,19 @@ func TestRoleStartedWhilePostgresIsDownWaitsForIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	pg.Stop(t)
-	startsOnceBack(t, cfg, app.Roles{Processor: true, API: true}, "waiting for postgres", func() { pg.Start(t) })
+	startsOnceBack(t, cfg, intake.Roles{Processor: true, API: true}, "waiting for postgres", func() { pg.Start(t) })
 }
 
 // startsOnceBack runs the roles while what they need is down: they log
 // waiting (want), start comes back, and they listen instead of giving up.
-func startsOnceBack(t *testing.T, cfg *config.Config, roles app.Roles, want string, start func()) {
+func startsOnceBack(t *testing.T, cfg *config.Config, roles intake.Roles, want string, start func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	listening := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	var logs testenv.Buffer
 	go func() {
-		done <- app.Run(ctx, cfg, app.Options{Roles: roles, HTTPAddr: "127.0.0.1:0",
+		done <- intake.Run(ctx, cfg, intake.Options{Roles: roles, HTTPAddr: "127.0.0.1:0",
 			Listening: func(a net.Addr) { listening <- a }, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	}()
 	t.Cleanup(func() {

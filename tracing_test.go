@@ -1,4 +1,4 @@
-package app_test
+package intake_test
 
 import (
 	"compress/gzip"
@@ -20,9 +20,9 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/subscriber"
 	"github.com/intakehq/intake/pkg/telemetry"
@@ -181,9 +181,9 @@ func startTracedPipeline(t *testing.T) *tracedPipeline {
 	trIn, trProc, trRep, trSub := recv.tracing(t, "ingress"), recv.tracing(t, "processor"), recv.tracing(t, "replayer"),
 		recv.tracing(t, "subscriber")
 	tr := testrig.New(t, testrig.Options{Config: testConfig})
-	in := testrig.StartApp(t, tr.Config, app.Options{Roles: app.Roles{Ingress: true}, TracerProvider: trIn.Provider()})
-	testrig.StartApp(t, tr.Config, app.Options{Roles: app.Roles{Processor: true}, TracerProvider: trProc.Provider()})
-	rep := testrig.StartApp(t, tr.Config, app.Options{Roles: app.Roles{API: true}, TracerProvider: trRep.Provider()})
+	in := testrig.StartApp(t, tr.Config, intake.Options{Roles: intake.Roles{Ingress: true}, TracerProvider: trIn.Provider()})
+	testrig.StartApp(t, tr.Config, intake.Options{Roles: intake.Roles{Processor: true}, TracerProvider: trProc.Provider()})
+	rep := testrig.StartApp(t, tr.Config, intake.Options{Roles: intake.Roles{API: true}, TracerProvider: trRep.Provider()})
 	p := &tracedPipeline{
 		pipeline: &pipeline{t: t, tr: tr, cfg: tr.Config, base: in.URL, nats: tr.Server, js: tr.JS, db: tr.DB},
 		recv:     recv, apiBase: rep.URL, trs: []*telemetry.Tracing{trIn, trProc, trRep, trSub}, handled: make(chan trace.SpanContext, 16),

@@ -1,4 +1,4 @@
-package app_test
+package intake_test
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/scrape"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
-	"github.com/intakehq/intake/pkg/app"
 )
 
 // seriesOwners are the name prefixes of each role's series; shared ones
@@ -36,24 +36,24 @@ func TestEachRoleExportsItsOwnSeries(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name  string
-		roles app.Roles
+		roles intake.Roles
 		owns  []string // seriesOwners keys
 		want  []string // series that must be there
 	}{
-		{"ingress", app.Roles{Ingress: true}, []string{"ingress"},
+		{"ingress", intake.Roles{Ingress: true}, []string{"ingress"},
 			[]string{"intake_ingress_received_total", "intake_nats_connected", "intake_nats_reconnects_total"}},
-		{"processor", app.Roles{Processor: true}, []string{"processor"},
+		{"processor", intake.Roles{Processor: true}, []string{"processor"},
 			[]string{"intake_processor_last_commit_timestamp_seconds", "intake_outbox_pending", "intake_postgres_pool_max_conns",
 				"intake_postgres_server_changes_total", "intake_nats_connected"}},
-		{"replayer", app.Roles{API: true}, []string{"replayer"},
+		{"replayer", intake.Roles{API: true}, []string{"replayer"},
 			[]string{"intake_replayer_running", "intake_replays", "intake_inbox_events", "intake_postgres_pool_max_conns",
 				"intake_postgres_server_changes_total", "intake_nats_connected"}},
-		{"dev", app.Roles{Ingress: true, Processor: true, API: true}, []string{"ingress", "processor", "replayer"},
+		{"dev", intake.Roles{Ingress: true, Processor: true, API: true}, []string{"ingress", "processor", "replayer"},
 			[]string{"intake_ingress_received_total", "intake_processor_last_commit_timestamp_seconds", "intake_replays"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			tr := testrig.New(t, testrig.Options{Config: testConfig, App: &app.Options{Roles: tt.roles}})
+			tr := testrig.New(t, testrig.Options{Config: testConfig, App: &intake.Options{Roles: tt.roles}})
 			allowed := slices.Clone(seriesOwners["shared"])
 			for _, o := range tt.owns {
 				allowed = append(allowed, seriesOwners[o]...)

@@ -1,4 +1,4 @@
-package app_test
+package intake_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/stream"
 )
@@ -41,7 +41,7 @@ integrations:
 	logs := &testenv.Buffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	a, err := app.New(ctx, cfg, app.Options{Roles: app.Roles{API: true}, HTTPAddr: "127.0.0.1:0",
+	a, err := intake.New(ctx, cfg, intake.Options{Roles: intake.Roles{API: true}, HTTPAddr: "127.0.0.1:0",
 		Log: slog.New(slog.NewTextHandler(logs, nil))})
 	if err == nil {
 		_ = a.Stop(context.Background())

@@ -1,4 +1,4 @@
-package app_test
+package intake_test
 
 import (
 	"bytes"
@@ -25,8 +25,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/stream"
@@ -34,10 +34,10 @@ import (
 
 // startApp builds and starts an App with o (HTTPAddr on a free loopback
 // port) and stops it when the test ends.
-func startApp(t *testing.T, cfg *config.Config, o app.Options) *app.App {
+func startApp(t *testing.T, cfg *config.Config, o intake.Options) *intake.App {
 	t.Helper()
 	o.HTTPAddr = "127.0.0.1:0"
-	a, err := app.New(context.Background(), cfg, o)
+	a, err := intake.New(context.Background(), cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestInternalListener(t *testing.T) {
 	cfg, _ := lifecycleConfig(t)
 	cfg.HTTP.InternalAddr = "127.0.0.1:0"
 	cfg.Debug.Pprof = true
-	a := startApp(t, cfg, app.Options{Roles: app.Roles{Ingress: true, API: true}})
+	a := startApp(t, cfg, intake.Options{Roles: intake.Roles{Ingress: true, API: true}})
 	if a.InternalAddr() == nil || a.InternalAddr().String() == a.Addr().String() {
 		t.Fatalf("InternalAddr() = %v, Addr() = %v: want a second listener", a.InternalAddr(), a.Addr())
 	}
@@ -253,7 +253,7 @@ func TestTLSCertificateIsReloaded(t *testing.T) {
 	cfg := ingressConfig(t)
 	cfg.HTTP.TLS = config.TLS{CertFile: certFile, KeyFile: keyFile}
 	var logs testenv.Buffer
-	a := startApp(t, cfg, app.Options{Roles: app.Roles{Ingress: true}, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	a := startApp(t, cfg, intake.Options{Roles: intake.Roles{Ingress: true}, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	addr := a.Addr().String()
 	base := "https://" + addr
 
@@ -327,7 +327,7 @@ func TestNewFailsOnABadCertificate(t *testing.T) {
 			cfg := ingressConfig(t)
 			cfg.HTTP.TLS = tc.tls
 			listened := false
-			a, err := app.New(context.Background(), cfg, app.Options{Roles: app.Roles{Ingress: true},
+			a, err := intake.New(context.Background(), cfg, intake.Options{Roles: intake.Roles{Ingress: true},
 				HTTPAddr: "127.0.0.1:0", Listening: func(net.Addr) { listened = true }})
 			if err == nil {
 				_ = a.Stop(context.Background())
@@ -358,7 +358,7 @@ func TestStartFailsWhenTheInternalAddressIsTaken(t *testing.T) {
 	cfg := ingressConfig(t)
 	cfg.HTTP.InternalAddr = taken.Addr().String()
 	public := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	a, err := app.New(context.Background(), cfg, app.Options{Roles: app.Roles{Ingress: true}, HTTPAddr: public})
+	a, err := intake.New(context.Background(), cfg, intake.Options{Roles: intake.Roles{Ingress: true}, HTTPAddr: public})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package app_test
+package intake_test
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv/testrig"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/store"
@@ -56,7 +56,7 @@ integrations:
 // id is a new event: 54 INTAKE_OUT messages per integration.
 func TestCapturedBodyUnderFreshIDsAppliesOnce(t *testing.T) {
 	tr := testrig.New(t, testrig.Options{Config: guardConfig,
-		App: &app.Options{Roles: app.Roles{Ingress: true, Processor: true, API: true}}})
+		App: &intake.Options{Roles: intake.Roles{Ingress: true, Processor: true, API: true}}})
 	const fresh, otherTypes = 50, 3
 	post := func(integration, id, typ string, body []byte) {
 		t.Helper()

@@ -1,4 +1,4 @@
-// Package app composes Intake's services into the roles the binary runs:
+// Package intake composes Intake's services into the roles the binary runs:
 // ingress, processor (with the outbox relay and the receipt folder) and the
 // operator API, alone or together in one process. cmd/intake only parses
 // flags and calls Run; a program with its own processor.Handler calls Run
@@ -15,4 +15,4 @@
 // over HTTPS when http.tls is set (the certificate reloaded when its files
 // change: tls.go), and health. /metrics and /debug are on it too unless
 // http.internal_addr gives them a second listener (listeners.go).
-package app
+package intake

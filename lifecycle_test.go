@@ -1,4 +1,4 @@
-package app_test
+package intake_test
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
@@ -86,7 +86,7 @@ func TestAProcessorThatCannotConsumeFailsReadyzAndStop(t *testing.T) {
 	blockProcessorConsumer(t, cfg, js)
 
 	ctx := context.Background()
-	a, err := app.New(ctx, cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0"})
+	a, err := intake.New(ctx, cfg, intake.Options{Roles: intake.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatalf("app.New: %v", err)
 	}
@@ -129,7 +129,7 @@ func TestRunReturnsWhyItsProcessorCannotRun(t *testing.T) {
 	var logs testenv.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- app.Run(ctx, cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0",
+		done <- intake.Run(ctx, cfg, intake.Options{Roles: intake.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0",
 			Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	}()
 	t.Cleanup(func() {
@@ -157,7 +157,7 @@ func TestADeletedProcessorConsumerIsCreatedAgain(t *testing.T) {
 	t.Parallel()
 	cfg, js := lifecycleConfig(t)
 	ctx := context.Background()
-	a, err := app.New(ctx, cfg, app.Options{Roles: app.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0"})
+	a, err := intake.New(ctx, cfg, intake.Options{Roles: intake.Roles{Processor: true}, HTTPAddr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatalf("app.New: %v", err)
 	}
@@ -213,7 +213,7 @@ func TestNewFailsBeforeListening(t *testing.T) {
 	}
 	addr := probe.Addr().String()
 	probe.Close()
-	_, err = app.New(context.Background(), cfg, app.Options{Roles: app.Roles{Ingress: true, Processor: true, API: true},
+	_, err = intake.New(context.Background(), cfg, intake.Options{Roles: intake.Roles{Ingress: true, Processor: true, API: true},
 		HTTPAddr: addr})
 	if !errors.Is(err, store.ErrNotMigrated) {
 		t.Fatalf("app.New = %v, want store.ErrNotMigrated", err)

@@ -1,4 +1,4 @@
-package app_test
+package intake_test
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
-	"github.com/intakehq/intake/pkg/app"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/stream"
@@ -76,7 +76,7 @@ func waitForPromotion(t *testing.T, events int, edit func(*config.Config)) {
 		}
 		return fwd.Handle(ctx, tx, ev)
 	})
-	a := testrig.StartApp(t, cfg, app.Options{Roles: app.Roles{Processor: true, API: true}, Handler: handler})
+	a := testrig.StartApp(t, cfg, intake.Options{Roles: intake.Roles{Processor: true, API: true}, Handler: handler})
 
 	_, js := testrig.Connect(t, n.URL())
 	for i := range events {
