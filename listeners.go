@@ -7,11 +7,10 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/intakehq/intake/internal/httpserver"
-
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/intakehq/intake/internal/httpserver"
 	"github.com/intakehq/intake/pkg/config"
 )
 

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intakehq/intake/internal/httpserver"
-
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -26,6 +24,7 @@ import (
 	svix "github.com/svix/svix-webhooks/go"
 
 	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/httpserver"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
 	"github.com/intakehq/intake/pkg/config"

@@ -3,12 +3,11 @@ package processor_test
 import (
 	"context"
 	"fmt"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	neturl "net/url"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"

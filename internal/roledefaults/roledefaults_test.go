@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intakehq/intake/internal/httpserver"
-
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/dev"
+	"github.com/intakehq/intake/internal/httpserver"
 	"github.com/intakehq/intake/internal/testenv"
 	"github.com/intakehq/intake/internal/testenv/testrig"
 	"github.com/intakehq/intake/pkg/config"
