@@ -26,11 +26,11 @@ build: ## build bin/intake
 test: fmt-check vet ## gofmt and vet checks, then every test (the fuzz targets: make fuzz-short)
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
-# The chaos and soak harness (internal/chaos): 10,000 events through separate
+# The chaos and soak harness (internal/harness/chaos): 10,000 events through separate
 # NATS, ingress, processor and Postgres processes under kill -9, restarts and
 # concurrent duplicates, on one NATS node, then on a 3-node cluster, then
 # with a Postgres failover (primary and synchronous standby). A 1,000-event
-# run of each is part of `make test` (internal/chaos TestChaos,
+# run of each is part of `make test` (internal/harness/chaos TestChaos,
 # TestChaosFailover). Extra flags: make chaos CHAOS_FLAGS="--events 50000 --seed 42".
 CHAOS_FLAGS ?=
 chaos: build ## full chaos runs: single node, a 3-node NATS cluster, a Postgres failover
@@ -44,7 +44,7 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
-# The alert rules' tests (internal/observability) run promtool and skip
+# The alert rules' tests (internal/harness/checks/observability) run promtool and skip
 # without it; `make promtool` installs Debian's prometheus package, which has it.
 .PHONY: promtool
 promtool:

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv"
 )
 
 // TestAPoolLargerThanThePostgresBudgetIsWarned: a processor whose pool (or

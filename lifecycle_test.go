@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"

@@ -11,9 +11,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/internal/scrape"
-	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/internal/testenv/testrig"
+	"github.com/intakehq/intake/internal/harness/scrape"
+	"github.com/intakehq/intake/internal/harness/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 )
 
 // seriesOwners are the name prefixes of each role's series; shared ones

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/internal/testenv/testrig"
+	"github.com/intakehq/intake/internal/harness/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 )
 
 // TestIngressWaitsForAnUnresolvableNATSName: a NATS name that does not

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/stream"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/intakehq/intake/ingress"
-	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/telemetry"

@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/internal/httpserver"
-	"github.com/intakehq/intake/internal/testenv/testrig"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/telemetry"

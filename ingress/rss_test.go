@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/internal/testenv/testrig"
+	"github.com/intakehq/intake/internal/harness/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/stream"
 )

@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/intakehq/intake/internal/inboxcases"
-	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/harness/inboxcases"
+	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/telemetry"

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/internal/testenv/testrig"
+	"github.com/intakehq/intake/internal/harness/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/telemetry"
 	"github.com/intakehq/intake/processor"

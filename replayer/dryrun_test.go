@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/intakehq/intake/internal/inboxcases"
+	"github.com/intakehq/intake/internal/harness/inboxcases"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/replayer"

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/intakehq/intake/internal/inboxcases"
+	"github.com/intakehq/intake/internal/harness/inboxcases"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 )

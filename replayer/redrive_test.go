@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/internal/testenv/testrig"
+	"github.com/intakehq/intake/internal/harness/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/replayer"
 )

@@ -5,7 +5,7 @@ import (
 	"io"
 	"net/url"
 
-	"github.com/intakehq/intake/internal/dev"
+	"github.com/intakehq/intake/internal/harness/dev"
 	"github.com/intakehq/intake/pkg/config"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/intakehq/intake/internal/bench"
+	"github.com/intakehq/intake/internal/harness/bench"
 	"github.com/intakehq/intake/pkg/config"
 )
 
@@ -22,7 +22,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 }
 
 // newSoakCmd is `intake bench soak`: a fixed load for a long time
-// (internal/bench/soak.go).
+// (internal/harness/bench/soak.go).
 func newSoakCmd(g *globals) *cobra.Command {
 	var (
 		c      bench.SoakConfig

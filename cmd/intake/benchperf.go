@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/intakehq/intake/internal/bench"
+	"github.com/intakehq/intake/internal/harness/bench"
 )
 
 // attachPerf makes `intake bench` (no subcommand) the performance harness

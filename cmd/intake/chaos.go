@@ -7,11 +7,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/intakehq/intake"
-	"github.com/intakehq/intake/internal/chaos"
 	"github.com/intakehq/intake/internal/faults"
+	"github.com/intakehq/intake/internal/harness/chaos"
 )
 
-// newChaosCmd is `intake bench chaos`: the chaos and soak harness (internal/chaos).
+// newChaosCmd is `intake bench chaos`: the chaos and soak harness (internal/harness/chaos).
 func newChaosCmd() *cobra.Command {
 	var o chaos.Options
 	var quiet bool

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/intakehq/intake/internal/dev"
+	"github.com/intakehq/intake/internal/harness/dev"
 )
 
 // defaultAPI is where the operator CLI and `intake send` look without

@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/internal/testenv/testrig"
+	"github.com/intakehq/intake/internal/harness/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

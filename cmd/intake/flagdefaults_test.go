@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intakehq/intake/internal/dev"
+	"github.com/intakehq/intake/internal/harness/dev"
 	"github.com/intakehq/intake/pkg/config"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intakehq/intake/internal/scrape"
-	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/harness/scrape"
+	"github.com/intakehq/intake/internal/harness/testenv"
 )
 
 // TestRoleCommandsExportOnlyTheirSeries runs `intake ingress`, `intake

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv"
 )
 
 // TestPurgeDryRunThenPurge: `intake purge --dry-run` counts the rows past

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv"
 )
 
 // TestRolesRefusePublishedSecrets: every production role started with the

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/provider"
 )

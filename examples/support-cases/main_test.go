@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intakehq/intake/internal/testenv"
-	"github.com/intakehq/intake/internal/testenv/testrig"
+	"github.com/intakehq/intake/internal/harness/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/telemetry"

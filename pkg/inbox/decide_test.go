@@ -3,7 +3,7 @@ package inbox_test
 import (
 	"testing"
 
-	"github.com/intakehq/intake/internal/inboxcases"
+	"github.com/intakehq/intake/internal/harness/inboxcases"
 	"github.com/intakehq/intake/pkg/inbox"
 )
 

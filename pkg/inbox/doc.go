@@ -6,7 +6,7 @@
 // Two components must agree on that answer: the processor, which acts on
 // it inside the batch transaction, and the replayer's dry run, which
 // predicts it for a replay copy before anything is published. Both call
-// Decide, and one table of cases (internal/inboxcases) tests Decide, the
+// Decide, and one table of cases (internal/harness/inboxcases) tests Decide, the
 // processor and the dry run alike.
 //
 // The package is pure: no I/O, no clock. It also owns the typed values that

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/pkg/envelope"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/pkg/store"
 )
 

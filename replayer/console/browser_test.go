@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
-	"github.com/intakehq/intake/internal/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv"
 )
 
 // screenshotsEnv names a directory to write each page's screenshot to
