@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/pkg/config"
@@ -69,7 +68,7 @@ func overlap(a, b []string) []string {
 	var out []string
 	for _, x := range a {
 		for _, y := range b {
-			if server.SubjectsCollide(x, y) {
+			if envelope.SubjectsCollide(x, y) {
 				out = append(out, x)
 				break
 			}

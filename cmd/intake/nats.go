@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats-server/v2/logger"
 	"github.com/spf13/cobra"
 
-	"github.com/intakehq/intake/pkg/stream"
+	"github.com/intakehq/intake/internal/harness/natsserver"
 )
 
 // newNATSCmd runs the embedded nats-server as a process of its own, so the
@@ -16,8 +16,8 @@ import (
 // in production run the real nats-server.
 func newNATSCmd() *cobra.Command {
 	var (
-		c      stream.EmbeddedConfig
-		cl     stream.ClusterConfig
+		c      natsserver.Config
+		cl     natsserver.ClusterConfig
 		routes string
 	)
 	cmd := &cobra.Command{
@@ -32,7 +32,7 @@ func newNATSCmd() *cobra.Command {
 				}
 				c.Cluster = &cl
 			}
-			emb, err := stream.RunEmbedded(c)
+			emb, err := natsserver.Run(c)
 			if err != nil {
 				return err
 			}
@@ -46,7 +46,7 @@ func newNATSCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&c.Addr, "addr", stream.DefaultEmbeddedAddr, "client listen address")
+	f.StringVar(&c.Addr, "addr", natsserver.DefaultAddr, "client listen address")
 	f.StringVar(&c.StoreDir, "store-dir", "", "JetStream file store (required)")
 	f.StringVar(&c.ServerName, "name", "intake-nats", "server name (unique in a cluster)")
 	f.BoolVar(&c.SyncAlways, "sync-always", false, "fsync every write before its PubAck")

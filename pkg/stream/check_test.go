@@ -15,14 +15,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"github.com/intakehq/intake/internal/harness/natsserver"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 )
 
-func embedded(t *testing.T, c EmbeddedConfig) *Embedded {
+func embedded(t *testing.T, c natsserver.Config) *natsserver.Embedded {
 	t.Helper()
 	c.Addr, c.StoreDir = "127.0.0.1:0", t.TempDir()
-	emb, err := RunEmbedded(c)
+	emb, err := natsserver.Run(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestCompare(t *testing.T) {
 // stream and a changed setting stop the start naming stream and setting;
 // a different size is a warning.
 func TestCheck(t *testing.T) {
-	js := jsFor(t, embedded(t, EmbeddedConfig{}).ClientURL())
+	js := jsFor(t, embedded(t, natsserver.Config{}).ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sc := testStream()
@@ -140,7 +141,7 @@ func TestConnectWithNkeyAndInboxPrefix(t *testing.T) {
 		permissions: { subscribe: { allow: ["_INBOX_intake_ingress.>"] } } } ] }`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	emb := embedded(t, EmbeddedConfig{ConfigFile: conf})
+	emb := embedded(t, natsserver.Config{ConfigFile: conf})
 	if nc, err := nats.Connect(emb.ClientURL(), nats.NoReconnect()); err == nil {
 		nc.Close()
 		t.Fatal("an anonymous client connected to a server with users")

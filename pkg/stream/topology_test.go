@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/harness/natsserver"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 )
@@ -18,7 +19,7 @@ import (
 // another processor.max_ack_pending (or replicas) changes the shared
 // consumers' windows without losing their place in the stream.
 func TestConsumerWindowsFollowTheConfigInPlace(t *testing.T) {
-	js := jsFor(t, embedded(t, EmbeddedConfig{}).ClientURL())
+	js := jsFor(t, embedded(t, natsserver.Config{}).ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := Ensure(ctx, js, testStream()); err != nil {
@@ -108,7 +109,7 @@ func TestShardConsumersFilterOnTheirIntegrations(t *testing.T) {
 		})
 	}
 
-	js := jsFor(t, embedded(t, EmbeddedConfig{}).ClientURL())
+	js := jsFor(t, embedded(t, natsserver.Config{}).ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := Ensure(ctx, js, testStream()); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/harness/natsserver"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/stream"
@@ -125,11 +126,11 @@ func startNodes(dir, tag string, always bool, nodes int, undo *[]func()) ([]stri
 			return nil, err
 		}
 	}
-	servers := make([]*stream.Embedded, nodes)
+	servers := make([]*natsserver.Embedded, nodes)
 	errs := make([]error, nodes)
 	var wg sync.WaitGroup
 	for i := range nodes {
-		cfg := stream.EmbeddedConfig{Addr: client[i], SyncAlways: always,
+		cfg := natsserver.Config{Addr: client[i], SyncAlways: always,
 			StoreDir: filepath.Join(dir, fmt.Sprintf("nats-%s-n%d", tag, i+1)), ServerName: fmt.Sprintf("%s-n%d", tag, i+1)}
 		if nodes > 1 {
 			var routes []string
@@ -138,10 +139,10 @@ func startNodes(dir, tag string, always bool, nodes int, undo *[]func()) ([]stri
 					routes = append(routes, "nats-route://"+route[j])
 				}
 			}
-			cfg.Cluster = &stream.ClusterConfig{Name: tag, Addr: route[i], Routes: routes}
+			cfg.Cluster = &natsserver.ClusterConfig{Name: tag, Addr: route[i], Routes: routes}
 		}
 		// The nodes of a cluster start together: each waits for the others.
-		wg.Go(func() { servers[i], errs[i] = stream.RunEmbedded(cfg) })
+		wg.Go(func() { servers[i], errs[i] = natsserver.Run(cfg) })
 	}
 	wg.Wait()
 	urls := make([]string, 0, nodes)

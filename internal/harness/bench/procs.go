@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/harness/natsserver"
 	"github.com/intakehq/intake/internal/harness/pgcluster"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
@@ -199,7 +200,7 @@ func drainOn(ctx context.Context, c Config, dir string, pg *pgcluster.Cluster, d
 	}
 	natsDir := filepath.Join(dir, "nats-"+tag)
 	defer os.RemoveAll(natsDir) // a 16 KiB backlog is gigabytes over a run
-	emb, err := stream.RunEmbedded(stream.EmbeddedConfig{Addr: natsAddr, StoreDir: natsDir})
+	emb, err := natsserver.Run(natsserver.Config{Addr: natsAddr, StoreDir: natsDir})
 	if err != nil {
 		return procsRun{}, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/internal/harness/natsserver"
 	"github.com/intakehq/intake/internal/harness/pgcluster"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
@@ -239,7 +240,7 @@ func runPayload(ctx context.Context, c Config, rep *Report, dir string, pg *pgcl
 	if err != nil {
 		return err
 	}
-	emb, err := stream.RunEmbedded(stream.EmbeddedConfig{Addr: natsAddr, StoreDir: filepath.Join(dir, fmt.Sprintf("nats-%d", size))})
+	emb, err := natsserver.Run(natsserver.Config{Addr: natsAddr, StoreDir: filepath.Join(dir, fmt.Sprintf("nats-%d", size))})
 	if err != nil {
 		return err
 	}

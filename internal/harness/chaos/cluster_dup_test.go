@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/ingress"
+	"github.com/intakehq/intake/internal/harness/natsserver"
 	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/provider"
@@ -107,12 +108,12 @@ integrations:
 // Free ports are picked before the servers bind them, so another process
 // can take one in between (an outgoing connection's local port, say): the
 // cluster is then started again on fresh ports.
-func startCluster(t *testing.T) (string, []*stream.Embedded) {
+func startCluster(t *testing.T) (string, []*natsserver.Embedded) {
 	t.Helper()
 	var err error
 	for range 3 {
 		var urls string
-		var servers []*stream.Embedded
+		var servers []*natsserver.Embedded
 		if urls, servers, err = tryCluster(t); err == nil {
 			for _, emb := range servers {
 				t.Cleanup(emb.Shutdown)
@@ -125,13 +126,13 @@ func startCluster(t *testing.T) (string, []*stream.Embedded) {
 	return "", nil
 }
 
-func tryCluster(t *testing.T) (string, []*stream.Embedded, error) {
+func tryCluster(t *testing.T) (string, []*natsserver.Embedded, error) {
 	var client, route [3]int
 	for i := range 3 {
 		client[i], route[i] = testenv.FreePort(t), testenv.FreePort(t)
 	}
 	var urls string
-	servers := make([]*stream.Embedded, 3)
+	servers := make([]*natsserver.Embedded, 3)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
 	for i := range 3 {
@@ -141,17 +142,17 @@ func tryCluster(t *testing.T) (string, []*stream.Embedded, error) {
 				routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", route[j]))
 			}
 		}
-		cfg := stream.EmbeddedConfig{
+		cfg := natsserver.Config{
 			Addr:       fmt.Sprintf("127.0.0.1:%d", client[i]),
 			StoreDir:   t.TempDir(),
 			ServerName: fmt.Sprintf("n%d", i+1),
-			Cluster:    &stream.ClusterConfig{Name: "test", Addr: fmt.Sprintf("127.0.0.1:%d", route[i]), Routes: routes},
+			Cluster:    &natsserver.ClusterConfig{Name: "test", Addr: fmt.Sprintf("127.0.0.1:%d", route[i]), Routes: routes},
 		}
 		if i > 0 {
 			urls += ","
 		}
 		urls += "nats://" + cfg.Addr
-		wg.Go(func() { servers[i], errs[i] = stream.RunEmbedded(cfg) })
+		wg.Go(func() { servers[i], errs[i] = natsserver.Run(cfg) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/harness/natsserver"
 	"github.com/intakehq/intake/internal/harness/pgcluster"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/store"
@@ -41,7 +42,7 @@ type Options struct {
 // Defaults of Options; `intake dev`'s flags show the same values.
 const (
 	DefaultDataDir  = ".intake"
-	DefaultNATSAddr = stream.DefaultEmbeddedAddr
+	DefaultNATSAddr = natsserver.DefaultAddr
 	DefaultHTTPAddr = "127.0.0.1:8080"
 )
 
@@ -106,7 +107,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	info := Info{DataDir: dataDir}
 
 	if cfg.NATS.URL == "" {
-		emb, err := stream.RunEmbedded(stream.EmbeddedConfig{
+		emb, err := natsserver.Run(natsserver.Config{
 			Addr:       o.NATSAddr,
 			StoreDir:   filepath.Join(dataDir, "nats"),
 			SyncAlways: cfg.NATS.SyncAlways,

@@ -1,6 +1,6 @@
 // Package testenv gives tests the real infrastructure Intake runs on, with
 // fault injection: PostgreSQL databases and private clusters (pgcluster) and
-// embedded nats-servers with JetStream (stream.RunEmbedded). Import it from
+// embedded nats-servers with JetStream (natsserver.Run). Import it from
 // _test.go files only.
 //
 // A package that uses it runs its tests through Main:

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/intakehq/intake/pkg/stream"
+	"github.com/intakehq/intake/internal/harness/natsserver"
 )
 
 // errPortBusy is checked before starting: nats-server does not report a
@@ -26,7 +26,7 @@ type NATSServer struct {
 	dir  string
 
 	mu  sync.Mutex
-	emb *stream.Embedded // nil while stopped
+	emb *natsserver.Embedded // nil while stopped
 }
 
 // NATS starts an embedded nats-server with JetStream (file storage in a temp
@@ -114,7 +114,7 @@ func (n *NATSServer) start() error {
 		return fmt.Errorf("%s: %w", addr, errPortBusy)
 	}
 	_ = l.Close()
-	emb, err := stream.RunEmbedded(stream.EmbeddedConfig{
+	emb, err := natsserver.Run(natsserver.Config{
 		Addr:         addr,
 		StoreDir:     n.dir,
 		ServerName:   "testenv-" + strconv.Itoa(n.port),

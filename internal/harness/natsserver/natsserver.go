@@ -1,4 +1,4 @@
-package stream
+package natsserver
 
 import (
 	"errors"
@@ -10,13 +10,13 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// DefaultEmbeddedAddr is where an embedded server listens unless told
+// DefaultAddr is where an embedded server listens unless told
 // otherwise: NATS's own default port, on loopback only.
-const DefaultEmbeddedAddr = "127.0.0.1:4222"
+const DefaultAddr = "127.0.0.1:4222"
 
-// EmbeddedConfig configures an in-process nats-server with JetStream.
-type EmbeddedConfig struct {
-	// Addr to listen on, host:port. Defaults to DefaultEmbeddedAddr; port 0 picks a free one.
+// Config configures an in-process nats-server with JetStream.
+type Config struct {
+	// Addr to listen on, host:port. Defaults to DefaultAddr; port 0 picks a free one.
 	Addr string
 	// StoreDir holds the JetStream file store. Required.
 	StoreDir string
@@ -50,14 +50,14 @@ type Embedded struct {
 	srv *server.Server
 }
 
-// RunEmbedded starts an in-process nats-server with JetStream and waits until
+// Run starts an in-process nats-server with JetStream and waits until
 // it accepts connections.
-func RunEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+func Run(cfg Config) (*Embedded, error) {
 	if cfg.StoreDir == "" {
-		return nil, errors.New("stream: EmbeddedConfig.StoreDir is required")
+		return nil, errors.New("stream: Config.StoreDir is required")
 	}
 	if cfg.Addr == "" {
-		cfg.Addr = DefaultEmbeddedAddr
+		cfg.Addr = DefaultAddr
 	}
 	if cfg.ServerName == "" {
 		cfg.ServerName = "intake-embedded"
