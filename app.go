@@ -59,7 +59,7 @@ type Options struct {
 	Metrics *telemetry.Metrics
 	// TracerProvider traces the roles (docs/tracing.md); nil (the default)
 	// is tracing off. The caller owns it: build it with
-	// telemetry.NewTracing and shut it down after Stop, so the last spans
+	// otlp.New and shut it down after Stop, so the last spans
 	// are flushed.
 	TracerProvider trace.TracerProvider
 }
@@ -203,7 +203,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		if a.st, err = openStore(startCtx, cfg.Postgres, a.log); err != nil {
 			return nil, err
 		}
-		a.register(telemetry.NewPoolCollector(a.st.Pool()))
+		a.register(store.NewPoolCollector(a.st.Pool()))
 		a.warnConnectionBudget(startCtx, cfg)
 	}
 

@@ -26,6 +26,7 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/subscriber"
 	"github.com/intakehq/intake/pkg/telemetry"
+	"github.com/intakehq/intake/pkg/telemetry/otlp"
 	"github.com/intakehq/intake/replayer"
 )
 
@@ -130,9 +131,9 @@ func (r *otlpReceiver) all() []span {
 
 // tracing is a role's tracer provider exporting to the receiver, shut down
 // (flushed) when the test ends, before the receiver closes.
-func (r *otlpReceiver) tracing(t *testing.T, role string) *telemetry.Tracing {
+func (r *otlpReceiver) tracing(t *testing.T, role string) *otlp.Tracing {
 	t.Helper()
-	tr, err := telemetry.NewTracing(context.Background(), telemetry.TracingOptions{Role: role, Version: "test",
+	tr, err := otlp.New(context.Background(), otlp.Options{Role: role, Version: "test",
 		EndpointURL: r.srv.URL + "/v1/traces", LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil || !tr.Enabled() {
 		t.Fatalf("tracing for %s: %v (enabled %v)", role, err, tr.Enabled())
@@ -148,7 +149,7 @@ func (r *otlpReceiver) tracing(t *testing.T, role string) *telemetry.Tracing {
 }
 
 // waitSpans flushes every provider until find finds what it looks for.
-func (r *otlpReceiver) waitSpans(t *testing.T, trs []*telemetry.Tracing, what string, find func([]span) bool) []span {
+func (r *otlpReceiver) waitSpans(t *testing.T, trs []*otlp.Tracing, what string, find func([]span) bool) []span {
 	t.Helper()
 	var got []span
 	testenv.Eventually(t, 30*time.Second, func() bool {
@@ -171,7 +172,7 @@ type tracedPipeline struct {
 	*pipeline
 	recv    *otlpReceiver
 	apiBase string // the replayer app's
-	trs     []*telemetry.Tracing
+	trs     []*otlp.Tracing
 	handled chan trace.SpanContext // the span context each subscriber call ran in
 }
 
@@ -186,7 +187,7 @@ func startTracedPipeline(t *testing.T) *tracedPipeline {
 	rep := testrig.StartApp(t, tr.Config, intake.Options{Roles: intake.Roles{API: true}, TracerProvider: trRep.Provider()})
 	p := &tracedPipeline{
 		pipeline: &pipeline{t: t, tr: tr, cfg: tr.Config, base: in.URL, nats: tr.Server, js: tr.JS, db: tr.DB},
-		recv:     recv, apiBase: rep.URL, trs: []*telemetry.Tracing{trIn, trProc, trRep, trSub}, handled: make(chan trace.SpanContext, 16),
+		recv:     recv, apiBase: rep.URL, trs: []*otlp.Tracing{trIn, trProc, trRep, trSub}, handled: make(chan trace.SpanContext, 16),
 	}
 
 	_, js := testrig.Connect(t, tr.Server.URL())

@@ -7,7 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/intakehq/intake/pkg/telemetry"
+	"github.com/intakehq/intake/pkg/telemetry/otlp"
 )
 
 // tracingShutdownTimeout bounds the flush of the last spans on exit.
@@ -17,7 +17,7 @@ const tracingShutdownTimeout = 5 * time.Second
 // asks for (docs/tracing.md; nil, tracing off, without an OTLP endpoint),
 // then flushes its spans once the role has stopped.
 func runTraced(ctx context.Context, role string, log *slog.Logger, run func(trace.TracerProvider) error) error {
-	tr, err := telemetry.NewTracing(ctx, telemetry.TracingOptions{Role: role, Version: version})
+	tr, err := otlp.New(ctx, otlp.Options{Role: role, Version: version})
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,15 @@
-// Package telemetry holds Intake's metrics (prometheus/client_golang),
-// logger setup (log/slog) and tracing (OpenTelemetry: the OTLP tracer
-// provider a role builds from the OTEL_* environment, and the W3C
-// traceparent carried in NATS headers; tracing.go, propagation.go). Metrics live in a Metrics value registered on a
-// registry the caller owns, never in package globals, so tests and several
-// services in one process (intake dev) do not collide. A process registers
-// the series of the roles it runs only (NewMetricsFor), plus the collectors
-// of its NATS connection and Postgres pool (NATSCollector, PoolCollector).
+// Package telemetry holds what every role and library shares to be
+// observed: metrics (prometheus/client_golang), logger setup (log/slog),
+// the span attributes and tracer of Intake's spans (tracing.go) and the
+// W3C traceparent carried in NATS headers (propagation.go). Metrics live in
+// a Metrics value registered on a registry the caller owns, never in
+// package globals, so tests and several services in one process (intake
+// dev) do not collide. A process registers the series of the roles it runs
+// only (NewMetricsFor), plus the collectors of its NATS connection
+// (NATSCollector) and Postgres pool (store.NewPoolCollector).
+//
+// Building a tracer provider from the OTEL_* environment, with its OTLP
+// exporter and the gRPC and protobuf code that come with it, is package
+// otlp below: a library that only reads spans' context (pkg/subscriber)
+// does not link it.
 package telemetry

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/telemetry"
 	"github.com/intakehq/intake/replayer"
 )
@@ -229,7 +230,7 @@ func exported(t *testing.T) map[string]bool {
 	if err := replayer.RegisterMetrics(reg); err != nil {
 		t.Fatal(err)
 	}
-	reg.MustRegister(telemetry.NewPoolCollector(nil), telemetry.NewNATSCollector(nil))
+	reg.MustRegister(store.NewPoolCollector(nil), telemetry.NewNATSCollector(nil))
 	names := map[string]bool{}
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for _, c := range []prometheus.Collector{telemetry.NewMetrics().Registry, reg} {

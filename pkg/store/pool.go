@@ -1,4 +1,4 @@
-package telemetry
+package store
 
 import (
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,7 +15,7 @@ type PoolCollector struct {
 	canceledAcquires, emptyAcquireWait       *prometheus.Desc
 }
 
-// NewPoolCollector is a PoolCollector over pool (store.Store.Pool).
+// NewPoolCollector is a PoolCollector over pool (Store.Pool).
 func NewPoolCollector(pool *pgxpool.Pool) *PoolCollector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName("intake", "postgres_pool", name), help, nil, nil)
