@@ -6,29 +6,24 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/intakehq/intake/examples"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/telemetry"
 )
 
 // loadConfig reads --config, else $INTAKE_CONFIG; when allowExample, it falls
-// back to ./examples/intake.yaml and then to the copy built into the binary,
-// so `intake dev` and `intake send` work with no flags.
+// back to the example built into the binary (config.Example), so `intake
+// dev` and `intake send` work with no flags.
 func (g *globals) loadConfig(allowExample bool) (*config.Config, string, error) {
 	path := g.configPath
 	if path == "" {
 		path = os.Getenv("INTAKE_CONFIG")
 	}
 	if path == "" && allowExample {
-		if _, err := os.Stat("examples/intake.yaml"); err == nil {
-			path = "examples/intake.yaml"
-		} else {
-			cfg, err := config.Parse(examples.Config, os.LookupEnv)
-			if err != nil {
-				return nil, "", fmt.Errorf("built-in example config: %w", err)
-			}
-			return cfg, "(built-in example)", nil
+		cfg, err := config.Parse(config.Example, os.LookupEnv)
+		if err != nil {
+			return nil, "", fmt.Errorf("built-in example config: %w", err)
 		}
+		return cfg, "(built-in example, " + config.ExamplePath + ")", nil
 	}
 	if path == "" {
 		return nil, "", errors.New("no configuration: pass --config FILE or set INTAKE_CONFIG")
@@ -38,11 +33,11 @@ func (g *globals) loadConfig(allowExample bool) (*config.Config, string, error) 
 }
 
 // refusePublishedSecrets fails when cfg holds a secret the repository
-// publishes (the defaults of examples/intake.yaml, built into the binary):
+// publishes (the defaults of config.Example, built into the binary):
 // every production role calls it at start; `intake dev` does not, so the
 // example runs out of the box.
 func refusePublishedSecrets(cfg *config.Config) error {
-	if err := cfg.CheckNoPublishedSecrets(config.PublishedDefaults(examples.Config, "examples/intake.yaml")); err != nil {
+	if err := cfg.CheckNoPublishedSecrets(); err != nil {
 		return fmt.Errorf("refusing to start with secrets anyone can read (fine for `intake dev` only):\n%w", err)
 	}
 	return nil

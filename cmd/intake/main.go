@@ -47,7 +47,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.configPath, "config", "", "config file (default: $INTAKE_CONFIG, else ./examples/intake.yaml for dev and send, else the built-in example)")
+	pf.StringVar(&g.configPath, "config", "", "config file (default: $INTAKE_CONFIG, else, for dev and send, the built-in example (pkg/config/example.yaml))")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.AddCommand(

@@ -19,14 +19,14 @@ import (
 // the API with the example's token.
 func TestRolesRefusePublishedSecrets(t *testing.T) {
 	// The example's variables unset: their published defaults apply.
-	for _, m := range regexp.MustCompile(`\$\{([A-Z_]+):-`).FindAllStringSubmatch(mustRead(t, "../../examples/intake.yaml"), -1) {
+	for _, m := range regexp.MustCompile(`\$\{([A-Z_]+):-`).FindAllStringSubmatch(mustRead(t, "../../pkg/config/example.yaml"), -1) {
 		t.Setenv(m[1], "")
 		os.Unsetenv(m[1])
 	}
 	for _, role := range []string{"ingress", "processor", "replayer", "migrate"} {
 		t.Run(role, func(t *testing.T) {
 			out := &testenv.Buffer{}
-			args := []string{role, "--config", "../../examples/intake.yaml"}
+			args := []string{role, "--config", "../../pkg/config/example.yaml"}
 			if role != "migrate" {
 				args = append(args, "--http-addr", "127.0.0.1:0")
 			}
@@ -36,8 +36,8 @@ func TestRolesRefusePublishedSecrets(t *testing.T) {
 			}
 			msg := err.Error()
 			for _, want := range []string{
-				"api.tokens[0] (ops).token: is a value published in the Intake repository (examples/intake.yaml); set your own",
-				"integrations[0] (demo).secrets[0]: is a value published in the Intake repository (examples/intake.yaml); set your own",
+				"api.tokens[0] (ops).token: is a value published in the Intake repository (pkg/config/example.yaml); set your own",
+				"integrations[0] (demo).secrets[0]: is a value published in the Intake repository (pkg/config/example.yaml); set your own",
 				"integrations[1] (partner).secrets[0]",
 			} {
 				if !strings.Contains(msg, want) {

@@ -112,14 +112,14 @@ func runJobs(ctx context.Context, db *pgxpool.Pool, log *slog.Logger) {
 }
 
 func main() {
-	path := flag.String("config", "examples/intake.yaml", "Intake config file")
+	path := flag.String("config", "", "Intake config file (default: the built-in example, pkg/config/example.yaml)")
 	addr := flag.String("http-addr", ":9091", "metrics and health")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
-	cfg, err := config.Load(*path)
+	cfg, err := loadConfig(*path)
 	if err != nil {
 		log.Error("config", "err", err)
 		os.Exit(1)
@@ -146,4 +146,12 @@ func main() {
 		log.Error("processor", "err", err)
 		os.Exit(1)
 	}
+}
+
+// loadConfig reads path, or the example built into Intake when it is empty.
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		return config.Parse(config.Example, os.LookupEnv)
+	}
+	return config.Load(path)
 }

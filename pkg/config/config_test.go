@@ -1,12 +1,9 @@
 package config
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/intakehq/intake/examples"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -115,16 +112,9 @@ func TestErrorsNameTheField(t *testing.T) {
 }
 
 func TestExampleConfigLoads(t *testing.T) {
-	file, err := os.ReadFile("../../examples/intake.yaml")
+	cfg, err := Parse(Example, env(nil))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if string(file) != string(examples.Config) {
-		t.Fatal("embedded example differs from examples/intake.yaml")
-	}
-	cfg, err := Parse(file, env(nil))
-	if err != nil {
-		t.Fatalf("examples/intake.yaml: %v", err)
+		t.Fatalf("%s: %v", ExamplePath, err)
 	}
 	if len(cfg.Integrations) == 0 || len(cfg.API.Tokens) == 0 {
 		t.Fatal("example has no integrations or tokens")

@@ -8,7 +8,7 @@ import (
 )
 
 // Published maps a secret value the Intake repository publishes to where it
-// is published ("examples/intake.yaml"). Anyone can read those values, so a
+// is published (ExamplePath). Anyone can read those values, so a
 // production role must not run with them: they are for `intake dev` only.
 type Published map[string]string
 
@@ -27,10 +27,17 @@ func PublishedDefaults(raw []byte, source string) Published {
 }
 
 // CheckNoPublishedSecrets fails when a signing secret, an API token or a
+// NATS or Postgres URL password of c is one the repository publishes (the
+// defaults of Example); see checkPublished.
+func (c *Config) CheckNoPublishedSecrets() error {
+	return c.checkPublished(PublishedDefaults(Example, ExamplePath))
+}
+
+// checkPublished fails when a signing secret, an API token or a
 // NATS or Postgres URL password of c is one of published; the error names
 // every such key (never the value). Production roles call it at start;
 // `intake dev` does not, so the example config runs out of the box.
-func (c *Config) CheckNoPublishedSecrets(published Published) error {
+func (c *Config) checkPublished(published Published) error {
 	var p problems
 	check := func(field, value string) {
 		if src, ok := published[value]; ok && value != "" {

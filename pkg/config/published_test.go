@@ -13,24 +13,22 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/intakehq/intake/examples"
 )
 
-func examplePublished() Published { return PublishedDefaults(examples.Config, "examples/intake.yaml") }
 
 func TestExampleSecretsArePublished(t *testing.T) {
-	cfg, err := Parse(examples.Config, env(nil))
+	cfg, err := Parse(Example, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = cfg.CheckNoPublishedSecrets(examplePublished())
+	err = cfg.CheckNoPublishedSecrets()
 	if err == nil {
 		t.Fatal("the example's own secrets passed the check")
 	}
 	msg := err.Error()
 	want := []string{
-		"api.tokens[0] (ops).token: is a value published in the Intake repository (examples/intake.yaml); set your own",
-		"integrations[0] (demo).secrets[0]: is a value published in the Intake repository (examples/intake.yaml); set your own",
+		"api.tokens[0] (ops).token: is a value published in the Intake repository (pkg/config/example.yaml); set your own",
+		"integrations[0] (demo).secrets[0]: is a value published in the Intake repository (pkg/config/example.yaml); set your own",
 	}
 	for i, in := range cfg.Integrations {
 		want = append(want, "integrations["+strconv.Itoa(i)+"] ("+in.Name+").secrets[0]")
@@ -54,18 +52,18 @@ func TestOwnSecretsPass(t *testing.T) {
 		}
 		own[name] = "whsec_b3duLXNlY3JldC1vZi1vdXItb3du"
 	}
-	cfg, err := Parse(examples.Config, env(own))
+	cfg, err := Parse(Example, env(own))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.CheckNoPublishedSecrets(examplePublished()); err != nil {
+	if err := cfg.CheckNoPublishedSecrets(); err != nil {
 		t.Fatalf("own secrets refused: %v", err)
 	}
 
 	// The digest of a published token is refused too.
 	sum := sha256.Sum256([]byte("dev-operator-token-change-me"))
 	cfg.API.Tokens[0] = Token{Name: "ops", TokenSHA256: hex.EncodeToString(sum[:]), Role: RoleOperator}
-	err = cfg.CheckNoPublishedSecrets(examplePublished())
+	err = cfg.CheckNoPublishedSecrets()
 	if err == nil || !strings.Contains(err.Error(), "api.tokens[0] (ops).token_sha256: is a value published") {
 		t.Fatalf("digest of a published token: %v", err)
 	}
@@ -73,7 +71,7 @@ func TestOwnSecretsPass(t *testing.T) {
 
 	// A published value as a URL password is refused too.
 	cfg.Postgres.URL = "postgres://intake:dev-operator-token-change-me@db/intake"
-	err = cfg.CheckNoPublishedSecrets(examplePublished())
+	err = cfg.CheckNoPublishedSecrets()
 	if err == nil || !strings.Contains(err.Error(), "postgres.url (or DATABASE_URL) password") {
 		t.Fatalf("published URL password: %v", err)
 	}
@@ -95,7 +93,7 @@ b: ["${B}", "${C:-}", "x ${D:-two} y"]`), "f.yaml")
 // default that ships a secret fails here until it is taken from the
 // environment without a default.
 func TestRepositoryYAMLPublishesOnlyKnownSecrets(t *testing.T) {
-	published := examplePublished()
+	published := PublishedDefaults(Example, ExamplePath)
 	root := filepath.Join("..", "..")
 	found := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -126,7 +124,7 @@ func TestRepositoryYAMLPublishesOnlyKnownSecrets(t *testing.T) {
 		for _, s := range shippedSecrets(&doc, false) {
 			found++
 			if _, ok := published[s.value]; !ok {
-				t.Errorf("%s:%d: ships a secret the published-secrets check does not know (take it from ${VAR} without a default, or add it to examples/intake.yaml)", rel, s.line)
+				t.Errorf("%s:%d: ships a secret the published-secrets check does not know (take it from ${VAR} without a default, or add it to pkg/config/example.yaml)", rel, s.line)
 			}
 		}
 		return nil
@@ -203,7 +201,7 @@ integrations:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.CheckNoPublishedSecrets(examplePublished()); err == nil ||
+	if err := cfg.CheckNoPublishedSecrets(); err == nil ||
 		!strings.Contains(err.Error(), "integrations[0] (demo).secrets[0]") {
 		t.Fatalf("the published key without its prefix passed: %v", err)
 	}

@@ -100,7 +100,7 @@ type Report struct {
 }
 
 // benchSecret signs the benchmark's deliveries. Not one of the example's
-// defaults: `intake ingress` refuses the secrets examples/intake.yaml publishes.
+// defaults: `intake ingress` refuses the secrets pkg/config/example.yaml publishes.
 const benchSecret = "whsec_YmVuY2gtc2VjcmV0LW5vdC1hLWRlZmF1bHQ="
 
 // Run measures everything and returns the report.
