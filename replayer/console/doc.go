@@ -8,8 +8,9 @@
 // linker's dead code elimination of methods (html.go says why, and the
 // rules that keep a page safe).
 //
-// It is a client of the replayer, not a second API: pages read through the
-// same store queries as /api/v1, and mutations (a replay's dry run, its
+// It is a client of the replayer, not a second API: pages read through
+// pkg/store's queries as /api/v1 does (the overview's aggregates are the
+// store's too: pkg/store/overview.go), and mutations (a replay's dry run, its
 // start, a cancel) call the same Replayer methods the API calls, with the
 // signed-in token's name as the audit's requested_by.
 //

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"sort"
 	"time"
+
+	"github.com/intakehq/intake/pkg/store"
 )
 
 // overviewWindow is a period the overview counts over.
@@ -61,157 +63,108 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 // chartHeight is the sparkline's height in SVG units.
 const chartHeight = 40
 
-// loadOverview reads the counts with a handful of aggregate queries over
-// the inbox, conflicts and outbox, each on an existing index's range (the
-// window's rows; outbox_pending is small).
+// loadOverview reads the counts through the store's overview queries
+// (pkg/store/overview.go): per window, the events received, the failed and
+// quarantined, and the conflicts; then the outbox pending now and the
+// hourly chart of the last day.
 func (c *Console) loadOverview(ctx context.Context, now time.Time) (overviewData, error) {
-	pool := c.ro.Store.Pool()
-	d := overviewData{Windows: overviewWindows, At: now}
-	by := map[string]*integrationOverview{}
-	get := func(name string) *integrationOverview {
-		if o, ok := by[name]; ok {
-			return o
-		}
-		o := &integrationOverview{Name: name, Windows: make([]stats, len(overviewWindows))}
-		by[name] = o
-		return o
-	}
+	o := overviewBuilder{by: map[string]*integrationOverview{}}
 	for i, win := range overviewWindows {
-		since := now.Add(-win.Dur)
-		// Events first received in the window (inbox_received_idx): their
-		// count, the extra deliveries of them, and their processing lag.
-		rows, err := pool.Query(ctx, `
-			SELECT integration, count(*), coalesce(sum(greatest(delivery_count - 1, 0)), 0),
-				coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - first_received_at))
-					FILTER (WHERE processed_at IS NOT NULL), 0),
-				coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - first_received_at))
-					FILTER (WHERE processed_at IS NOT NULL), 0)
-			FROM intake.inbox WHERE first_received_at >= $1
-			GROUP BY integration`, since)
-		if err != nil {
-			return d, fmt.Errorf("overview: inbox: %w", err)
-		}
-		for rows.Next() {
-			var name string
-			var n, dups int64
-			var p50, p95 float64
-			if err := rows.Scan(&name, &n, &dups, &p50, &p95); err != nil {
-				rows.Close()
-				return d, fmt.Errorf("overview: inbox: %w", err)
-			}
-			s := &get(name).Windows[i]
-			s.Accepted, s.Duplicates, s.LagP50, s.LagP95 = n, dups, secs(p50), secs(p95)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return d, fmt.Errorf("overview: inbox: %w", err)
-		}
-		// Failed and quarantined by their last delivery (inbox_status_idx).
-		rows, err = pool.Query(ctx, `SELECT integration, status, count(*) FROM intake.inbox
-			WHERE status IN ('failed', 'quarantined') AND last_received_at >= $1 GROUP BY 1, 2`, since)
-		if err != nil {
-			return d, fmt.Errorf("overview: failed: %w", err)
-		}
-		for rows.Next() {
-			var name, status string
-			var n int64
-			if err := rows.Scan(&name, &status, &n); err != nil {
-				rows.Close()
-				return d, fmt.Errorf("overview: failed: %w", err)
-			}
-			if s := &get(name).Windows[i]; status == "failed" {
-				s.Failed = n
-			} else {
-				s.Quarantined = n
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return d, fmt.Errorf("overview: failed: %w", err)
-		}
-		rows, err = pool.Query(ctx, `SELECT integration, count(*) FROM intake.conflicts WHERE detected_at >= $1 GROUP BY integration`, since)
-		if err != nil {
-			return d, fmt.Errorf("overview: conflicts: %w", err)
-		}
-		for rows.Next() {
-			var name string
-			var n int64
-			if err := rows.Scan(&name, &n); err != nil {
-				rows.Close()
-				return d, fmt.Errorf("overview: conflicts: %w", err)
-			}
-			get(name).Windows[i].Conflicts = n
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return d, fmt.Errorf("overview: conflicts: %w", err)
+		if err := o.window(ctx, c.ro.Store, i, now.Add(-win.Dur)); err != nil {
+			return overviewData{}, err
 		}
 	}
-	rows, err := pool.Query(ctx, `SELECT o.integration, count(*) FROM intake.outbox_pending p
-		JOIN intake.outbox o ON o.id = p.id GROUP BY o.integration`)
+	pending, err := c.ro.Store.OutboxPendingByIntegration(ctx)
 	if err != nil {
-		return d, fmt.Errorf("overview: outbox: %w", err)
+		return overviewData{}, fmt.Errorf("overview: %w", err)
 	}
-	for rows.Next() {
-		var name string
-		var n int64
-		if err := rows.Scan(&name, &n); err != nil {
-			rows.Close()
-			return d, fmt.Errorf("overview: outbox: %w", err)
-		}
-		get(name).Pending = n
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return d, fmt.Errorf("overview: outbox: %w", err)
+	for _, p := range pending {
+		o.get(p.Integration).Pending = p.Count
 	}
 	start := now.Truncate(time.Hour).Add(-23 * time.Hour)
-	rows, err = pool.Query(ctx, `SELECT integration, date_trunc('hour', first_received_at), count(*),
-			count(*) FILTER (WHERE status IN ('failed', 'quarantined'))
-		FROM intake.inbox WHERE first_received_at >= $1 GROUP BY 1, 2`, start)
+	hours, err := c.ro.Store.HourlySince(ctx, start)
 	if err != nil {
-		return d, fmt.Errorf("overview: hourly: %w", err)
+		return overviewData{}, fmt.Errorf("overview: %w", err)
 	}
+	return overviewData{Windows: overviewWindows, At: now, Integrations: o.charted(start, hours)}, nil
+}
+
+// overviewBuilder gathers the overview's counts by integration.
+type overviewBuilder struct {
+	by map[string]*integrationOverview
+}
+
+func (o *overviewBuilder) get(name string) *integrationOverview {
+	if io, ok := o.by[name]; ok {
+		return io
+	}
+	io := &integrationOverview{Name: name, Windows: make([]stats, len(overviewWindows))}
+	o.by[name] = io
+	return io
+}
+
+// window fills window i's counts from since on.
+func (o *overviewBuilder) window(ctx context.Context, st *store.Store, i int, since time.Time) error {
+	received, err := st.ReceivedSince(ctx, since)
+	if err != nil {
+		return fmt.Errorf("overview: %w", err)
+	}
+	for _, r := range received {
+		s := &o.get(r.Integration).Windows[i]
+		s.Accepted, s.Duplicates, s.LagP50, s.LagP95 = r.Events, r.Duplicates, r.LagP50, r.LagP95
+	}
+	unresolved, err := st.UnresolvedSince(ctx, since)
+	if err != nil {
+		return fmt.Errorf("overview: %w", err)
+	}
+	for _, u := range unresolved {
+		if s := &o.get(u.Integration).Windows[i]; u.Status == string(store.StatusFailed) {
+			s.Failed = u.Count
+		} else {
+			s.Quarantined = u.Count
+		}
+	}
+	conflicts, err := st.ConflictsSince(ctx, since)
+	if err != nil {
+		return fmt.Errorf("overview: %w", err)
+	}
+	for _, c := range conflicts {
+		o.get(c.Integration).Windows[i].Conflicts = c.Count
+	}
+	return nil
+}
+
+// charted lays each integration's last 24 hours from start out as bars
+// (an hour without events is a zero bar) and returns the integrations by
+// name.
+func (o *overviewBuilder) charted(start time.Time, hours []store.HourCount) []integrationOverview {
 	hourly := map[string]map[int64]bucket{}
-	for rows.Next() {
-		var name string
-		var b bucket
-		if err := rows.Scan(&name, &b.At, &b.Accepted, &b.FailedOrQ); err != nil {
-			rows.Close()
-			return d, fmt.Errorf("overview: hourly: %w", err)
+	for _, h := range hours {
+		o.get(h.Integration)
+		if hourly[h.Integration] == nil {
+			hourly[h.Integration] = map[int64]bucket{}
 		}
-		get(name)
-		if hourly[name] == nil {
-			hourly[name] = map[int64]bucket{}
-		}
-		hourly[name][b.At.Unix()] = b
+		hourly[h.Integration][h.Hour.Unix()] = bucket{At: h.Hour, Accepted: h.Events, FailedOrQ: h.Unresolved}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return d, fmt.Errorf("overview: hourly: %w", err)
-	}
-	for name, o := range by {
+	var out []integrationOverview
+	for name, io := range o.by {
 		for h := range 24 {
 			at := start.Add(time.Duration(h) * time.Hour)
 			b := hourly[name][at.Unix()]
 			b.At = at
-			o.Hourly = append(o.Hourly, b)
-			o.Max = max(o.Max, b.Accepted)
+			io.Hourly = append(io.Hourly, b)
+			io.Max = max(io.Max, b.Accepted)
 		}
-		for i := range o.Hourly {
-			if o.Max > 0 {
-				o.Hourly[i].Height = float64(o.Hourly[i].Accepted) * chartHeight / float64(o.Max)
-				o.Hourly[i].Bad = float64(o.Hourly[i].FailedOrQ) * chartHeight / float64(o.Max)
+		for i := range io.Hourly {
+			if io.Max > 0 {
+				io.Hourly[i].Height = float64(io.Hourly[i].Accepted) * chartHeight / float64(io.Max)
+				io.Hourly[i].Bad = float64(io.Hourly[i].FailedOrQ) * chartHeight / float64(io.Max)
 			}
 		}
-		d.Integrations = append(d.Integrations, *o)
+		out = append(out, *io)
 	}
-	sort.Slice(d.Integrations, func(i, j int) bool { return d.Integrations[i].Name < d.Integrations[j].Name })
-	return d, nil
-}
-
-func secs(s float64) time.Duration {
-	return time.Duration(s * float64(time.Second)).Round(time.Millisecond)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 func (d overviewData) write(w *writer, _ page) {
