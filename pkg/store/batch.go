@@ -32,27 +32,57 @@ type BatchClaim struct {
 // appears twice in claims, the lower stream sequence inserts and the other
 // sees it as existing.
 func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted []bool, existing map[envelope.Key]Row, err error) {
+	won, err := insertClaims(ctx, tx, claimColumnsOf(claims))
+	if err != nil {
+		return nil, nil, err
+	}
+	inserted, others := winners(claims, won)
+	existing, err = lockExisting(ctx, tx, others)
+	if err != nil {
+		return nil, nil, err
+	}
+	return inserted, existing, nil
+}
+
+// claimColumns are a batch's claims as the columns unnest reads, and their
+// scoped keys as the key locks take them.
+type claimColumns struct {
+	integ, acct, evID, tenant, typ, sha []string
+	objID                               []*string
+	recv                                []time.Time
+	seq                                 []int64
+	objVer                              []*int64
+	keys                                []string
+}
+
+func claimColumnsOf(claims []BatchClaim) claimColumns {
 	n := len(claims)
-	var (
-		integ, acct, evID, tenant, typ, sha, objID = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
-		recv                                       = make([]time.Time, n)
-		seq, objVer                                = make([]int64, n), make([]*int64, n)
-	)
-	keys := make([]string, n)
-	for i, c := range claims {
-		integ[i], acct[i], evID[i], keys[i] = c.Key.Integration, c.Key.Account, c.Key.EventID, c.Key.String()
-		tenant[i], typ[i], sha[i], recv[i], seq[i] = c.Tenant, c.EventType, c.PayloadSHA256, c.ReceivedAt, int64(c.StreamSeq)
-		if c.ObjectID != "" {
-			objID[i], objVer[i] = &claims[i].ObjectID, &claims[i].ObjectVersion
+	c := claimColumns{
+		integ: make([]string, n), acct: make([]string, n), evID: make([]string, n), tenant: make([]string, n),
+		typ: make([]string, n), sha: make([]string, n), objID: make([]*string, n),
+		recv: make([]time.Time, n), seq: make([]int64, n), objVer: make([]*int64, n), keys: make([]string, n),
+	}
+	for i, cl := range claims {
+		c.integ[i], c.acct[i], c.evID[i], c.keys[i] = cl.Key.Integration, cl.Key.Account, cl.Key.EventID, cl.Key.String()
+		c.tenant[i], c.typ[i], c.sha[i], c.recv[i], c.seq[i] = cl.Tenant, cl.EventType, cl.PayloadSHA256, cl.ReceivedAt, int64(cl.StreamSeq)
+		if cl.ObjectID != "" {
+			c.objID[i], c.objVer[i] = &claims[i].ObjectID, &claims[i].ObjectVersion
 		}
 	}
-	// The key locks and the claim go in one round trip.
-	// A new row counts its own delivery (whose history row the batch writes,
-	// BatchWrites.FirstDeliveries) plus any the history already holds:
-	// receipts of stream-stopped copies folded before the claim. The key
-	// locks keep a fold from slipping in between.
+	return c
+}
+
+// insertClaims takes the key locks and inserts the rows of the keys that
+// have none, in one round trip; it returns the stream sequence that won
+// each inserted key.
+//
+// A new row counts its own delivery (whose history row the batch writes,
+// BatchWrites.FirstDeliveries) plus any the history already holds:
+// receipts of stream-stopped copies folded before the claim. The key
+// locks keep a fold from slipping in between.
+func insertClaims(ctx context.Context, tx pgx.Tx, c claimColumns) (map[envelope.Key]int64, error) {
 	b := &pgx.Batch{}
-	b.Queue(lockKeysSQL, keys)
+	b.Queue(lockKeysSQL, c.keys)
 	b.Queue(`
 		INSERT INTO intake.inbox (integration, account, event_id, tenant, event_type, payload_sha256, status,
 			first_received_at, last_received_at, processed_at, stream_seq, object_id, object_version, delivery_count)
@@ -69,16 +99,16 @@ func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted [
 		ORDER BY t.integration, t.account, t.event_id, t.seq
 		ON CONFLICT (integration, account, event_id) DO NOTHING
 		RETURNING integration, account, event_id, stream_seq`,
-		integ, acct, evID, tenant, typ, sha, recv, seq, objID, objVer)
+		c.integ, c.acct, c.evID, c.tenant, c.typ, c.sha, c.recv, c.seq, c.objID, c.objVer)
 	br := tx.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		br.Close()
-		return nil, nil, fmt.Errorf("store: lock keys: %w", err)
+		return nil, fmt.Errorf("store: lock keys: %w", err)
 	}
 	rows, err := br.Query()
 	if err != nil {
 		br.Close()
-		return nil, nil, fmt.Errorf("store: claim batch: %w", err)
+		return nil, fmt.Errorf("store: claim batch: %w", err)
 	}
 	won := map[envelope.Key]int64{}
 	var k envelope.Key
@@ -91,11 +121,16 @@ func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted [
 		err = cerr
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: claim batch: %w", err)
+		return nil, fmt.Errorf("store: claim batch: %w", err)
 	}
+	return won, nil
+}
 
-	inserted = make([]bool, n)
-	var lint, lacct, lid []string
+// winners marks the claims that inserted their row (the winning sequence
+// of their key, once) and returns the keys of the others.
+func winners(claims []BatchClaim, won map[envelope.Key]int64) ([]bool, []envelope.Key) {
+	inserted := make([]bool, len(claims))
+	var others []envelope.Key
 	for i, c := range claims {
 		if s, ok := won[c.Key]; ok && s == int64(c.StreamSeq) {
 			inserted[i] = true
@@ -104,22 +139,30 @@ func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted [
 			delete(won, c.Key)
 			continue
 		}
-		lint, lacct, lid = append(lint, c.Key.Integration), append(lacct, c.Key.Account), append(lid, c.Key.EventID)
+		others = append(others, c.Key)
 	}
-	existing = map[envelope.Key]Row{}
-	if len(lint) == 0 {
-		return inserted, existing, nil
+	return inserted, others
+}
+
+// lockExisting reads the inbox rows of keys, locked FOR UPDATE in key order.
+func lockExisting(ctx context.Context, tx pgx.Tx, keys []envelope.Key) (map[envelope.Key]Row, error) {
+	existing := map[envelope.Key]Row{}
+	if len(keys) == 0 {
+		return existing, nil
 	}
-	rows, err = tx.Query(ctx, `
+	integ, acct, evID := keyColumns(keys)
+	rows, err := tx.Query(ctx, `
 		SELECT i.integration, i.account, i.event_id, i.payload_sha256, i.stream_seq, i.status
 		FROM intake.inbox i
 		JOIN unnest($1::text[], $2::text[], $3::text[]) AS t(integration, account, event_id)
 		  USING (integration, account, event_id)
 		ORDER BY 1, 2, 3
-		FOR UPDATE OF i`, lint, lacct, lid)
+		FOR UPDATE OF i`, integ, acct, evID)
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: read inbox rows: %w", err)
+		return nil, fmt.Errorf("store: read inbox rows: %w", err)
 	}
+	var k envelope.Key
+	var s int64
 	var r Row
 	_, err = pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID, &r.PayloadSHA256, &s, &r.Status}, func() error {
 		r.StreamSeq = uint64(s)
@@ -127,9 +170,9 @@ func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted [
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: read inbox rows: %w", err)
+		return nil, fmt.Errorf("store: read inbox rows: %w", err)
 	}
-	return inserted, existing, nil
+	return existing, nil
 }
 
 // GuardVersion advances the object's stored version to version unless a
