@@ -31,7 +31,9 @@ type Options struct {
 	// Replayer is the replayer the console reads through and replays with.
 	// Required; its Options supply the store, JetStream, tokens and auth.
 	Replayer *replayer.Replayer
-	// SessionTTL is how long a sign-in lasts. Defaults to DefaultSessionTTL (8h).
+	// SessionTTL is how long a sign-in lasts. Defaults to DefaultSessionTTL
+	// (8h). Every replayer on the database should have the same: each
+	// refuses a session signed in longer ago than its own.
 	SessionTTL time.Duration
 	// Log defaults to the replayer's.
 	Log *slog.Logger
@@ -39,16 +41,15 @@ type Options struct {
 
 // Console serves the operator console's pages.
 type Console struct {
-	rp     *replayer.Replayer
-	ro     replayer.Options
-	log    *slog.Logger
-	signer *signer
-	auth   func(http.Handler) http.Handler
-	now    func() time.Time
+	rp       *replayer.Replayer
+	ro       replayer.Options
+	log      *slog.Logger
+	sessions *sessions
+	auth     func(http.Handler) http.Handler
+	now      func() time.Time
 }
 
-// New builds the console and derives its session keys from the replayer's
-// tokens.
+// New builds the console on the replayer's store (its sessions) and tokens.
 func New(o Options) (*Console, error) {
 	if o.Replayer == nil {
 		return nil, errors.New("console: Options.Replayer is required")
@@ -66,7 +67,7 @@ func New(o Options) (*Console, error) {
 	if o.Log == nil {
 		o.Log = telemetry.Discard()
 	}
-	return &Console{rp: o.Replayer, ro: ro, log: o.Log, signer: newSigner(ro.Tokens, o.SessionTTL),
+	return &Console{rp: o.Replayer, ro: ro, log: o.Log, sessions: newSessions(ro.Store, ro.Tokens, o.SessionTTL),
 		auth: replayer.RequireToken(ro.Tokens, ro.Auth), now: time.Now}, nil
 }
 
@@ -135,13 +136,20 @@ func sessionFrom(ctx context.Context) session {
 	return s
 }
 
-// requireSession lets signed-in requests through; a GET without a session
-// is sent to the sign-in form, anything else gets 401.
+// requireSession lets signed-in requests through (the session read from
+// the store on every request); a GET without a session is sent to the
+// sign-in form, anything else gets 401. When the store cannot say, 503.
 func (c *Console) requireSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ck, err := r.Cookie(sessionCookie); err == nil {
-			if s, ok := c.signer.verify(ck.Value, c.now()); ok {
+		if v, ok := readCookie(r, sessionCookie); ok {
+			s, err := c.sessions.verify(r.Context(), v, c.now())
+			switch {
+			case err == nil:
 				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+				return
+			case !errors.Is(err, errNoSession):
+				c.log.Error("console: read the session", "err", err)
+				c.fail(w, r, http.StatusServiceUnavailable, "The session could not be read (see the replayer's log): try again.")
 				return
 			}
 		}
@@ -217,7 +225,7 @@ type content interface {
 func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data content) {
 	s := sessionFrom(r.Context())
 	p := page{Title: title, Nav: name, User: s.caller, Data: data}
-	if s.nonce != "" {
+	if s.signedIn() {
 		p.CSRF, p.Operator = s.csrf(), s.operator()
 	}
 	c.write(w, code, p)
@@ -240,7 +248,7 @@ func send(w http.ResponseWriter, code int, out *writer) {
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	s := sessionFrom(r.Context())
 	p := page{Title: "Error", User: s.caller, Error: msg, Data: errorData{}}
-	if s.nonce != "" {
+	if s.signedIn() {
 		p.CSRF, p.Operator = s.csrf(), s.operator()
 	}
 	c.write(w, code, p)
