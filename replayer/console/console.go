@@ -87,8 +87,11 @@ func (c *Console) Mount(r chi.Router) {
 			}
 			files.ServeHTTP(w, r)
 		})
+		// Every POST's body is read by readForm, before anything else
+		// looks at it: urlencoded only, at most maxForm bytes (maxKeyListForm
+		// for a selection of keys, after the session and role are checked).
 		r.Get("/signin", c.signInForm)
-		r.Post("/signin", c.signIn)
+		r.With(readForm(maxForm)).Post("/signin", c.signIn)
 		r.Group(func(r chi.Router) {
 			r.Use(c.requireSession)
 			r.Get("/", c.overview)
@@ -101,14 +104,14 @@ func (c *Console) Mount(r chi.Router) {
 			r.Get("/replays/{id}", c.replay)
 			r.Get("/reconcile", c.reconcile)
 			r.Group(func(r chi.Router) {
-				r.Use(c.checkCSRF)
+				r.Use(readForm(maxForm), c.checkCSRF)
 				r.Post("/signout", c.signOut)
-				r.Group(func(r chi.Router) {
-					r.Use(requireOperator)
-					r.Post("/replays/dry-run", c.dryRun)
-					r.Post("/replays", c.startReplay)
-					r.Post("/replays/{id}/cancel", c.cancel)
-				})
+				r.With(requireOperator).Post("/replays/{id}/cancel", c.cancel)
+			})
+			r.Group(func(r chi.Router) {
+				r.Use(requireOperator, readForm(maxKeyListForm), c.checkCSRF)
+				r.Post("/replays/dry-run", c.dryRun)
+				r.Post("/replays", c.startReplay)
 			})
 		})
 	})
@@ -162,12 +165,13 @@ func (c *Console) requireSession(next http.Handler) http.Handler {
 }
 
 // checkCSRF refuses a POST whose csrf field does not match the session's,
-// or whose Origin (when the browser sends one) is another site's.
+// or whose Origin (when the browser sends one) is another site's. The form
+// is readForm's (none read: refused).
 func (c *Console) checkCSRF(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			s := sessionFrom(r.Context())
-			if !sameOrigin(r) || !equal(r.PostFormValue("csrf"), s.csrf()) {
+			if r.PostForm == nil || !sameOrigin(r) || !equal(r.PostForm.Get("csrf"), s.csrf()) {
 				http.Error(w, "forbidden: missing or invalid CSRF token", http.StatusForbidden)
 				return
 			}

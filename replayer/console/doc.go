@@ -22,6 +22,7 @@
 // session's CSRF token, so every replayer on the database reads it, a
 // sign-out ends it everywhere and removing a token from the config ends
 // its sessions (docs/console.md says why not a signed cookie). Every POST
-// carries the session's CSRF token; a viewer's session gets no mutating
-// control and a 403 if it posts one anyway.
+// is an urlencoded form read under a size limit (form.go) and carries the
+// session's CSRF token; a viewer's session gets no mutating control and a
+// 403 if it posts one anyway.
 package console

@@ -21,19 +21,20 @@ func (c *Console) signInForm(w http.ResponseWriter, r *http.Request) {
 
 // signIn checks the token with the API's own RequireToken (its throttle,
 // log line and metric apply), then stores a session and sets its cookie.
+// The form was read by readForm (urlencoded, at most maxForm bytes).
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
-	next := safeNext(r.PostFormValue("next"))
+	next := safeNext(r.PostForm.Get("next"))
 	again := func(code int, msg string) {
 		pre := randomToken()
 		setCookie(w, r, preCookie, pre, c.now().Add(DefaultSessionTTL))
 		c.write(w, code, page{Title: "Sign in", Error: msg, Data: signInData{Pre: pre, Next: next}})
 	}
 	pre, ok := readCookie(r, preCookie)
-	if !ok || !sameOrigin(r) || !equal(r.PostFormValue("pre"), pre) {
+	if !ok || !sameOrigin(r) || !equal(r.PostForm.Get("pre"), pre) {
 		again(http.StatusForbidden, "The sign-in form expired or came from elsewhere: try again.")
 		return
 	}
-	tok := strings.TrimSpace(r.PostFormValue("token"))
+	tok := strings.TrimSpace(r.PostForm.Get("token"))
 	check := r.Clone(r.Context())
 	check.Header = r.Header.Clone()
 	check.Header.Set("Authorization", "Bearer "+tok)
