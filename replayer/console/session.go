@@ -7,7 +7,10 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/intakehq/intake/pkg/config"
@@ -15,13 +18,22 @@ import (
 	"github.com/intakehq/intake/replayer"
 )
 
-// Cookie names. The session cookie is scoped to /ui/, HttpOnly,
-// SameSite=Strict, and Secure when the request came over TLS.
+// Cookie names. Both cookies are HttpOnly and SameSite=Strict. Served
+// over TLS, or over plain HTTP for any host but a loopback one (behind an
+// Ingress that terminates TLS the replayer sees plain HTTP for the public
+// name), they are Secure, named with the __Host- prefix and scoped to
+// Path=/ (the prefix requires it): a browser then neither sends them over
+// plain HTTP nor lets a plain-HTTP answer plant one. Over plain HTTP to
+// localhost or a loopback address (intake dev, a port-forward) they are
+// the bare names scoped to /ui/, which every browser keeps over HTTP.
 const (
 	sessionCookie = "intake_console"
 	// preCookie is the sign-in form's double-submit CSRF value: a forged
 	// sign-in (into the attacker's session) lacks it.
 	preCookie = "intake_console_pre"
+	// hostPrefix is the cookie prefix browsers accept only with Secure,
+	// Path=/ and no Domain.
+	hostPrefix = "__Host-"
 )
 
 // DefaultSessionTTL is how long a session lasts after sign-in.
@@ -131,18 +143,51 @@ func (s *sessions) end(ctx context.Context, sess session) error {
 	return s.st.DeleteConsoleSession(ctx, sess.id)
 }
 
-// readCookie returns the value of cookie name.
-func readCookie(r *http.Request, name string) (string, bool) {
-	ck, err := r.Cookie(name)
+// secureCookies reports whether r's cookies are Secure (and __Host-): for
+// every request but one over plain HTTP to a loopback host.
+func secureCookies(r *http.Request) bool {
+	return r.TLS != nil || !loopbackHost(r.Host)
+}
+
+// loopbackHost: localhost, a name under .localhost or a loopback address,
+// with or without a port.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// cookieName is the name of cookie base for r.
+func cookieName(r *http.Request, base string) string {
+	if secureCookies(r) {
+		return hostPrefix + base
+	}
+	return base
+}
+
+// readCookie returns the value of cookie base as r's scheme names it (a
+// secure request reads the __Host- name only: a cookie without the prefix
+// may have been planted over plain HTTP).
+func readCookie(r *http.Request, base string) (string, bool) {
+	ck, err := r.Cookie(cookieName(r, base))
 	if err != nil {
 		return "", false
 	}
 	return ck.Value, true
 }
 
-func setCookie(w http.ResponseWriter, r *http.Request, name, value string, expires time.Time) {
-	c := &http.Cookie{Name: name, Value: value, Path: "/ui/", HttpOnly: true, Secure: r.TLS != nil,
-		SameSite: http.SameSiteStrictMode}
+func setCookie(w http.ResponseWriter, r *http.Request, base, value string, expires time.Time) {
+	c := &http.Cookie{Name: base, Value: value, Path: Prefix + "/", HttpOnly: true, SameSite: http.SameSiteStrictMode}
+	if secureCookies(r) {
+		c.Name, c.Path, c.Secure = hostPrefix+base, "/", true
+	}
 	if value == "" {
 		c.MaxAge = -1
 	} else if !expires.IsZero() {

@@ -9,22 +9,53 @@ import (
 	"time"
 )
 
+// TestCookieFlags: HttpOnly and SameSite=Strict always; Secure with the
+// __Host- prefix and Path=/ over TLS and for any host but a loopback one
+// over plain HTTP (an Ingress terminating TLS); the bare name on /ui/ over
+// plain HTTP to loopback only. A secure request does not read the bare
+// name.
 func TestCookieFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
+		host   string
 		tls    bool
 		secure bool
-	}{{"http", false, false}, {"https", true, true}} {
+	}{
+		{"http loopback", "127.0.0.1:8080", false, false},
+		{"http localhost", "localhost:8080", false, false},
+		{"http localhost without port", "localhost", false, false},
+		{"http ipv6 loopback", "[::1]:8080", false, false},
+		{"http a name under localhost", "intake.localhost:8080", false, false},
+		{"https loopback", "127.0.0.1:8443", true, true},
+		{"http public name (TLS ended by the Ingress)", "intake.example.com", false, true},
+		{"http public name with port", "intake.example.com:8080", false, true},
+		{"http private address", "10.0.0.7:8080", false, true},
+		{"http a name that only starts like localhost", "localhost.example.com", false, true},
+		{"https public name", "intake.example.com", true, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodPost, "/ui/signin", nil)
+			r.Host = tc.host
 			if tc.tls {
 				r.TLS = &tls.ConnectionState{}
 			}
 			w := httptest.NewRecorder()
 			setCookie(w, r, sessionCookie, "v", time.Now().Add(time.Hour))
 			c := w.Result().Cookies()[0]
-			if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure != tc.secure || c.Path != "/ui/" {
-				t.Fatalf("cookie %+v: want HttpOnly, SameSite=Strict, Secure=%v, Path=/ui/", c, tc.secure)
+			name, path := "intake_console", "/ui/"
+			if tc.secure {
+				name, path = "__Host-intake_console", "/"
+			}
+			if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure != tc.secure || c.Path != path || c.Name != name || c.Domain != "" {
+				t.Fatalf("cookie %+v: want %s, HttpOnly, SameSite=Strict, Secure=%v, Path=%s, no Domain", c, name, tc.secure, path)
+			}
+			r.AddCookie(&http.Cookie{Name: "intake_console", Value: "bare"})
+			v, ok := readCookie(r, sessionCookie)
+			if tc.secure && ok {
+				t.Errorf("a secure request read the unprefixed cookie (%q)", v)
+			}
+			if !tc.secure && (!ok || v != "bare") {
+				t.Errorf("a loopback request did not read its cookie: %q, %v", v, ok)
 			}
 		})
 	}

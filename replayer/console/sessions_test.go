@@ -327,3 +327,63 @@ func TestConsoleFormsAreBounded(t *testing.T) {
 	resp, body = ops.do(http.MethodPost, "/ui/replays/dry-run", nil, http.Header{"Content-Type": {"text/plain"}})
 	must(t, "a text/plain dry run", resp, body, http.StatusUnsupportedMediaType)
 }
+
+// TestSecureCookieBehindTLSProxy (issue 30, item 9): behind an Ingress
+// that terminates TLS the replayer sees plain HTTP for the public name. The
+// session and sign-in cookies are still Secure, with the __Host- prefix and
+// Path=/; a cookie without the prefix (one a network attacker could plant
+// over plain HTTP) is not read there. Plain HTTP on loopback (intake dev,
+// a port-forward) keeps intake_console without Secure:
+// TestSignInSessionAndCSRF.
+func TestSecureCookieBehindTLSProxy(t *testing.T) {
+	r := setup(t)
+	c := r.client()
+	const host = "intake.example.com"
+	cookies := map[string]string{}
+	keep := func(resp *http.Response) []string {
+		var sets []string
+		for _, h := range resp.Header.Values("Set-Cookie") {
+			sets = append(sets, h)
+			ck, err := http.ParseSetCookie(h)
+			if err == nil && ck.MaxAge >= 0 {
+				cookies[ck.Name] = ck.Value
+			}
+		}
+		return sets
+	}
+	want := func(what string, sets []string, name string) {
+		t.Helper()
+		for _, h := range sets {
+			if strings.HasPrefix(h, name+"=") {
+				for _, flag := range []string{"Path=/;", "HttpOnly", "Secure", "SameSite=Strict"} {
+					if !strings.Contains(h+";", flag) {
+						t.Errorf("%s: Set-Cookie %q lacks %s", what, h, strings.TrimSuffix(flag, ";"))
+					}
+				}
+				return
+			}
+		}
+		t.Errorf("%s: no %s cookie in %q", what, name, sets)
+	}
+	resp, page, err := c.raw(http.MethodGet, "/ui/signin", host, nil, "", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("the sign-in form", keep(resp), "__Host-intake_console_pre")
+	m := preRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("sign-in form without its pre field:\n%s", page)
+	}
+	form := url.Values{"pre": {m[1]}, "token": {operatorToken}}.Encode()
+	resp, body, err := c.raw(http.MethodPost, "/ui/signin", host, cookies, "application/x-www-form-urlencoded", strings.NewReader(form), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, "sign-in behind the proxy", resp, body, http.StatusSeeOther)
+	want("the sign-in", keep(resp), "__Host-intake_console")
+	session := cookies["__Host-intake_console"]
+	resp, body, _ = c.raw(http.MethodGet, "/ui/events", host, map[string]string{"__Host-intake_console": session}, "", nil, 0)
+	must(t, "a page with the __Host- cookie", resp, body, http.StatusOK)
+	resp, body, _ = c.raw(http.MethodGet, "/ui/events", host, map[string]string{"intake_console": session}, "", nil, 0)
+	must(t, "a page with the session under the unprefixed name", resp, body, http.StatusSeeOther)
+}
