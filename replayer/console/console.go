@@ -31,7 +31,9 @@ type Options struct {
 	// Replayer is the replayer the console reads through and replays with.
 	// Required; its Options supply the store, JetStream, tokens and auth.
 	Replayer *replayer.Replayer
-	// SessionTTL is how long a sign-in lasts. Defaults to DefaultSessionTTL (8h).
+	// SessionTTL is how long a sign-in lasts. Defaults to DefaultSessionTTL
+	// (8h). Every replayer on the database should have the same: each
+	// refuses a session signed in longer ago than its own.
 	SessionTTL time.Duration
 	// Log defaults to the replayer's.
 	Log *slog.Logger
@@ -39,16 +41,15 @@ type Options struct {
 
 // Console serves the operator console's pages.
 type Console struct {
-	rp     *replayer.Replayer
-	ro     replayer.Options
-	log    *slog.Logger
-	signer *signer
-	auth   func(http.Handler) http.Handler
-	now    func() time.Time
+	rp       *replayer.Replayer
+	ro       replayer.Options
+	log      *slog.Logger
+	sessions *sessions
+	auth     func(http.Handler) http.Handler
+	now      func() time.Time
 }
 
-// New builds the console and derives its session keys from the replayer's
-// tokens.
+// New builds the console on the replayer's store (its sessions) and tokens.
 func New(o Options) (*Console, error) {
 	if o.Replayer == nil {
 		return nil, errors.New("console: Options.Replayer is required")
@@ -66,7 +67,7 @@ func New(o Options) (*Console, error) {
 	if o.Log == nil {
 		o.Log = telemetry.Discard()
 	}
-	return &Console{rp: o.Replayer, ro: ro, log: o.Log, signer: newSigner(ro.Tokens, o.SessionTTL),
+	return &Console{rp: o.Replayer, ro: ro, log: o.Log, sessions: newSessions(ro.Store, ro.Tokens, o.SessionTTL),
 		auth: replayer.RequireToken(ro.Tokens, ro.Auth), now: time.Now}, nil
 }
 
@@ -86,8 +87,11 @@ func (c *Console) Mount(r chi.Router) {
 			}
 			files.ServeHTTP(w, r)
 		})
+		// Every POST's body is read by readForm, before anything else
+		// looks at it: urlencoded only, at most maxForm bytes (maxKeyListForm
+		// for a selection of keys, after the session and role are checked).
 		r.Get("/signin", c.signInForm)
-		r.Post("/signin", c.signIn)
+		r.With(readForm(maxForm)).Post("/signin", c.signIn)
 		r.Group(func(r chi.Router) {
 			r.Use(c.requireSession)
 			r.Get("/", c.overview)
@@ -100,14 +104,14 @@ func (c *Console) Mount(r chi.Router) {
 			r.Get("/replays/{id}", c.replay)
 			r.Get("/reconcile", c.reconcile)
 			r.Group(func(r chi.Router) {
-				r.Use(c.checkCSRF)
+				r.Use(readForm(maxForm), c.checkCSRF)
 				r.Post("/signout", c.signOut)
-				r.Group(func(r chi.Router) {
-					r.Use(requireOperator)
-					r.Post("/replays/dry-run", c.dryRun)
-					r.Post("/replays", c.startReplay)
-					r.Post("/replays/{id}/cancel", c.cancel)
-				})
+				r.With(requireOperator).Post("/replays/{id}/cancel", c.cancel)
+			})
+			r.Group(func(r chi.Router) {
+				r.Use(requireOperator, readForm(maxKeyListForm), c.checkCSRF)
+				r.Post("/replays/dry-run", c.dryRun)
+				r.Post("/replays", c.startReplay)
 			})
 		})
 	})
@@ -135,13 +139,20 @@ func sessionFrom(ctx context.Context) session {
 	return s
 }
 
-// requireSession lets signed-in requests through; a GET without a session
-// is sent to the sign-in form, anything else gets 401.
+// requireSession lets signed-in requests through (the session read from
+// the store on every request); a GET without a session is sent to the
+// sign-in form, anything else gets 401. When the store cannot say, 503.
 func (c *Console) requireSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ck, err := r.Cookie(sessionCookie); err == nil {
-			if s, ok := c.signer.verify(ck.Value, c.now()); ok {
+		if v, ok := readCookie(r, sessionCookie); ok {
+			s, err := c.sessions.verify(r.Context(), v, c.now())
+			switch {
+			case err == nil:
 				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+				return
+			case !errors.Is(err, errNoSession):
+				c.log.Error("console: read the session", "err", err)
+				c.fail(w, r, http.StatusServiceUnavailable, "The session could not be read (see the replayer's log): try again.")
 				return
 			}
 		}
@@ -154,12 +165,13 @@ func (c *Console) requireSession(next http.Handler) http.Handler {
 }
 
 // checkCSRF refuses a POST whose csrf field does not match the session's,
-// or whose Origin (when the browser sends one) is another site's.
+// or whose Origin (when the browser sends one) is another site's. The form
+// is readForm's (none read: refused).
 func (c *Console) checkCSRF(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			s := sessionFrom(r.Context())
-			if !sameOrigin(r) || !equal(r.PostFormValue("csrf"), s.csrf()) {
+			if r.PostForm == nil || !sameOrigin(r) || !equal(r.PostForm.Get("csrf"), s.csrf()) {
 				http.Error(w, "forbidden: missing or invalid CSRF token", http.StatusForbidden)
 				return
 			}
@@ -217,7 +229,7 @@ type content interface {
 func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data content) {
 	s := sessionFrom(r.Context())
 	p := page{Title: title, Nav: name, User: s.caller, Data: data}
-	if s.nonce != "" {
+	if s.signedIn() {
 		p.CSRF, p.Operator = s.csrf(), s.operator()
 	}
 	c.write(w, code, p)
@@ -240,7 +252,7 @@ func send(w http.ResponseWriter, code int, out *writer) {
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	s := sessionFrom(r.Context())
 	p := page{Title: "Error", User: s.caller, Error: msg, Data: errorData{}}
-	if s.nonce != "" {
+	if s.signedIn() {
 		p.CSRF, p.Operator = s.csrf(), s.operator()
 	}
 	c.write(w, code, p)

@@ -18,8 +18,12 @@
 // so the failed-authentication throttle, its log line and its metric guard
 // the form as they guard the bearer header (the form's throttle is its own
 // instance: an address has its failures' budget on each). A session is
-// a signed cookie, not server state: any replayer with the same tokens
-// accepts it, and removing a token from the config ends its sessions. Every
-// POST carries a CSRF token bound to the session; a viewer's session gets
-// no mutating control and a 403 if it posts one anyway.
+// kept in Postgres (store.ConsoleSession): the cookie is a random id, the
+// row, under the id's SHA-256, names the token, the expiry and the
+// session's CSRF token, so every replayer on the database reads it, a
+// sign-out ends it everywhere and removing a token from the config ends
+// its sessions (docs/console.md says why not a signed cookie). Every POST
+// is an urlencoded form read under a size limit (form.go) and carries the
+// session's CSRF token; a viewer's session gets no mutating control and a
+// 403 if it posts one anyway.
 package console

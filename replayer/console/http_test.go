@@ -106,7 +106,8 @@ func TestSignInSessionAndCSRF(t *testing.T) {
 	resp, body = viewer.do(http.MethodPost, "/ui/replays", url.Values{"key": {"demo/main/evt_1"}, "csrf": {vcsrf}, "reason": {"x"}}, nil)
 	must(t, "viewer's forged replay", resp, body, http.StatusForbidden)
 
-	// Sign-out ends the session here even if the cookie is replayed.
+	// Sign-out ends the session even if the cookie is replayed (on every
+	// replayer: TestSignOutEndsTheSessionOnEveryReplayer).
 	resp, body = ops.do(http.MethodPost, "/ui/signout", url.Values{"csrf": {csrf}}, nil)
 	must(t, "sign-out", resp, body, http.StatusSeeOther)
 	replayed := r.client()

@@ -62,7 +62,7 @@ type replayForm struct {
 // failed page's filter.
 func readSelector(r *http.Request) (replayer.Selector, error) {
 	var s replayer.Selector
-	if raw := r.PostFormValue("selector"); raw != "" {
+	if raw := r.PostForm.Get("selector"); raw != "" {
 		dec := json.NewDecoder(strings.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&s); err != nil {
@@ -70,9 +70,9 @@ func readSelector(r *http.Request) (replayer.Selector, error) {
 		}
 		return s, nil
 	}
-	if r.PostFormValue("all") != "" {
-		s = replayer.Selector{Status: r.PostFormValue("status"), Integration: r.PostFormValue("integration"),
-			Tenant: r.PostFormValue("tenant"), EventType: r.PostFormValue("event_type")}
+	if r.PostForm.Get("all") != "" {
+		s = replayer.Selector{Status: r.PostForm.Get("status"), Integration: r.PostForm.Get("integration"),
+			Tenant: r.PostForm.Get("tenant"), EventType: r.PostForm.Get("event_type")}
 		if s.Status == "" {
 			return s, errors.New("status: required to replay all matching")
 		}
@@ -101,7 +101,7 @@ func (c *Console) dryRun(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	form := replayForm{Selector: sel, Mode: r.PostFormValue("mode"), Reason: r.PostFormValue("reason")}
+	form := replayForm{Selector: sel, Mode: r.PostForm.Get("mode"), Reason: r.PostForm.Get("reason")}
 	if form.Mode == "" {
 		form.Mode = string(inbox.ReplayExact)
 	}
@@ -158,9 +158,9 @@ func (c *Console) startReplay(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	form := replayForm{Selector: sel, Mode: r.PostFormValue("mode"), Reason: strings.TrimSpace(r.PostFormValue("reason"))}
+	form := replayForm{Selector: sel, Mode: r.PostForm.Get("mode"), Reason: strings.TrimSpace(r.PostForm.Get("reason"))}
 	rate := 0
-	if s := r.PostFormValue("rate"); s != "" {
+	if s := r.PostForm.Get("rate"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
 			c.plan(w, r, form, http.StatusBadRequest, "rate: not a positive number of events per second: "+strconv.Quote(s))

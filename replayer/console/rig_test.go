@@ -27,6 +27,10 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 const (
 	viewerToken   = "viewer-token-0123456789"
 	operatorToken = "operator-token-0123456789"
+	// deployToken is configured by its digest (token_sha256), as the chart
+	// advises: the digest sits in a ConfigMap anyone with `view` reads.
+	deployToken  = "deploy-token-0123456789abcdef"
+	deployDigest = "bc06912090e46a7c50f2c89496397ca2f57914f25af4b6422ea92a5af4130bf9" // printf %s "$deployToken" | sha256sum
 )
 
 const testConfig = `
@@ -38,6 +42,7 @@ api:
   tokens:
     - {name: viewer, token: ` + viewerToken + `, role: viewer}
     - {name: ops, token: ` + operatorToken + `, role: operator}
+    - {name: deploy, token_sha256: ` + deployDigest + `, role: operator}
 integrations:
   - name: demo
     provider: standard

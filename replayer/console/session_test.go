@@ -1,84 +1,61 @@
 package console
 
 import (
-	"crypto/sha256"
 	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/intakehq/intake/pkg/config"
 )
 
-func testSigner() (*signer, [32]byte) {
-	tokens := []config.Token{{Name: "ops", Token: "operator-token-0123456789", Role: config.RoleOperator},
-		{Name: "viewer", Token: "viewer-token-0123456789", Role: config.RoleViewer}}
-	return newSigner(tokens, time.Hour), sha256.Sum256([]byte("operator-token-0123456789"))
-}
-
-func TestSessionSignVerify(t *testing.T) {
-	s, sum := testSigner()
-	now := time.Unix(1_800_000_000, 0)
-	v, ok := s.sign(sum, now)
-	if !ok {
-		t.Fatal("sign refused a configured token")
-	}
-	sess, ok := s.verify(v, now.Add(time.Minute))
-	if !ok || sess.caller.Name != "ops" || !sess.operator() {
-		t.Fatalf("verify = %+v, %v; want ops, operator", sess.caller, ok)
-	}
-	if sess.csrf() == "" || sess.csrf() == (session{key: sess.key, nonce: "other"}).csrf() {
-		t.Fatal("the CSRF token must be bound to the session")
-	}
-	parts := strings.Split(v, ".")
-	for name, bad := range map[string]string{
-		"expired":         v,
-		"tampered expiry": strings.Join([]string{parts[0], parts[1], "9999999999", parts[3], parts[4]}, "."),
-		"tampered mac":    v[:len(v)-2] + "AA",
-		"unknown token":   strings.Join([]string{parts[0], "0000000000000000", parts[2], parts[3], parts[4]}, "."),
-		"garbage":         "v1.x",
-	} {
-		at := now
-		if name == "expired" {
-			at = now.Add(2 * time.Hour)
-		}
-		if _, ok := s.verify(bad, at); ok {
-			t.Errorf("%s: verify accepted %q", name, bad)
-		}
-	}
-	s.revoke(sess, now)
-	if _, ok := s.verify(v, now); ok {
-		t.Error("a signed-out session still verifies")
-	}
-	// Another replayer with the same tokens accepts the session.
-	other, _ := testSigner()
-	v2, _ := s.sign(sum, now)
-	if _, ok := other.verify(v2, now); !ok {
-		t.Error("a replayer with the same tokens refused the session")
-	}
-	if _, ok := s.sign(sha256.Sum256([]byte("not configured")), now); ok {
-		t.Error("sign accepted an unknown token")
-	}
-}
-
+// TestCookieFlags: HttpOnly and SameSite=Strict always; Secure with the
+// __Host- prefix and Path=/ over TLS and for any host but a loopback one
+// over plain HTTP (an Ingress terminating TLS); the bare name on /ui/ over
+// plain HTTP to loopback only. A secure request does not read the bare
+// name.
 func TestCookieFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
+		host   string
 		tls    bool
 		secure bool
-	}{{"http", false, false}, {"https", true, true}} {
+	}{
+		{"http loopback", "127.0.0.1:8080", false, false},
+		{"http localhost", "localhost:8080", false, false},
+		{"http localhost without port", "localhost", false, false},
+		{"http ipv6 loopback", "[::1]:8080", false, false},
+		{"http a name under localhost", "intake.localhost:8080", false, false},
+		{"https loopback", "127.0.0.1:8443", true, true},
+		{"http public name (TLS ended by the Ingress)", "intake.example.com", false, true},
+		{"http public name with port", "intake.example.com:8080", false, true},
+		{"http private address", "10.0.0.7:8080", false, true},
+		{"http a name that only starts like localhost", "localhost.example.com", false, true},
+		{"https public name", "intake.example.com", true, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodPost, "/ui/signin", nil)
+			r.Host = tc.host
 			if tc.tls {
 				r.TLS = &tls.ConnectionState{}
 			}
 			w := httptest.NewRecorder()
 			setCookie(w, r, sessionCookie, "v", time.Now().Add(time.Hour))
 			c := w.Result().Cookies()[0]
-			if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure != tc.secure || c.Path != "/ui/" {
-				t.Fatalf("cookie %+v: want HttpOnly, SameSite=Strict, Secure=%v, Path=/ui/", c, tc.secure)
+			name, path := "intake_console", "/ui/"
+			if tc.secure {
+				name, path = "__Host-intake_console", "/"
+			}
+			if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure != tc.secure || c.Path != path || c.Name != name || c.Domain != "" {
+				t.Fatalf("cookie %+v: want %s, HttpOnly, SameSite=Strict, Secure=%v, Path=%s, no Domain", c, name, tc.secure, path)
+			}
+			r.AddCookie(&http.Cookie{Name: "intake_console", Value: "bare"})
+			v, ok := readCookie(r, sessionCookie)
+			if tc.secure && ok {
+				t.Errorf("a secure request read the unprefixed cookie (%q)", v)
+			}
+			if !tc.secure && (!ok || v != "bare") {
+				t.Errorf("a loopback request did not read its cookie: %q, %v", v, ok)
 			}
 		})
 	}

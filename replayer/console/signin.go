@@ -20,20 +20,21 @@ func (c *Console) signInForm(w http.ResponseWriter, r *http.Request) {
 }
 
 // signIn checks the token with the API's own RequireToken (its throttle,
-// log line and metric apply), then sets the session cookie.
+// log line and metric apply), then stores a session and sets its cookie.
+// The form was read by readForm (urlencoded, at most maxForm bytes).
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
-	next := safeNext(r.PostFormValue("next"))
+	next := safeNext(r.PostForm.Get("next"))
 	again := func(code int, msg string) {
 		pre := randomToken()
 		setCookie(w, r, preCookie, pre, c.now().Add(DefaultSessionTTL))
 		c.write(w, code, page{Title: "Sign in", Error: msg, Data: signInData{Pre: pre, Next: next}})
 	}
-	ck, err := r.Cookie(preCookie)
-	if err != nil || !sameOrigin(r) || !equal(r.PostFormValue("pre"), ck.Value) {
+	pre, ok := readCookie(r, preCookie)
+	if !ok || !sameOrigin(r) || !equal(r.PostForm.Get("pre"), pre) {
 		again(http.StatusForbidden, "The sign-in form expired or came from elsewhere: try again.")
 		return
 	}
-	tok := strings.TrimSpace(r.PostFormValue("token"))
+	tok := strings.TrimSpace(r.PostForm.Get("token"))
 	check := r.Clone(r.Context())
 	check.Header = r.Header.Clone()
 	check.Header.Set("Authorization", "Bearer "+tok)
@@ -55,21 +56,33 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		again(rec.code, msg)
 		return
 	}
-	v, _ := c.signer.sign(sha256.Sum256([]byte(tok)), c.now())
-	if v == "" { // a token given as token_sha256 hashes to its configured digest too
+	// A token given as token_sha256 hashes to its configured digest too.
+	v, _, expires, ok, err := c.sessions.create(r.Context(), sha256.Sum256([]byte(tok)), c.now())
+	if err != nil {
+		c.log.Error("console: store a session", "err", err)
+		again(http.StatusServiceUnavailable, "The session could not be stored (see the replayer's log): try again.")
+		return
+	}
+	if !ok {
 		again(http.StatusUnauthorized, "That token is not valid.")
 		return
 	}
 	setCookie(w, r, preCookie, "", c.now())
-	setCookie(w, r, sessionCookie, v, c.now().Add(c.signer.ttl))
+	setCookie(w, r, sessionCookie, v, expires)
 	c.log.Info("console: signed in", "token", caller.Name, "role", caller.Role)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
+// signOut deletes the session's row, so no replayer accepts its cookie
+// again, and drops the cookie.
 func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 	s := sessionFrom(r.Context())
-	c.signer.revoke(s, c.now())
+	if err := c.sessions.end(r.Context(), s); err != nil {
+		c.internal(w, r, "sign out", err)
+		return
+	}
 	setCookie(w, r, sessionCookie, "", c.now())
+	c.log.Info("console: signed out", "token", s.caller.Name)
 	http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
 }
 
