@@ -12,9 +12,7 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
-
 )
-
 
 func TestExampleSecretsArePublished(t *testing.T) {
 	cfg, err := Parse(Example, env(nil))

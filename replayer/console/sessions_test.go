@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intakehq/intake/internal/testenv/testrig"
-	"github.com/intakehq/intake/pkg/app"
+	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/config"
 )
 
@@ -33,7 +33,7 @@ func (r *rig) replayer(mutate func(*config.Config)) string {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	return testrig.StartApp(r.t, &cfg, app.Options{Roles: app.Roles{API: true}}).URL
+	return testrig.StartApp(r.t, &cfg, intake.Options{Roles: intake.Roles{API: true}}).URL
 }
 
 // at is a client of the console at base (another replayer).
