@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -10,30 +11,64 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// docRow is one row of a README configuration table: a key (a dotted YAML
-// path) and its documented default, as written.
+// docRow is one row of a configuration table: a key (a dotted YAML path)
+// and its documented default, as written.
 type docRow struct{ key, value string }
 
-var backticked = regexp.MustCompile("`([^`]*)`")
+var (
+	backticked = regexp.MustCompile("`([^`]*)`")
+	// docLink is a Markdown link to a file under docs/ (an anchor allowed).
+	docLink = regexp.MustCompile(`\]\((docs/[^)#\s]+\.md)(?:#[^)\s]*)?\)`)
+)
 
-// readmeTables returns the rows of the configuration table under
-// "## Configuration" and of the integration table after "Every integration:".
-func readmeTables(t *testing.T) (top, integration []docRow) {
+// section returns what follows the heading line in text, up to the next
+// heading of the same level, or false.
+func section(text, heading string) (string, bool) {
+	_, rest, ok := strings.Cut(text, "\n"+heading+"\n")
+	if !ok {
+		return "", false
+	}
+	if end := strings.Index(rest, "\n"+heading[:strings.Index(heading, " ")+1]); end >= 0 {
+		rest = rest[:end+1]
+	}
+	return rest, true
+}
+
+// configTables follows README.md's "## Configuration" section to the
+// reference it links (docs/configuration.md) and returns the rows of its
+// table under "## Keys" and of the integration table under
+// "## Integrations". The README keeps a summary; the tables live in docs/.
+func configTables(t *testing.T) (doc string, top, integration []docRow) {
 	t.Helper()
 	raw, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(raw)
-	_, section, ok := strings.Cut(text, "\n## Configuration\n")
+	readme, ok := section(string(raw), "## Configuration")
 	if !ok {
 		t.Fatal("README.md has no ## Configuration section")
 	}
-	_, inTable, ok := strings.Cut(section, "\nEvery integration:\n")
-	if !ok {
-		t.Fatal("README.md's Configuration has no integration table")
+	m := docLink.FindStringSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md's ## Configuration links no docs/*.md reference")
 	}
-	return tableRows(t, section), tableRows(t, inTable)
+	doc = m[1]
+	if raw, err = os.ReadFile(filepath.Join("../..", filepath.FromSlash(doc))); err != nil {
+		t.Fatalf("README.md's ## Configuration links %s: %v", doc, err)
+	}
+	keys, ok := section(string(raw), "## Keys")
+	if !ok {
+		t.Fatalf("%s has no ## Keys section", doc)
+	}
+	integrations, ok := section(string(raw), "## Integrations")
+	if !ok {
+		t.Fatalf("%s has no ## Integrations section", doc)
+	}
+	top, integration = tableRows(t, keys), tableRows(t, integrations)
+	if len(top) == 0 || len(integration) == 0 {
+		t.Fatalf("%s: %d rows under ## Keys, %d under ## Integrations; want tables in both", doc, len(top), len(integration))
+	}
+	return doc, top, integration
 }
 
 // tableRows parses the first Markdown table in text. A key cell may list
@@ -58,7 +93,7 @@ func tableRows(t *testing.T, text string) []docRow {
 		keys := backticked.FindAllStringSubmatch(cells[1], -1)
 		values := strings.Split(strings.TrimSpace(cells[2]), " / ")
 		if len(keys) == 0 {
-			t.Fatalf("README row without a `key`: %s", line)
+			t.Fatalf("configuration table row without a `key`: %s", line)
 		}
 		if len(values) != len(keys) {
 			values = []string{strings.TrimSpace(cells[2])}
@@ -145,20 +180,21 @@ func checkDocumented(t *testing.T, rows []docRow, in, root reflect.Value, where 
 			continue
 		}
 		if !reflect.DeepEqual(got.Interface(), want.Elem().Interface()) {
-			t.Errorf("%s: %s defaults to %v in code, %s in README.md", where, r.key, got.Interface(), m[1])
+			t.Errorf("%s: %s defaults to %v in code, %s in the docs", where, r.key, got.Interface(), m[1])
 		}
 	}
 }
 
-// TestReadmeDefaults keeps README.md's configuration tables and the code's
-// defaults the same: every documented default is what Config{} gets, and
-// every key of the file is documented.
+// TestReadmeDefaults keeps the configuration reference the README links
+// (docs/configuration.md) and the code's defaults the same: every
+// documented default is what Config{} gets, and every key of the file is
+// documented.
 func TestReadmeDefaults(t *testing.T) {
-	top, integration := readmeTables(t)
+	doc, top, integration := configTables(t)
 	cfg := Config{Integrations: []Integration{{}}}.WithDefaults()
 	root := reflect.ValueOf(cfg)
-	checkDocumented(t, top, root, root, "README configuration table")
-	checkDocumented(t, integration, reflect.ValueOf(cfg.Integrations[0]), root, "README integration table")
+	checkDocumented(t, top, root, root, doc+" ## Keys")
+	checkDocumented(t, integration, reflect.ValueOf(cfg.Integrations[0]), root, doc+" ## Integrations")
 
 	documented := map[string]bool{}
 	for _, r := range top {
@@ -166,7 +202,7 @@ func TestReadmeDefaults(t *testing.T) {
 	}
 	for _, key := range leafKeys(reflect.TypeFor[Config](), "") {
 		if !documented[key] {
-			t.Errorf("%s is not in README.md's configuration table", key)
+			t.Errorf("%s is not in %s's ## Keys table", key, doc)
 		}
 	}
 }
