@@ -22,7 +22,7 @@
 --
 -- Not CONCURRENTLY, for the reason 00010 gives: the builds hold off
 -- inserts into these tables while they read and sort them; see the upgrade
--- notes in README.md.
+-- notes in CHANGELOG.md.
 SET LOCAL lock_timeout = '10s';
 CREATE INDEX deliveries_unclaimed_idx ON intake.deliveries (received_at) WHERE answer <> 'accepted';
 CREATE INDEX body_hashes_first_seen_idx ON intake.body_hashes (first_seen_at);

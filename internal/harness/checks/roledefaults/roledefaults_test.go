@@ -26,14 +26,14 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// The defaults as documented (README.md's configuration table and the
+// The defaults as documented (docs/configuration.md's table and the
 // fields' doc comments), written out rather than read from the constants, so
 // a changed constant fails here too.
 var (
 	documentedProcessor = config.Processor{
 		AckWait: 30 * time.Second, MaxDeliver: 10, BatchSize: 256, BatchWait: 20 * time.Millisecond, Concurrency: 2,
 		Backoff: []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute},
-		// replicas × batch_size × (2 × concurrency + 1): README, docs/scaling.md.
+		// replicas × batch_size × (2 × concurrency + 1): docs/configuration.md, docs/scaling.md.
 		MaxAckPending: 2560, Replicas: 2,
 	}
 	documentedOutbox = config.Outbox{PollInterval: time.Second, RelayAfter: 5 * time.Second, BatchSize: 500, Retention: 72 * time.Hour}
