@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
@@ -321,9 +320,7 @@ func (p *Processor) handlerOwn(ctx context.Context, err error) bool {
 	if !errors.As(err, &he) {
 		return false
 	}
-	var pgErr *pgconn.PgError
-	var connErr *pgconn.ConnectError
-	if errors.As(he.err, &pgErr) || errors.As(he.err, &connErr) {
+	if store.FromPostgres(he.err) {
 		return false
 	}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
