@@ -71,12 +71,14 @@ func (ev *Event) Queue(sql string, args ...any) {
 	*ev.queue = append(*ev.queue, &pgx.QueuedQuery{SQL: sql, Arguments: args})
 }
 
-// Message is an outbox message a handler emits: committed with the
-// transaction, published to INTAKE_OUT by the relay. Its Nats-Msg-Id is
-// derived from the event's key and its position in the handler's result
-// (store.OutboxMsgID), so a handler run again for the same event must
-// return the same messages in the same order for INTAKE_OUT to recognise
-// them.
+// Message is an outbox message a handler emits: written to the outbox in
+// the batch's transaction and, once it commits, published to INTAKE_OUT by
+// the processor itself; the Relay publishes it only if it is still pending
+// after outbox.relay_after (that publish failed, or the processor died
+// first). Its Nats-Msg-Id is derived from the event's key and its position
+// in the handler's result (store.OutboxMsgID), so a handler run again for
+// the same event must return the same messages in the same order for
+// INTAKE_OUT to recognise them.
 type Message struct {
 	Subject string
 	Header  nats.Header
@@ -87,8 +89,11 @@ type Message struct {
 // transaction. It runs for an event whose claim is new, for an exact replay of
 // a failed or quarantined event (Mode retry) and for an explicit re-execution
 // (Mode reexecute); never for a duplicate, a redelivery or a conflict. An
-// error undoes only this event's work: the batch commits without it and the
-// message is retried with backoff (or failed, for Permanent and Quarantine).
+// error undoes only this event's work: the batch commits without it. An
+// error wrapped by Permanent or Quarantine ends the event there (its row
+// failed or quarantined); any other is retried: the message is redelivered
+// after the configured backoff until max_deliver, then its row becomes
+// failed.
 type Handler interface {
 	Handle(ctx context.Context, tx pgx.Tx, ev *Event) ([]Message, error)
 }
@@ -126,9 +131,6 @@ var ErrQuarantine = errors.New("quarantined")
 
 // Quarantine wraps err so the event's inbox row becomes quarantined.
 func Quarantine(err error) error { return fmt.Errorf("%w: %w", ErrQuarantine, err) }
-
-// Any other handler error is retryable: the message is redelivered after the
-// configured backoff until max_deliver, then its row becomes failed.
 
 // Forward is the built-in handler: it forwards the event unchanged to
 // intake.out.{tenant}.{integration}.{event_type} with the identity headers,
