@@ -128,8 +128,8 @@ func (p *Processor) Run(ctx context.Context, opts ...RunOption) error {
 	defer stopWatch()
 	watcher.Go(func() { store.ServerWatcher{Store: p.o.Store, OnChange: p.serverChanged}.Run(watch) })
 	return supervise(ctx, "processor", newRunOptions(opts), p.o.Log,
-		func(ctx, setup context.Context, consuming func()) error {
-			return p.consume(ctx, setup, consuming, pub)
+		func(shutdown, setup context.Context, consuming func()) error {
+			return p.consume(shutdown, setup, consuming, pub)
 		})
 }
 
@@ -145,7 +145,7 @@ func (p *Processor) serverChanged(c store.ServerChange) {
 		"old", c.Old.String(), "new", c.New.String())
 }
 
-func (p *Processor) consume(ctx, setup context.Context, consuming func(), pub *acker) error {
+func (p *Processor) consume(shutdown, setup context.Context, consuming func(), pub *acker) error {
 	cons, err := stream.EnsureProcessorConsumer(setup, p.o.JS, p.o.Config, integrationNames(p.o.Integrations)...)
 	if err != nil {
 		return err
@@ -164,22 +164,22 @@ func (p *Processor) consume(ctx, setup context.Context, consuming func(), pub *a
 		return err
 	}
 	consuming()
-	defer p.watchWindow(ctx, cons)()
+	defer p.watchWindow(shutdown, cons)()
 
 	batches := make(chan batch)
-	// Work continues after ctx ends: drained messages are still committed
+	// Work continues after shutdown: drained messages are still committed
 	// and acked. Each transaction is bounded by the ack deadline instead.
-	work := context.WithoutCancel(ctx)
+	work := context.WithoutCancel(shutdown)
 	var wg sync.WaitGroup
 	for range p.o.Config.Concurrency {
 		wg.Go(func() {
 			for b := range batches {
-				p.handleBatch(work, ctx, b.msgs, pub)
+				p.handleBatch(work, shutdown, b.msgs, pub)
 				b.settled()
 			}
 		})
 	}
-	c := &collector{ctx: ctx, open: open, size: p.o.Config.BatchSize, wait: p.o.Config.BatchWait,
+	c := &collector{ctx: shutdown, open: open, size: p.o.Config.BatchSize, wait: p.o.Config.BatchWait,
 		out: batches, outage: p.outage, inProgress: p.keepInProgress}
 	err = c.run(it)
 	close(batches)
@@ -199,8 +199,9 @@ type item struct {
 }
 
 // handleBatch runs a batch to its end: every message acked, nak'd for a
-// retry, or terminated.
-func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.Msg, pub *acker) {
+// retry, or terminated. work carries the batch's database work and outlives
+// shutdown, which only ends waiting out a database that is away.
+func (p *Processor) handleBatch(work, shutdown context.Context, msgs []jetstream.Msg, pub *acker) {
 	items := make([]*item, 0, len(msgs))
 	for _, m := range msgs {
 		ev, err := decode(m)
@@ -222,7 +223,7 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 		if len(b) == 0 {
 			continue
 		}
-		culprit, err := p.commitWithRetry(ctx, shutdown, b, pub)
+		culprit, err := p.commitWithRetry(work, shutdown, b, pub)
 		switch {
 		case err == nil:
 		case store.Transient(err) && !errors.As(err, new(*ownFailure)):
@@ -238,7 +239,7 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 			if errors.As(err, &he) {
 				err = he.err
 			}
-			p.handlerFailed(ctx, shutdown, b[0], err)
+			p.handlerFailed(work, shutdown, b[0], err)
 		case culprit >= 0:
 			// Isolate the message whose handler failed: the rest commit
 			// without it, and it gets a transaction of its own.
@@ -276,9 +277,9 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 // delivery is keyed by its receipt id, a conflict by its stream sequence, a
 // rejection likewise. The outbox rows of the commit that did happen are the
 // relay's to publish (after outbox.relay_after).
-func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pub *acker) (int, error) {
+func (p *Processor) commitWithRetry(work, shutdown context.Context, b []*item, pub *acker) (int, error) {
 	for attempt := 0; ; attempt++ {
-		res, outbox, culprit, err := p.apply(ctx, b)
+		res, outbox, culprit, err := p.apply(work, b)
 		if err == nil {
 			p.committed(b, res, outbox, pub)
 			return -1, nil
@@ -286,7 +287,7 @@ func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pu
 		if !store.Transient(err) {
 			return culprit, err
 		}
-		if p.handlerOwn(ctx, err) {
+		if p.handlerOwn(work, err) {
 			return culprit, &ownFailure{err}
 		}
 		if attempt == 1 && store.Away(err) {
@@ -401,7 +402,7 @@ func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []stor
 // deliveries remain, else a visible failed (or quarantined) row. The raw
 // message stays in INTAKE_IN either way, for replay. Its own writes wait
 // out a database that is away (retryDB) until shutdown.
-func (p *Processor) handlerFailed(ctx, shutdown context.Context, it *item, herr error) {
+func (p *Processor) handlerFailed(work, shutdown context.Context, it *item, herr error) {
 	ev := it.ev
 	status := store.StatusFailed
 	if errors.Is(herr, ErrQuarantine) {
@@ -413,7 +414,7 @@ func (p *Processor) handlerFailed(ctx, shutdown context.Context, it *item, herr 
 		// The body stays this key's (replay guard): a copy under a fresh id
 		// must not take it while the event waits for its retry or replay.
 		err := p.retryDB(shutdown, func() error {
-			return store.KeepFirstKey(ctx, p.o.Store.Pool(), ev.Key, ev.PayloadSHA256)
+			return store.KeepFirstKey(work, p.o.Store.Pool(), ev.Key, ev.PayloadSHA256)
 		})
 		if err != nil {
 			p.o.Log.Warn("replay guard: body not recorded for a failed event", "key", ev.Key.String(), "err", err)
@@ -437,7 +438,7 @@ func (p *Processor) handlerFailed(ctx, shutdown context.Context, it *item, herr 
 		d = &accepted
 	}
 	err := p.retryDB(shutdown, func() error {
-		return store.RecordFailure(ctx, p.o.Store.Pool(), claimOf(ev), d, status, int(ev.Delivery), herr.Error())
+		return store.RecordFailure(work, p.o.Store.Pool(), claimOf(ev), d, status, int(ev.Delivery), herr.Error())
 	})
 	if err != nil {
 		// Not recorded (shutting down while the database is away, or it
