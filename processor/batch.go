@@ -133,7 +133,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 		// Redeliveries and replays are not deliveries; a conflicting payload
 		// is recorded in conflicts and leaves the original row untouched.
 		for i, it := range b {
-			if it.ev.ReplayMode != "" || it.reject != nil {
+			if it.ev.ReplayMode != inbox.ReplayNone || it.reject != nil {
 				continue
 			}
 			switch outcomes[i] {

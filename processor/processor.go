@@ -433,7 +433,7 @@ func (p *Processor) handlerFailed(work, shutdown context.Context, it *item, herr
 	p.o.Log.Error("handler failed; recording",
 		it.logArgs("key", ev.Key.String(), "status", status, "delivery", ev.Delivery, "err", herr)...)
 	var d *store.Delivery
-	if ev.ReplayMode == "" {
+	if ev.ReplayMode == inbox.ReplayNone {
 		accepted := acceptedDelivery(ev)
 		d = &accepted
 	}
