@@ -34,8 +34,9 @@ type Event struct {
 	// Side effects outside the database take their idempotency key from the
 	// scoped key — or from ExecutionID when a re-execution must repeat them.
 	ExecutionID string
-	// Mode is ModeOriginal, ModeRetry (an exact replay of a failed event) or
-	// ModeReexecute (an operator asked to run the handler again).
+	// Mode is inbox.ModeOriginal, inbox.ModeRetry (an exact replay of a
+	// failed event) or inbox.ModeReexecute (an operator asked to run the
+	// handler again); package inbox is the one home of these values.
 	Mode inbox.Mode
 	// ReplayID and ReplayMode say which replay republished this message, if any.
 	ReplayID   string
@@ -48,14 +49,6 @@ type Event struct {
 
 	queue *[]*pgx.QueuedQuery
 }
-
-// Execution modes (Event.Mode, intake.executions.mode), named here for
-// handler authors.
-const (
-	ModeOriginal  = inbox.ModeOriginal
-	ModeRetry     = inbox.ModeRetry
-	ModeReexecute = inbox.ModeReexecute
-)
 
 // Queue adds a statement to the event's transaction without a round trip
 // of its own: queued statements are sent together with the batch's inbox,
