@@ -66,7 +66,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 		claims := make([]store.BatchClaim, len(order))
 		for j, i := range order {
 			ev := b[i].ev
-			claims[j] = store.BatchClaim{Claim: claimOf(ev), ObjectID: ev.ObjectID, ObjectVersion: ev.ObjectVersion}
+			claims[j] = store.BatchClaim{Claim: ev.claim(), ObjectID: ev.ObjectID, ObjectVersion: ev.ObjectVersion}
 		}
 		var (
 			inserted []bool
@@ -125,7 +125,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 			// A duplicate is counted (delivery_count, last_received_at)
 			// through its delivery-history row, below; a conflict is recorded.
 			if d.Outcome == inbox.Conflict {
-				w.Conflicts = append(w.Conflicts, store.ConflictRow{Claim: claimOf(ev), Original: row})
+				w.Conflicts = append(w.Conflicts, store.ConflictRow{Claim: ev.claim(), Original: row})
 			}
 		}
 
@@ -138,9 +138,9 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 			}
 			switch outcomes[i] {
 			case inbox.New:
-				w.FirstDeliveries = append(w.FirstDeliveries, acceptedDelivery(it.ev))
+				w.FirstDeliveries = append(w.FirstDeliveries, it.ev.acceptedDelivery())
 			case inbox.Duplicate:
-				w.Deliveries = append(w.Deliveries, acceptedDelivery(it.ev))
+				w.Deliveries = append(w.Deliveries, it.ev.acceptedDelivery())
 			}
 		}
 
@@ -204,10 +204,3 @@ type handlerError struct{ err error }
 
 func (e *handlerError) Error() string { return "handler: " + e.err.Error() }
 func (e *handlerError) Unwrap() error { return e.err }
-
-func acceptedDelivery(ev *Event) store.Delivery {
-	return store.Delivery{
-		ReceiptID: envelope.StreamReceiptID(ev.StreamSeq), Key: ev.Key, ReceivedAt: ev.ReceivedAt,
-		Instance: ev.Instance, StatusCode: 200, Answer: "accepted", RetryHints: ev.RetryHints,
-	}
-}

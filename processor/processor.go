@@ -434,11 +434,11 @@ func (p *Processor) handlerFailed(work, shutdown context.Context, it *item, herr
 		it.logArgs("key", ev.Key.String(), "status", status, "delivery", ev.Delivery, "err", herr)...)
 	var d *store.Delivery
 	if ev.ReplayMode == inbox.ReplayNone {
-		accepted := acceptedDelivery(ev)
+		accepted := ev.acceptedDelivery()
 		d = &accepted
 	}
 	err := p.retryDB(shutdown, func() error {
-		return store.RecordFailure(work, p.o.Store.Pool(), claimOf(ev), d, status, int(ev.Delivery), herr.Error())
+		return store.RecordFailure(work, p.o.Store.Pool(), ev.claim(), d, status, int(ev.Delivery), herr.Error())
 	})
 	if err != nil {
 		// Not recorded (shutting down while the database is away, or it
@@ -483,10 +483,3 @@ func (p *Processor) backoff(delivery uint64) time.Duration {
 // infraBackoff spaces retries while the database is unreachable: from
 // about 100ms up to 5s.
 var infraBackoff = backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
-
-func claimOf(ev *Event) store.Claim {
-	return store.Claim{
-		Key: ev.Key, Tenant: ev.Tenant, EventType: ev.EventType,
-		PayloadSHA256: ev.PayloadSHA256, StreamSeq: ev.StreamSeq, ReceivedAt: ev.ReceivedAt,
-	}
-}
