@@ -194,6 +194,13 @@ type item struct {
 	// reject is set, by the batch's transaction, when the envelope
 	// checks refused the message.
 	reject *store.Rejection
+	// outcome is what the batch's transaction did with the message
+	// (batchTx.decide, runHandlers). executed and settles are notes the
+	// transaction takes on the way: a replay copy whose handler already
+	// ran, a run that settles a failed row (inbox.Decision).
+	outcome  inbox.Outcome
+	executed bool
+	settles  bool
 	// span is the event's (startBatch); nil when tracing is off.
 	span trace.Span
 }
@@ -279,9 +286,9 @@ func (p *Processor) handleBatch(work, shutdown context.Context, msgs []jetstream
 // relay's to publish (after outbox.relay_after).
 func (p *Processor) commitWithRetry(work, shutdown context.Context, b []*item, pub *acker) (int, error) {
 	for attempt := 0; ; attempt++ {
-		res, outbox, culprit, err := p.apply(work, b)
+		outbox, culprit, err := p.apply(work, b)
 		if err == nil {
-			p.committed(b, res, outbox, pub)
+			p.committed(b, outbox, pub)
 			return -1, nil
 		}
 		if !store.Transient(err) {
@@ -361,13 +368,13 @@ func (p *Processor) retryDB(shutdown context.Context, f func() error) error {
 
 // committed records outcomes, acks, and publishes the batch's outbox rows,
 // after the commit.
-func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []store.OutboxRow, pub *acker) {
+func (p *Processor) committed(b []*item, outbox []store.OutboxRow, pub *acker) {
 	p.o.Metrics.LastCommit.SetToCurrentTime()
-	for i, it := range b {
+	for _, it := range b {
 		if it.reject != nil {
 			continue
 		}
-		o := outcomes[i]
+		o := it.outcome
 		p.o.Metrics.Processed.WithLabelValues(it.ev.Key.Integration, o.String()).Inc()
 		it.settled(o.String(), false)
 		if o == inbox.Conflict {
