@@ -2,13 +2,89 @@ package processor
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
+	"github.com/intakehq/intake/pkg/store"
 )
 
-// decode reads the identity ingress wrote into the headers.
+// Event is one verified provider delivery as the handler sees it.
+//
+// Its identity — Key, Tenant, EventType, PayloadSHA256, ReceivedAt,
+// StreamSeq — is copied in (decode) and out (IdentityHeader, claim,
+// acceptedDelivery, rejection) in this file only: a field added to it is
+// added here.
+type Event struct {
+	Key           envelope.Key
+	Tenant        string
+	EventType     string
+	PayloadSHA256 string
+	ReceivedAt    time.Time
+	StreamSeq     uint64 // sequence in INTAKE_IN
+	Delivery      uint64 // JetStream delivery attempt, from 1
+	Header        nats.Header
+	Body          []byte // raw bytes as received
+
+	// ObjectID and ObjectVersion are set when the integration extracts them;
+	// the processor has already checked the version is not stale.
+	ObjectID      string
+	ObjectVersion int64
+
+	// ExecutionID identifies this run of the handler (intake.executions).
+	// Side effects outside the database take their idempotency key from the
+	// scoped key — or from ExecutionID when a re-execution must repeat them.
+	ExecutionID string
+	// Mode is inbox.ModeOriginal, inbox.ModeRetry (an exact replay of a
+	// failed event) or inbox.ModeReexecute (an operator asked to run the
+	// handler again); package inbox is the one home of these values.
+	Mode inbox.Mode
+	// ReplayID and ReplayMode say which replay republished this message, if any.
+	ReplayID   string
+	ReplayMode inbox.ReplayMode
+
+	// Instance is the ingress instance that accepted the delivery;
+	// RetryHints are the provider's retry headers, if it sent any.
+	Instance   string
+	RetryHints map[string]string
+
+	queue *[]*pgx.QueuedQuery
+}
+
+// Queue adds a statement to the event's transaction without a round trip
+// of its own: queued statements are sent together with the batch's inbox,
+// execution and outbox writes, just before the commit. A handler that only
+// writes (INSERT, UPDATE without reading the result) should queue; one that
+// must read uses the tx directly. An error in a queued statement fails the
+// batch, and the processor isolates the event by splitting the batch, as
+// for any database error.
+func (ev *Event) Queue(sql string, args ...any) {
+	if ev.queue == nil {
+		panic("processor: Event.Queue called outside the processor's transaction")
+	}
+	*ev.queue = append(*ev.queue, &pgx.QueuedQuery{SQL: sql, Arguments: args})
+}
+
+// IdentityHeader is the set of Intake-* headers every processed message carries.
+func IdentityHeader(ev *Event) nats.Header {
+	return nats.Header{
+		envelope.HeaderKey:           {ev.Key.String()},
+		envelope.HeaderIntegration:   {ev.Key.Integration},
+		envelope.HeaderTenant:        {ev.Tenant},
+		envelope.HeaderAccount:       {ev.Key.Account},
+		envelope.HeaderEventID:       {ev.Key.EventID},
+		envelope.HeaderEventType:     {ev.EventType},
+		envelope.HeaderPayloadSHA256: {ev.PayloadSHA256},
+		envelope.HeaderReceivedAt:    {ev.ReceivedAt.UTC().Format(time.RFC3339Nano)},
+	}
+}
+
+// decode reads the event ingress (or the replayer) wrote into msg: its
+// identity from the headers, its place in INTAKE_IN from the metadata.
 func decode(msg jetstream.Msg) (*Event, error) {
 	d, err := envelope.ParseDelivery(msg.Headers(), msg.Data())
 	if err != nil {
@@ -38,4 +114,41 @@ func decode(msg jetstream.Msg) (*Event, error) {
 		Instance:      d.Instance,
 		RetryHints:    d.RetryHints,
 	}, nil
+}
+
+// claim is the event's inbox claim (store.ClaimBatch, RecordFailure,
+// conflicts).
+func (ev *Event) claim() store.Claim {
+	return store.Claim{
+		Key: ev.Key, Tenant: ev.Tenant, EventType: ev.EventType,
+		PayloadSHA256: ev.PayloadSHA256, StreamSeq: ev.StreamSeq, ReceivedAt: ev.ReceivedAt,
+	}
+}
+
+// acceptedDelivery is the delivery-history row of the event's stream
+// message: ingress accepted it.
+func (ev *Event) acceptedDelivery() store.Delivery {
+	return store.Delivery{
+		ReceiptID: envelope.StreamReceiptID(ev.StreamSeq), Key: ev.Key, ReceivedAt: ev.ReceivedAt,
+		Instance: ev.Instance, StatusCode: 200, Answer: "accepted", RetryHints: ev.RetryHints,
+	}
+}
+
+// rejection is the record of the event's message refused by the envelope
+// checks (screen, guardBodies), received on subject.
+func (ev *Event) rejection(subject, reason, detail string) *store.Rejection {
+	r := &store.Rejection{
+		Integration: ev.Key.Integration, Account: ev.Key.Account, EventID: ev.Key.EventID, Tenant: ev.Tenant,
+		EventType: ev.EventType, PayloadSHA256: ev.PayloadSHA256, StreamSeq: int64(ev.StreamSeq), Subject: subject,
+		MsgID: ev.Header.Get(envelope.HeaderMsgID), Reason: reason, Detail: detail,
+	}
+	if ev.ReplayID != "" {
+		id, mode := ev.ReplayID, string(ev.ReplayMode)
+		r.ReplayID, r.ReplayMode = &id, &mode
+	}
+	if !ev.ReceivedAt.IsZero() {
+		at := ev.ReceivedAt
+		r.ReceivedAt = &at
+	}
+	return r
 }

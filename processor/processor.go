@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
@@ -129,8 +128,8 @@ func (p *Processor) Run(ctx context.Context, opts ...RunOption) error {
 	defer stopWatch()
 	watcher.Go(func() { store.ServerWatcher{Store: p.o.Store, OnChange: p.serverChanged}.Run(watch) })
 	return supervise(ctx, "processor", newRunOptions(opts), p.o.Log,
-		func(ctx, setup context.Context, consuming func()) error {
-			return p.consume(ctx, setup, consuming, pub)
+		func(shutdown, setup context.Context, consuming func()) error {
+			return p.consume(shutdown, setup, consuming, pub)
 		})
 }
 
@@ -146,7 +145,7 @@ func (p *Processor) serverChanged(c store.ServerChange) {
 		"old", c.Old.String(), "new", c.New.String())
 }
 
-func (p *Processor) consume(ctx, setup context.Context, consuming func(), pub *acker) error {
+func (p *Processor) consume(shutdown, setup context.Context, consuming func(), pub *acker) error {
 	cons, err := stream.EnsureProcessorConsumer(setup, p.o.JS, p.o.Config, integrationNames(p.o.Integrations)...)
 	if err != nil {
 		return err
@@ -165,22 +164,22 @@ func (p *Processor) consume(ctx, setup context.Context, consuming func(), pub *a
 		return err
 	}
 	consuming()
-	defer p.watchWindow(ctx, cons)()
+	defer p.watchWindow(shutdown, cons)()
 
 	batches := make(chan batch)
-	// Work continues after ctx ends: drained messages are still committed
+	// Work continues after shutdown: drained messages are still committed
 	// and acked. Each transaction is bounded by the ack deadline instead.
-	work := context.WithoutCancel(ctx)
+	work := context.WithoutCancel(shutdown)
 	var wg sync.WaitGroup
 	for range p.o.Config.Concurrency {
 		wg.Go(func() {
 			for b := range batches {
-				p.handleBatch(work, ctx, b.msgs, pub)
+				p.handleBatch(work, shutdown, b.msgs, pub)
 				b.settled()
 			}
 		})
 	}
-	c := &collector{ctx: ctx, open: open, size: p.o.Config.BatchSize, wait: p.o.Config.BatchWait,
+	c := &collector{ctx: shutdown, open: open, size: p.o.Config.BatchSize, wait: p.o.Config.BatchWait,
 		out: batches, outage: p.outage, inProgress: p.keepInProgress}
 	err = c.run(it)
 	close(batches)
@@ -195,13 +194,21 @@ type item struct {
 	// reject is set, by the batch's transaction, when the envelope
 	// checks refused the message.
 	reject *store.Rejection
+	// outcome is what the batch's transaction did with the message
+	// (batchTx.decide, runHandlers). executed and settles are notes the
+	// transaction takes on the way: a replay copy whose handler already
+	// ran, a run that settles a failed row (inbox.Decision).
+	outcome  inbox.Outcome
+	executed bool
+	settles  bool
 	// span is the event's (startBatch); nil when tracing is off.
 	span trace.Span
 }
 
 // handleBatch runs a batch to its end: every message acked, nak'd for a
-// retry, or terminated.
-func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.Msg, pub *acker) {
+// retry, or terminated. work carries the batch's database work and outlives
+// shutdown, which only ends waiting out a database that is away.
+func (p *Processor) handleBatch(work, shutdown context.Context, msgs []jetstream.Msg, pub *acker) {
 	items := make([]*item, 0, len(msgs))
 	for _, m := range msgs {
 		ev, err := decode(m)
@@ -223,7 +230,7 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 		if len(b) == 0 {
 			continue
 		}
-		culprit, err := p.commitWithRetry(ctx, shutdown, b, pub)
+		culprit, err := p.commitWithRetry(work, shutdown, b, pub)
 		switch {
 		case err == nil:
 		case store.Transient(err) && !errors.As(err, new(*ownFailure)):
@@ -239,7 +246,7 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 			if errors.As(err, &he) {
 				err = he.err
 			}
-			p.handlerFailed(ctx, shutdown, b[0], err)
+			p.handlerFailed(work, shutdown, b[0], err)
 		case culprit >= 0:
 			// Isolate the message whose handler failed: the rest commit
 			// without it, and it gets a transaction of its own.
@@ -277,17 +284,17 @@ func (p *Processor) handleBatch(ctx, shutdown context.Context, msgs []jetstream.
 // delivery is keyed by its receipt id, a conflict by its stream sequence, a
 // rejection likewise. The outbox rows of the commit that did happen are the
 // relay's to publish (after outbox.relay_after).
-func (p *Processor) commitWithRetry(ctx, shutdown context.Context, b []*item, pub *acker) (int, error) {
+func (p *Processor) commitWithRetry(work, shutdown context.Context, b []*item, pub *acker) (int, error) {
 	for attempt := 0; ; attempt++ {
-		res, outbox, culprit, err := p.apply(ctx, b)
+		outbox, culprit, err := p.apply(work, b)
 		if err == nil {
-			p.committed(b, res, outbox, pub)
+			p.committed(b, outbox, pub)
 			return -1, nil
 		}
 		if !store.Transient(err) {
 			return culprit, err
 		}
-		if p.handlerOwn(ctx, err) {
+		if p.handlerOwn(work, err) {
 			return culprit, &ownFailure{err}
 		}
 		if attempt == 1 && store.Away(err) {
@@ -321,9 +328,7 @@ func (p *Processor) handlerOwn(ctx context.Context, err error) bool {
 	if !errors.As(err, &he) {
 		return false
 	}
-	var pgErr *pgconn.PgError
-	var connErr *pgconn.ConnectError
-	if errors.As(he.err, &pgErr) || errors.As(he.err, &connErr) {
+	if store.FromPostgres(he.err) {
 		return false
 	}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -363,13 +368,13 @@ func (p *Processor) retryDB(shutdown context.Context, f func() error) error {
 
 // committed records outcomes, acks, and publishes the batch's outbox rows,
 // after the commit.
-func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []store.OutboxRow, pub *acker) {
+func (p *Processor) committed(b []*item, outbox []store.OutboxRow, pub *acker) {
 	p.o.Metrics.LastCommit.SetToCurrentTime()
-	for i, it := range b {
+	for _, it := range b {
 		if it.reject != nil {
 			continue
 		}
-		o := outcomes[i]
+		o := it.outcome
 		p.o.Metrics.Processed.WithLabelValues(it.ev.Key.Integration, o.String()).Inc()
 		it.settled(o.String(), false)
 		if o == inbox.Conflict {
@@ -404,7 +409,7 @@ func (p *Processor) committed(b []*item, outcomes []inbox.Outcome, outbox []stor
 // deliveries remain, else a visible failed (or quarantined) row. The raw
 // message stays in INTAKE_IN either way, for replay. Its own writes wait
 // out a database that is away (retryDB) until shutdown.
-func (p *Processor) handlerFailed(ctx, shutdown context.Context, it *item, herr error) {
+func (p *Processor) handlerFailed(work, shutdown context.Context, it *item, herr error) {
 	ev := it.ev
 	status := store.StatusFailed
 	if errors.Is(herr, ErrQuarantine) {
@@ -416,7 +421,7 @@ func (p *Processor) handlerFailed(ctx, shutdown context.Context, it *item, herr 
 		// The body stays this key's (replay guard): a copy under a fresh id
 		// must not take it while the event waits for its retry or replay.
 		err := p.retryDB(shutdown, func() error {
-			return store.KeepFirstKey(ctx, p.o.Store.Pool(), ev.Key, ev.PayloadSHA256)
+			return store.KeepFirstKey(work, p.o.Store.Pool(), ev.Key, ev.PayloadSHA256)
 		})
 		if err != nil {
 			p.o.Log.Warn("replay guard: body not recorded for a failed event", "key", ev.Key.String(), "err", err)
@@ -435,12 +440,12 @@ func (p *Processor) handlerFailed(ctx, shutdown context.Context, it *item, herr 
 	p.o.Log.Error("handler failed; recording",
 		it.logArgs("key", ev.Key.String(), "status", status, "delivery", ev.Delivery, "err", herr)...)
 	var d *store.Delivery
-	if ev.ReplayMode == "" {
-		accepted := acceptedDelivery(ev)
+	if ev.ReplayMode == inbox.ReplayNone {
+		accepted := ev.acceptedDelivery()
 		d = &accepted
 	}
 	err := p.retryDB(shutdown, func() error {
-		return store.RecordFailure(ctx, p.o.Store.Pool(), claimOf(ev), d, status, int(ev.Delivery), herr.Error())
+		return store.RecordFailure(work, p.o.Store.Pool(), ev.claim(), d, status, int(ev.Delivery), herr.Error())
 	})
 	if err != nil {
 		// Not recorded (shutting down while the database is away, or it
@@ -485,10 +490,3 @@ func (p *Processor) backoff(delivery uint64) time.Duration {
 // infraBackoff spaces retries while the database is unreachable: from
 // about 100ms up to 5s.
 var infraBackoff = backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
-
-func claimOf(ev *Event) store.Claim {
-	return store.Claim{
-		Key: ev.Key, Tenant: ev.Tenant, EventType: ev.EventType,
-		PayloadSHA256: ev.PayloadSHA256, StreamSeq: ev.StreamSeq, ReceivedAt: ev.ReceivedAt,
-	}
-}

@@ -85,7 +85,7 @@ func (f *ReceiptFolder) Run(ctx context.Context, opts ...RunOption) error {
 	return supervise(ctx, "receipts", newRunOptions(opts), f.log, f.consume)
 }
 
-func (f *ReceiptFolder) consume(ctx, setup context.Context, consuming func()) error {
+func (f *ReceiptFolder) consume(shutdown, setup context.Context, consuming func()) error {
 	cons, err := stream.EnsureReceiptsConsumer(setup, f.js, f.cfg, f.integrations...)
 	if err != nil {
 		return err
@@ -95,14 +95,16 @@ func (f *ReceiptFolder) consume(ctx, setup context.Context, consuming func()) er
 		return fmt.Errorf("receipts: pull: %w", err)
 	}
 	consuming()
-	stop := context.AfterFunc(ctx, it.Drain)
+	stop := context.AfterFunc(shutdown, it.Drain)
 	defer stop()
 	batches := make(chan []jetstream.Msg)
 	done := make(chan struct{})
+	// As the processor's batches: what was drained is still folded.
+	work := context.WithoutCancel(shutdown)
 	go func() {
 		defer close(done)
 		for b := range batches {
-			f.fold(context.WithoutCancel(ctx), ctx, b)
+			f.fold(work, shutdown, b)
 		}
 	}()
 	err = collect(it, receiptBatch, receiptWait, batches)
@@ -112,7 +114,9 @@ func (f *ReceiptFolder) consume(ctx, setup context.Context, consuming func()) er
 	return err
 }
 
-func (f *ReceiptFolder) fold(ctx, shutdown context.Context, msgs []jetstream.Msg) {
+// fold folds one batch of receipts: work carries the transactions and
+// outlives shutdown, which only ends waiting out a database that is away.
+func (f *ReceiptFolder) fold(work, shutdown context.Context, msgs []jetstream.Msg) {
 	rs := make([]envelope.Receipt, 0, len(msgs))
 	valid := msgs[:0:0]
 	for _, m := range msgs {
@@ -124,7 +128,7 @@ func (f *ReceiptFolder) fold(ctx, shutdown context.Context, msgs []jetstream.Msg
 		}
 		rs, valid = append(rs, r), append(valid, m)
 	}
-	f.foldOrSplit(ctx, shutdown, rs, valid)
+	f.foldOrSplit(work, shutdown, rs, valid)
 }
 
 // foldOrSplit folds rs (whose messages are msgs) in one transaction,
@@ -137,12 +141,12 @@ func (f *ReceiptFolder) fold(ctx, shutdown context.Context, msgs []jetstream.Msg
 // delivery_count for everyone. The batch is halved until the bad receipt stands alone; the
 // good ones fold, the bad one is logged (no payload), counted and
 // terminated — it stays in INTAKE_RECEIPTS for inspection.
-func (f *ReceiptFolder) foldOrSplit(ctx, shutdown context.Context, rs []envelope.Receipt, msgs []jetstream.Msg) {
+func (f *ReceiptFolder) foldOrSplit(work, shutdown context.Context, rs []envelope.Receipt, msgs []jetstream.Msg) {
 	for attempt := 0; ; attempt++ {
 		var n int
-		err := pgx.BeginFunc(ctx, f.store.Pool(), func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(work, f.store.Pool(), func(tx pgx.Tx) error {
 			var err error
-			n, err = store.FoldReceipts(ctx, tx, rs)
+			n, err = store.FoldReceipts(work, tx, rs)
 			return err
 		})
 		switch {
@@ -154,8 +158,8 @@ func (f *ReceiptFolder) foldOrSplit(ctx, shutdown context.Context, rs []envelope
 			return
 		case store.Refused(err) && len(rs) > 1:
 			half := len(rs) / 2
-			f.foldOrSplit(ctx, shutdown, rs[:half], msgs[:half])
-			f.foldOrSplit(ctx, shutdown, rs[half:], msgs[half:])
+			f.foldOrSplit(work, shutdown, rs[:half], msgs[:half])
+			f.foldOrSplit(work, shutdown, rs[half:], msgs[half:])
 			return
 		case store.Refused(err):
 			f.metrics.ReceiptsRefused.Inc()

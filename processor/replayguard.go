@@ -56,7 +56,7 @@ func (p *Processor) guardBodies(ctx context.Context, tx pgx.Tx, b []*item) error
 			continue
 		}
 		orig := first[j]
-		it.reject = rejectionOf(it, store.RejectReplayedBody,
+		it.reject = it.ev.rejection(it.msg.Subject(), store.RejectReplayedBody,
 			fmt.Sprintf("body first accepted as %s", orig))
 		it.reject.Original = &orig
 	}

@@ -64,11 +64,11 @@ func newRunOptions(opts []RunOption) runOptions {
 // restartBackoff spaces the attempts to get a consumer back.
 var restartBackoff = backoff.Backoff{Min: 250 * time.Millisecond, Max: 5 * time.Second}
 
-// consumeFunc sets up a consumer and consumes until it ends or ctx does.
-// Setting up is bounded by setup, the end of the restart grace; once the
-// consumer is set up and its pull started (before any message arrives), it
-// calls consuming.
-type consumeFunc func(ctx, setup context.Context, consuming func()) error
+// consumeFunc sets up a consumer and consumes until it ends or shutdown
+// does (Run's context). Setting up is bounded by setup, the end of the
+// restart grace; once the consumer is set up and its pull started (before
+// any message arrives), it calls consuming.
+type consumeFunc func(shutdown, setup context.Context, consuming func()) error
 
 // supervise runs consume again each time it ends, with backoff, until ctx
 // ends (then it returns nil). It gives up with ErrCannotConsume when the

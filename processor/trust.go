@@ -28,14 +28,14 @@ func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
 	for _, it := range b {
 		it.reject = nil
 		if reason, detail := p.checkEnvelope(it); reason != "" {
-			it.reject = rejectionOf(it, reason, detail)
+			it.reject = it.ev.rejection(it.msg.Subject(), reason, detail)
 			continue
 		}
 		if ev := it.ev; ev.ReplayID != "" {
 			// Replay copies are rare: hashing their bodies again is cheap
 			// and keeps a forged body out under a genuine copy's headers.
 			if envelope.PayloadSHA256(ev.Body) != ev.PayloadSHA256 {
-				it.reject = rejectionOf(it, store.RejectPayloadMismatch, "the body does not hash to "+envelope.HeaderPayloadSHA256)
+				it.reject = it.ev.rejection(it.msg.Subject(), store.RejectPayloadMismatch, "the body does not hash to "+envelope.HeaderPayloadSHA256)
 				continue
 			}
 			copies = append(copies, store.ReplayCopy{ReplayID: ev.ReplayID, Mode: string(ev.ReplayMode), Key: ev.Key,
@@ -52,7 +52,7 @@ func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
 	}
 	for j, it := range of {
 		if reasons[j] != "" {
-			it.reject = rejectionOf(it, reasons[j], details[j])
+			it.reject = it.ev.rejection(it.msg.Subject(), reasons[j], details[j])
 		}
 	}
 	return nil
@@ -76,24 +76,6 @@ func checkEnvelope(integrations map[string]config.Integration, k envelope.Key, t
 		return store.RejectSubjectMismatch, fmt.Sprintf("subject is not under %s>", envelope.SubjectInPrefix(in.Name))
 	}
 	return "", ""
-}
-
-func rejectionOf(it *item, reason, detail string) *store.Rejection {
-	ev := it.ev
-	r := &store.Rejection{
-		Integration: ev.Key.Integration, Account: ev.Key.Account, EventID: ev.Key.EventID, Tenant: ev.Tenant,
-		EventType: ev.EventType, PayloadSHA256: ev.PayloadSHA256, StreamSeq: int64(ev.StreamSeq), Subject: it.msg.Subject(),
-		MsgID: ev.Header.Get(envelope.HeaderMsgID), Reason: reason, Detail: detail,
-	}
-	if ev.ReplayID != "" {
-		id, mode := ev.ReplayID, string(ev.ReplayMode)
-		r.ReplayID, r.ReplayMode = &id, &mode
-	}
-	if !ev.ReceivedAt.IsZero() {
-		at := ev.ReceivedAt
-		r.ReceivedAt = &at
-	}
-	return r
 }
 
 // rejected counts, logs (never the body) and terminates a refused message,

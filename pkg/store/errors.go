@@ -128,3 +128,13 @@ func Away(err error) bool {
 	var connErr *pgconn.ConnectError
 	return errors.As(err, &connErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
+
+// FromPostgres reports whether err is Postgres's own: an error the server
+// sent, or a failure to connect to it. A caller that also runs other code
+// inside a transaction (the processor's handlers, calling their own
+// services) asks this to tell the database's failure from that code's.
+func FromPostgres(err error) bool {
+	var pgErr *pgconn.PgError
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &pgErr) || errors.As(err, &connErr)
+}

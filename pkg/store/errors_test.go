@@ -158,3 +158,36 @@ func TestRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestFromPostgres(t *testing.T) {
+	t.Parallel()
+	real := realErrors(t)
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		// The server answered with an error, or could not be connected to.
+		{"connection refused", real["connection refused"], true},
+		{"unknown database", real["unknown database"], true},
+		{"division by zero", real["division by zero"], true},
+		{"admin shutdown", real["admin shutdown"], true},
+		{"wrapped serialization failure", fmt.Errorf("inbox: %w", real["serialization failure"]), true},
+		{"read-only transaction", &pgconn.PgError{Code: "25006"}, true},
+
+		// A lost connection or a deadline carries no answer from Postgres:
+		// it could be any network call's.
+		{"closed connection", real["closed connection"], false},
+		{"statement timeout (ctx)", real["statement timeout (ctx)"], false},
+		{"unexpected EOF", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), false},
+		{"deadline", context.DeadlineExceeded, false},
+		{"nil", nil, false},
+		{"plain", errors.New("downstream: bad gateway"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := store.FromPostgres(tc.err); got != tc.want {
+				t.Errorf("FromPostgres(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
