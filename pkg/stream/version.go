@@ -33,7 +33,7 @@ func CheckServerVersion(v string) error {
 	}
 	if older {
 		return fmt.Errorf("nats-server %s is older than %s, the oldest Intake runs on: earlier releases "+
-			"can lose acknowledged JetStream writes after a crash or a peer removal (docs/guarantees.md, "What a 2xx survives")", v, MinServerVersion)
+			"can lose acknowledged JetStream writes after a crash or a peer removal (docs/guarantees.md, What a 2xx survives)", v, MinServerVersion)
 	}
 	return nil
 }
