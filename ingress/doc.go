@@ -24,6 +24,10 @@
 //     wait for the PubAck — the durable boundary — then answer 200
 //     (PubAck.Duplicate: 200 "duplicate"); no PubAck: 503 + Retry-After.
 //
+// Service.receive (webhook.go) reads as this list, one small function per
+// step; the tracing spans (trace.go) wrap receive, the signature check and
+// the publish, as middleware wraps a handler, and cost nothing when off.
+//
 // The public listener caps its connections (internal/httpserver.LimitListener,
 // wired by package intake), and New refuses
 // a body limit that, with its headers, would not fit the NATS server's
