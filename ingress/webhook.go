@@ -24,9 +24,9 @@ import (
 // Answer is the JSON body of every webhook response. It never echoes input
 // beyond the scoped key the contract promises.
 type Answer struct {
-	Status string `json:"status"`           // accepted, duplicate, rejected, unavailable
-	Key    string `json:"key,omitempty"`    // scoped key, for accepted and duplicate
-	Reason string `json:"reason,omitempty"` // short machine-readable reason for errors
+	Status envelope.Answer `json:"status"`
+	Key    string          `json:"key,omitempty"`    // scoped key, for accepted and duplicate
+	Reason string          `json:"reason,omitempty"` // short machine-readable reason for errors
 }
 
 // retryAfter is what 503 answers ask providers to wait, in seconds.
@@ -43,7 +43,7 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		s.metrics.Received.WithLabelValues("").Inc()
 		s.metrics.Rejected.WithLabelValues("", "unknown_integration").Inc()
-		writeAnswer(w, http.StatusNotFound, Answer{Status: "rejected", Reason: "unknown_integration"})
+		writeAnswer(w, http.StatusNotFound, Answer{Status: envelope.AnswerRejected, Reason: "unknown_integration"})
 		return
 	}
 	in.m.received.Inc()
@@ -299,24 +299,24 @@ func (s *Service) answerPublished(q *request, ack *jetstream.PubAck, err error) 
 	if err != nil {
 		// Not persisted (or not confirmed): the provider must retry. A retry
 		// of a write that did land is stopped by the duplicate window.
-		s.metrics.Rejected.WithLabelValues(in.Name, "unavailable").Inc()
+		s.metrics.Rejected.WithLabelValues(in.Name, string(envelope.AnswerUnavailable)).Inc()
 		s.log.Warn("publish failed", s.logArgs(q.r.Context(), "integration", in.Name, "key", key.String(), "err", err)...)
 		q.w.Header().Set("Retry-After", retryAfter)
-		writeAnswer(q.w, http.StatusServiceUnavailable, Answer{Status: "unavailable", Reason: "stream_unavailable"})
-		s.sendReceipt(q.ev.HintMap(), key, q.now, http.StatusServiceUnavailable, "unavailable")
-		return http.StatusServiceUnavailable, "unavailable"
+		writeAnswer(q.w, http.StatusServiceUnavailable, Answer{Status: envelope.AnswerUnavailable, Reason: "stream_unavailable"})
+		s.sendReceipt(q.ev.HintMap(), key, q.now, http.StatusServiceUnavailable, envelope.AnswerUnavailable)
+		return http.StatusServiceUnavailable, string(envelope.AnswerUnavailable)
 	}
 	if ack.Duplicate {
 		s.metrics.Duplicates.WithLabelValues(in.Name).Inc()
-		writeAnswer(q.w, http.StatusOK, Answer{Status: "duplicate", Key: key.String()})
-		s.sendReceipt(q.ev.HintMap(), key, q.now, http.StatusOK, "duplicate")
-		return http.StatusOK, "duplicate"
+		writeAnswer(q.w, http.StatusOK, Answer{Status: envelope.AnswerDuplicate, Key: key.String()})
+		s.sendReceipt(q.ev.HintMap(), key, q.now, http.StatusOK, envelope.AnswerDuplicate)
+		return http.StatusOK, string(envelope.AnswerDuplicate)
 	}
 	in.m.accepted.Inc()
 	// No receipt: the accepted delivery enters the history from its stream
 	// message (Intake-Instance, Intake-Retry-Hints).
-	writeAnswer(q.w, http.StatusOK, Answer{Status: "accepted", Key: key.String()})
-	return http.StatusOK, "accepted"
+	writeAnswer(q.w, http.StatusOK, Answer{Status: envelope.AnswerAccepted, Key: key.String()})
+	return http.StatusOK, string(envelope.AnswerAccepted)
 }
 
 // reject answers a refused request: its reason's count, one log line
@@ -328,7 +328,7 @@ func (s *Service) reject(q *request, v verdict) (int, string) {
 	if v.retryAfter != "" {
 		q.w.Header().Set("Retry-After", v.retryAfter)
 	}
-	writeAnswer(q.w, v.code, Answer{Status: "rejected", Reason: v.reason})
+	writeAnswer(q.w, v.code, Answer{Status: envelope.AnswerRejected, Reason: v.reason})
 	return v.code, v.reason
 }
 
@@ -406,7 +406,7 @@ func (p *progressReader) Read(b []byte) (int, error) {
 func writeAnswer(w http.ResponseWriter, code int, a Answer) {
 	b := make([]byte, 0, 64+len(a.Key))
 	b = append(b, `{"status":`...)
-	b = jsonstr.Append(b, a.Status)
+	b = jsonstr.Append(b, string(a.Status))
 	if a.Key != "" {
 		b = append(b, `,"key":`...)
 		b = jsonstr.Append(b, a.Key)

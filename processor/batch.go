@@ -208,6 +208,6 @@ func (e *handlerError) Unwrap() error { return e.err }
 func acceptedDelivery(ev *Event) store.Delivery {
 	return store.Delivery{
 		ReceiptID: envelope.StreamReceiptID(ev.StreamSeq), Key: ev.Key, ReceivedAt: ev.ReceivedAt,
-		Instance: ev.Instance, StatusCode: 200, Answer: "accepted", RetryHints: ev.RetryHints,
+		Instance: ev.Instance, StatusCode: 200, Answer: string(envelope.AnswerAccepted), RetryHints: ev.RetryHints,
 	}
 }
