@@ -219,7 +219,7 @@ func TestSameDeliveryConcurrently(t *testing.T) {
 
 	const n = 8
 	var wg sync.WaitGroup
-	statuses := make([]string, n)
+	statuses := make([]envelope.Answer, n)
 	codes := make([]int, n)
 	for i := range n {
 		wg.Go(func() {

@@ -24,10 +24,16 @@
 //     wait for the PubAck — the durable boundary — then answer 200
 //     (PubAck.Duplicate: 200 "duplicate"); no PubAck: 503 + Retry-After.
 //
+// Service.receive (webhook.go) reads as this list, one small function per
+// step; the tracing spans (trace.go) wrap receive, the signature check and
+// the publish, as middleware wraps a handler, and cost nothing when off.
+//
 // The public listener caps its connections (internal/httpserver.LimitListener,
-// wired by package intake), and New refuses
-// a body limit that, with its headers, would not fit the NATS server's
-// max_payload: such a body would be answered 503 on every retry.
+// wired by package intake). A body limit must fit, with its headers
+// (HeaderAllowance), the NATS server's max_payload, or such a body would be
+// answered 503 on every retry: New lowers a limit left at its default to
+// fit (a stock nats-server's 1 MB is below 1 MiB plus headers) and refuses
+// one the configuration sets.
 //
 // Answers are small JSON documents that never echo input, except the
 // contract's scoped key and a handshake's signed challenge. Bodies, secrets

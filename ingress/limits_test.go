@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/internal/httpserver"
+	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/telemetry"
@@ -316,37 +318,58 @@ func defaultNATS(t *testing.T) string {
 }
 
 // TestPayloadSizeAgreement: against a default nats-server (max_payload
-// 1 MB) a 1 MiB body limit is refused at start, naming the integration and
-// both numbers; a limit that fits starts, and a body over it is 413, never
-// the endless 503 the server's refusal used to cause.
+// 1 MB) the default configuration starts, its body limit lowered to
+// max_payload - HeaderAllowance with one log line, and a body of exactly
+// that size is accepted while one byte more is 413 — never the endless 503
+// the server's refusal used to cause. A 1 MiB limit the file sets, for the
+// integration or for all, is refused at start, naming the integration and
+// both numbers.
 func TestPayloadSizeAgreement(t *testing.T) {
 	url := defaultNATS(t)
 	_, js := testrig.Connect(t, url)
 	y := `
 nats: {publish_timeout: 2s}
+%s
 integrations:
   - {name: std, provider: standard, tenant: acme, secrets: ["` + whsecNew + `"]%s}
 `
-	cfg := testrig.ParseConfig(t, fmt.Sprintf(y, ""))
+	cfg := testrig.ParseConfig(t, fmt.Sprintf(y, "", ""))
 	if err := stream.Ensure(context.Background(), js, cfg.NATS.Stream); err != nil {
 		t.Fatal(err)
 	}
 	maxPayload := js.Conn().MaxPayload()
-	_, err := ingress.New(cfg, js, nil, telemetry.Discard())
-	if !errors.Is(err, ingress.ErrPayloadTooSmall) {
-		t.Fatalf("1 MiB limit against max_payload %d: err %v, want ErrPayloadTooSmall", maxPayload, err)
+	if maxPayload != 1<<20 {
+		t.Fatalf("max_payload %d, want a stock nats-server's 1048576", maxPayload)
 	}
-	for _, want := range []string{"integration std", "1048576", strconv.FormatInt(maxPayload, 10)} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not name %q", err, want)
+	for _, set := range []struct{ ingress, integration string }{
+		{"", ", max_body_bytes: 1048576"},
+		{"ingress: {max_body_bytes: 1048576}", ""},
+	} {
+		_, err := ingress.New(testrig.ParseConfig(t, fmt.Sprintf(y, set.ingress, set.integration)), js, nil, telemetry.Discard())
+		if !errors.Is(err, ingress.ErrPayloadTooSmall) {
+			t.Fatalf("1 MiB limit set (%q%q) against max_payload %d: err %v, want ErrPayloadTooSmall", set.ingress, set.integration, maxPayload, err)
+		}
+		for _, want := range []string{"integration std", "1048576", strconv.FormatInt(maxPayload, 10)} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not name %q", err, want)
+			}
 		}
 	}
 
-	limit := maxPayload - ingress.HeaderAllowance
-	cfg = testrig.ParseConfig(t, fmt.Sprintf(y, ", max_body_bytes: "+strconv.FormatInt(limit, 10)))
-	svc, err := ingress.New(cfg, js, nil, telemetry.Discard())
+	log := &recordLog{}
+	svc, err := ingress.New(cfg, js, nil, slog.New(log))
 	if err != nil {
-		t.Fatalf("a limit that fits: %v", err)
+		t.Fatalf("the default configuration against a default nats-server: %v", err)
+	}
+	limit := maxPayload - ingress.HeaderAllowance
+	if in, _ := svc.Integration("std"); in.MaxBodyBytes != limit {
+		t.Fatalf("max_body_bytes in force %d, want max_payload %d - %d", in.MaxBodyBytes, maxPayload, ingress.HeaderAllowance)
+	}
+	if cfg.Integrations[0].MaxBodyBytes != config.DefaultMaxBodyBytes {
+		t.Errorf("ingress.New wrote the sized limit into the caller's config")
+	}
+	if n := len(log.lines); n != 1 || !hasAttr(log.lines[0], "integration", "std") || !hasAttr(log.lines[0], "max_body_bytes", strconv.FormatInt(limit, 10)) {
+		t.Errorf("log %v, want one line naming the integration and its limit", log.lines)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -354,18 +377,37 @@ integrations:
 	}
 	srv := httpserver.New(ln.Addr().String(), svc.Handler(), cfg.Ingress.Timeouts())
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	t.Cleanup(func() {
+		// Shutdown, not Close: it waits for the 413's connection, which
+		// net/http lingers on to drain the unread body.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
 	r := &rig{t: t, cfg: cfg, base: "http://" + ln.Addr().String(), js: js, client: &http.Client{Timeout: 10 * time.Second}}
 
-	over := r.sign("std", 0, provider.Message{ID: "msg_over", Body: bytes.Repeat([]byte(" "), 1<<20), Time: time.Now()})
+	body := func(n int64) []byte {
+		return append(append([]byte(`{"p":"`), bytes.Repeat([]byte("p"), int(n)-8)...), '"', '}')
+	}
+	over := r.sign("std", 0, provider.Message{ID: "msg_over", Body: body(limit + 1), Time: time.Now()})
 	if a := r.post("std", over); a.code != http.StatusRequestEntityTooLarge {
-		t.Fatalf("1 MiB body: %d %s, want 413", a.code, a.raw)
+		t.Fatalf("a body of max_body_bytes + 1 (%d): %d %s, want 413", limit+1, a.code, a.raw)
 	}
 	// The largest body the limit admits fits the server, with its headers.
-	fits := r.sign("std", 0, provider.Message{ID: "msg_fits", Body: append(append([]byte(`{"p":"`), bytes.Repeat([]byte("p"), int(limit)-8)...), '"', '}'), Time: time.Now()})
+	fits := r.sign("std", 0, provider.Message{ID: "msg_fits", Body: body(limit), Time: time.Now()})
 	if a := r.post("std", fits); a.code != http.StatusOK {
 		t.Fatalf("a body of exactly max_body_bytes (%d): %d %s, want 200", limit, a.code, a.raw)
 	}
+}
+
+// hasAttr reports whether attrs hold key with the value v (as text).
+func hasAttr(attrs []slog.Attr, key, v string) bool {
+	for _, a := range attrs {
+		if a.Key == key && a.Value.String() == v {
+			return true
+		}
+	}
+	return false
 }
 
 // TestIdleConnectionsMakeRoomAtTheCap: with the cap filled by keep-alive

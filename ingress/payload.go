@@ -3,6 +3,7 @@ package ingress
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/intakehq/intake/pkg/config"
 )
@@ -14,9 +15,29 @@ import (
 // instead of answered 413.
 const HeaderAllowance = 64 << 10
 
-// ErrPayloadTooSmall is returned by New when an integration's
-// max_body_bytes cannot fit the server's max_payload.
+// ErrPayloadTooSmall is returned by New when a max_body_bytes the
+// configuration sets cannot fit the server's max_payload.
 var ErrPayloadTooSmall = errors.New("NATS max_payload too small for max_body_bytes")
+
+// fitDefaultLimits lowers each body limit nobody set
+// (config.Integration.MaxBodyBytesDefaulted) that would not fit maxPayload
+// to maxPayload - HeaderAllowance, logging it: the default (1 MiB) plus the
+// allowance exceeds a stock nats-server's max_payload (1 MB), and the
+// default configuration must start against one. A limit the file sets is
+// never changed: checkPayload refuses it if it does not fit.
+func fitDefaultLimits(list []config.Integration, maxPayload int64, log *slog.Logger) {
+	fit := maxPayload - HeaderAllowance
+	for i := range list {
+		in := &list[i]
+		if !in.MaxBodyBytesDefaulted() || in.MaxBodyBytes <= fit || fit < 1 {
+			continue
+		}
+		log.Info("max_body_bytes not set and its default does not fit the NATS server's max_payload: body limit lowered",
+			"integration", in.Name, "max_body_bytes", fit, "default", in.MaxBodyBytes,
+			"max_payload", maxPayload, "header_allowance", HeaderAllowance)
+		in.MaxBodyBytes = fit
+	}
+}
 
 // checkPayload refuses integrations whose largest body plus HeaderAllowance
 // exceeds maxPayload, naming each and both numbers.

@@ -14,7 +14,7 @@ import (
 // INTAKE_RECEIPTS, not a JetStream publish: the answer to the provider must
 // not wait for it. A receipt lost to a NATS failure undercounts
 // delivery_count; it never loses an event.
-func (s *Service) sendReceipt(hints map[string]string, key envelope.Key, receivedAt time.Time, code int, answer string) {
+func (s *Service) sendReceipt(hints map[string]string, key envelope.Key, receivedAt time.Time, code int, answer envelope.Answer) {
 	b, err := envelope.MarshalReceipt(envelope.Receipt{
 		ID: uuid.NewString(), Key: key, ReceivedAt: receivedAt, Instance: s.instance,
 		StatusCode: code, Answer: answer, RetryHints: hints,

@@ -68,8 +68,10 @@ func newIntegrationMetrics(m *telemetry.Metrics, in config.Integration) integrat
 // New builds the service from cfg: unset fields get config's defaults
 // (config.Config.WithDefaults, as config.Load applies them) and the result is
 // validated, so a hand-built config behaves like a loaded one and a bad value
-// is an error naming its field. cfg itself is not modified. Nil m and log
-// default to a private registry and discarding.
+// is an error naming its field. A body limit left at its default is lowered
+// to fit the NATS server's max_payload (logged); one the configuration sets
+// that does not fit is ErrPayloadTooSmall. cfg itself is not modified. Nil
+// m and log default to a private registry and discarding.
 func New(cfg *config.Config, js jetstream.JetStream, m *telemetry.Metrics, log *slog.Logger, opts ...Option) (*Service, error) {
 	if cfg == nil || js == nil {
 		return nil, errors.New("ingress: a config and a JetStream client are required")
@@ -105,8 +107,11 @@ func New(cfg *config.Config, js jetstream.JetStream, m *telemetry.Metrics, log *
 	}
 	s.addrs = clientAddrs{trusted: trusted, header: c.Ingress.ClientIPHeader}
 	// The server's max_payload is known once connected: a body the limit
-	// admits must fit it, or it would be answered 503 on every retry.
-	if err := checkPayload(js.Conn().MaxPayload(), c.Integrations); err != nil {
+	// admits must fit it, or it would be answered 503 on every retry. A
+	// default limit is sized to fit; c.Integrations is New's own copy.
+	maxPayload := js.Conn().MaxPayload()
+	fitDefaultLimits(c.Integrations, maxPayload, log)
+	if err := checkPayload(maxPayload, c.Integrations); err != nil {
 		return nil, fmt.Errorf("ingress: %w", err)
 	}
 	for _, in := range c.Integrations {

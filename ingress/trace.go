@@ -36,6 +36,46 @@ const (
 	spanPublish = "intake.ingress.publish"
 )
 
+// traceRequest runs receive on q; traced, inside the request span, which
+// ends with the answer's status and the request's outcome. The spans wrap
+// the pipeline's steps as middleware wraps a handler — this one receive,
+// traceVerify the signature check, tracePublish the publish — and off
+// (nil tracer) each is a branch and a direct call: no span, no allocation.
+func (s *Service) traceRequest(q *request) int {
+	if s.tracer == nil {
+		code, _ := s.receive(q)
+		return code
+	}
+	var span trace.Span
+	q.r, span = s.startRequest(q.r, q.in)
+	code, outcome := s.receive(q)
+	endRequest(span, code, outcome)
+	return code
+}
+
+// traceVerify is v.Verify(d); traced, inside the verify span.
+func (s *Service) traceVerify(ctx context.Context, v provider.Verifier, d *provider.Delivery) (provider.Event, error) {
+	if s.tracer == nil {
+		return v.Verify(d)
+	}
+	_, span := s.tracer.Start(ctx, spanVerify)
+	ev, err := v.Verify(d)
+	endVerify(span, err)
+	return ev, err
+}
+
+// tracePublish is publishMsg; traced, inside the publish span, whose
+// context msg carries to the processor.
+func (s *Service) tracePublish(ctx context.Context, msg *nats.Msg, key envelope.Key, eventType string) (*jetstream.PubAck, error) {
+	if s.tracer == nil {
+		return s.publishMsg(ctx, msg)
+	}
+	span := s.startPublish(ctx, msg, key, eventType)
+	ack, err := s.publishMsg(ctx, msg)
+	endPublish(span, ack, err)
+	return ack, err
+}
+
 // startRequest starts the request span. It is a new root: a provider's own
 // traceparent is not trusted (a sender must not join, or force the sampling
 // of, Intake's traces).
@@ -50,21 +90,15 @@ func (s *Service) startRequest(r *http.Request, in *integration) (*http.Request,
 	return r.WithContext(ctx), span
 }
 
-// endRequest records the answer's status on the request span and ends it.
-func endRequest(span trace.Span, code int) {
-	span.SetAttributes(attribute.Int("http.response.status_code", code))
+// endRequest records the answer's status and what became of the request
+// (accepted, duplicate, a rejection's reason) on the request span and ends
+// it.
+func endRequest(span trace.Span, code int, outcome string) {
+	span.SetAttributes(telemetry.AttrOutcome.String(outcome), attribute.Int("http.response.status_code", code))
 	if code >= http.StatusInternalServerError {
 		span.SetStatus(codes.Error, http.StatusText(code))
 	}
 	span.End()
-}
-
-// outcome records what became of the request (accepted, duplicate, a
-// rejection's reason) on its span.
-func (s *Service) outcome(ctx context.Context, outcome string) {
-	if s.tracer != nil {
-		trace.SpanFromContext(ctx).SetAttributes(telemetry.AttrOutcome.String(outcome))
-	}
 }
 
 // logArgs is args for a log line about the request, with its trace_id
@@ -77,21 +111,9 @@ func (s *Service) logArgs(ctx context.Context, args ...any) []any {
 	return telemetry.AppendTraceID(args, trace.SpanContextFromContext(ctx))
 }
 
-// startVerify starts the signature check's span; nil when tracing is off.
-func (s *Service) startVerify(ctx context.Context) trace.Span {
-	if s.tracer == nil {
-		return nil
-	}
-	_, span := s.tracer.Start(ctx, spanVerify)
-	return span
-}
-
 // endVerify ends the signature check's span with the check's verdict
 // (provider.Reason), never the error text.
 func endVerify(span trace.Span, err error) {
-	if span == nil {
-		return
-	}
 	if err != nil {
 		reason := provider.Reason(err)
 		span.SetAttributes(telemetry.AttrOutcome.String(reason))
@@ -101,11 +123,8 @@ func endVerify(span trace.Span, err error) {
 }
 
 // startPublish starts the publish span and writes its context into msg's
-// traceparent (when sampled); nil when tracing is off.
+// traceparent (when sampled).
 func (s *Service) startPublish(ctx context.Context, msg *nats.Msg, key envelope.Key, eventType string) trace.Span {
-	if s.tracer == nil {
-		return nil
-	}
 	_, span := s.tracer.Start(ctx, spanPublish, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
 		attribute.String("messaging.system", "nats"),
 		attribute.String("messaging.destination.name", msg.Subject),
@@ -119,9 +138,6 @@ func (s *Service) startPublish(ctx context.Context, msg *nats.Msg, key envelope.
 // endPublish ends the publish span: intake.duplicate says the stream's
 // window stopped the message.
 func endPublish(span trace.Span, ack *jetstream.PubAck, err error) {
-	if span == nil {
-		return
-	}
 	if err != nil {
 		span.SetStatus(codes.Error, "publish failed")
 	} else {

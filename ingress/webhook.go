@@ -7,13 +7,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/internal/jsonstr"
@@ -24,9 +24,9 @@ import (
 // Answer is the JSON body of every webhook response. It never echoes input
 // beyond the scoped key the contract promises.
 type Answer struct {
-	Status string `json:"status"`           // accepted, duplicate, rejected, unavailable
-	Key    string `json:"key,omitempty"`    // scoped key, for accepted and duplicate
-	Reason string `json:"reason,omitempty"` // short machine-readable reason for errors
+	Status envelope.Answer `json:"status"`
+	Key    string          `json:"key,omitempty"`    // scoped key, for accepted and duplicate
+	Reason string          `json:"reason,omitempty"` // short machine-readable reason for errors
 }
 
 // retryAfter is what 503 answers ask providers to wait, in seconds.
@@ -43,18 +43,12 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		s.metrics.Received.WithLabelValues("").Inc()
 		s.metrics.Rejected.WithLabelValues("", "unknown_integration").Inc()
-		writeAnswer(w, http.StatusNotFound, Answer{Status: "rejected", Reason: "unknown_integration"})
+		writeAnswer(w, http.StatusNotFound, Answer{Status: envelope.AnswerRejected, Reason: "unknown_integration"})
 		return
 	}
 	in.m.received.Inc()
-	var span trace.Span
-	if s.tracer != nil {
-		r, span = s.startRequest(r, in)
-	}
-	code := s.receive(w, r, in, start)
-	if span != nil {
-		endRequest(span, code)
-	}
+	q := request{w: w, r: r, in: in, now: start}
+	code := s.traceRequest(&q)
 	latency := in.m.latencyOK
 	if code != http.StatusOK {
 		latency = s.metrics.RequestLatency.WithLabelValues(name, strconv.Itoa(code))
@@ -62,152 +56,280 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	latency.Observe(time.Since(start).Seconds())
 }
 
-func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integration, now time.Time) int {
-	reject := func(code int, reason string) int {
-		s.metrics.Rejected.WithLabelValues(in.Name, reason).Inc()
-		s.outcome(r.Context(), reason)
-		s.log.Info("webhook rejected",
-			s.logArgs(r.Context(), "integration", in.Name, "reason", reason, "status", code, "remote", r.RemoteAddr)...)
-		writeAnswer(w, code, Answer{Status: "rejected", Reason: reason})
-		return code
-	}
+// request is one webhook request to a known integration on its way through
+// the pipeline, with what the steps have learnt of it so far. It lives on
+// handleWebhook's stack: every step is a direct call that keeps no pointer
+// to it, so it costs no allocation.
+type request struct {
+	w   http.ResponseWriter
+	r   *http.Request
+	in  *integration
+	now time.Time
 
-	// Before anything costs a body read or a MAC: the client's address
-	// limit (a verified delivery gets its token back below), then room for
-	// the body in the process-wide budget.
-	client := s.addrs.of(r)
-	if s.clients != nil {
-		if wait, ok := s.clients.take(client, now); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
-			return reject(http.StatusTooManyRequests, "client_rate_limited")
-		}
+	client netip.Addr     // the address limitClient charged
+	res    *bodyRead      // the body's room in the in-flight budget
+	body   []byte         // the raw body, the bytes the signature covers
+	ev     provider.Event // what the verifier read from the delivery
+	key    envelope.Key   // the scoped key
+	msg    *nats.Msg      // the INTAKE_IN message
+}
+
+// verdict is what a step decided: the zero verdict lets the request go on
+// to the next step; any other refuses it, answered code with reason.
+type verdict struct {
+	code       int
+	reason     string
+	retryAfter string // the refusal's Retry-After, in seconds; "" for none
+}
+
+func rejected(code int, reason string) verdict { return verdict{code: code, reason: reason} }
+
+func retryLater(code int, reason, after string) verdict {
+	return verdict{code: code, reason: reason, retryAfter: after}
+}
+
+// refused reports whether the step refused the request.
+func (v verdict) refused() bool { return v.code != 0 }
+
+// receive runs the pipeline of doc.go on q, one step after the other, and
+// answers it. It returns the answer's status code and the request's
+// outcome — a refusal's reason, or what became of the event — which the
+// request span records (traceRequest).
+func (s *Service) receive(q *request) (code int, outcome string) {
+	// Before anything costs a body read or a MAC.
+	if v := s.limitClient(q); v.refused() {
+		return s.reject(q, v)
 	}
-	if r.ContentLength > in.MaxBodyBytes {
-		return reject(http.StatusRequestEntityTooLarge, "too_large")
+	if v := s.checkDeclaredSize(q); v.refused() {
+		return s.reject(q, v)
 	}
-	size := r.ContentLength
+	if v := s.reserveBody(q); v.refused() {
+		return s.reject(q, v)
+	}
+	defer s.bodies.release(q.res)
+	if v := s.readBody(q); v.refused() {
+		return s.reject(q, v)
+	}
+	if v := s.checkDepth(q); v.refused() {
+		return s.reject(q, v)
+	}
+	if v := s.verify(q); v.refused() {
+		return s.reject(q, v)
+	}
+	if v := s.limitIntegration(q); v.refused() {
+		return s.reject(q, v)
+	}
+	s.countVerified(q)
+	if q.ev.Challenge != "" {
+		return s.answerHandshake(q)
+	}
+	if v := s.buildMessage(q); v.refused() {
+		return s.reject(q, v)
+	}
+	ack, err := s.publish(q)
+	return s.answerPublished(q, ack, err)
+}
+
+// limitClient takes a token from the client address's limit (429 +
+// Retry-After). A delivery that verifies gets it back (verify): the limit
+// is for unsigned and badly signed requests.
+func (s *Service) limitClient(q *request) verdict {
+	if s.clients == nil {
+		return verdict{}
+	}
+	q.client = s.addrs.of(q.r)
+	if wait, ok := s.clients.take(q.client, q.now); !ok {
+		return retryLater(http.StatusTooManyRequests, "client_rate_limited", strconv.Itoa(retryAfterSeconds(wait)))
+	}
+	return verdict{}
+}
+
+// checkDeclaredSize refuses a declared length over the limit (413) before
+// anything is reserved or read.
+func (s *Service) checkDeclaredSize(q *request) verdict {
+	if q.r.ContentLength > q.in.MaxBodyBytes {
+		return rejected(http.StatusRequestEntityTooLarge, "too_large")
+	}
+	return verdict{}
+}
+
+// reserveBody reserves room for the body in the process-wide budget (503 +
+// Retry-After when full): its declared length, or the limit and one byte
+// when undeclared. The reservation may cut this read later, should it
+// trickle while others wait.
+func (s *Service) reserveBody(q *request) verdict {
+	size := q.r.ContentLength
 	if size < 0 {
-		size = in.MaxBodyBytes + 1
+		size = q.in.MaxBodyBytes + 1
 	}
-	rc := http.NewResponseController(w)
-	res := s.bodies.reserve(size, now, func() { _ = rc.SetReadDeadline(time.Unix(1, 0)) })
-	if res == nil {
-		w.Header().Set("Retry-After", busyRetryAfter)
-		return reject(http.StatusServiceUnavailable, "busy")
+	rc := http.NewResponseController(q.w)
+	q.res = s.bodies.reserve(size, q.now, func() { _ = rc.SetReadDeadline(time.Unix(1, 0)) })
+	if q.res == nil {
+		return retryLater(http.StatusServiceUnavailable, "busy", busyRetryAfter)
 	}
-	defer s.bodies.release(res)
+	return verdict{}
+}
 
-	body, err := readBounded(r, in.MaxBodyBytes, res.progress)
-	res.finished()
-	if res.evicted.Load() {
+// readBody reads the raw body, bounded (413), into q.body.
+func (s *Service) readBody(q *request) verdict {
+	body, err := readBounded(q.r, q.in.MaxBodyBytes, q.res.progress)
+	q.res.finished()
+	switch {
+	case q.res.evicted.Load():
 		// Cut to make room: the read trickled while others waited.
-		w.Header().Set("Retry-After", busyRetryAfter)
-		return reject(http.StatusServiceUnavailable, "busy")
+		return retryLater(http.StatusServiceUnavailable, "busy", busyRetryAfter)
+	case errors.Is(err, errTooLarge):
+		return rejected(http.StatusRequestEntityTooLarge, "too_large")
+	case err != nil:
+		return rejected(http.StatusBadRequest, "unreadable_body")
 	}
-	if errors.Is(err, errTooLarge) {
-		return reject(http.StatusRequestEntityTooLarge, "too_large")
-	}
-	if err != nil {
-		return reject(http.StatusBadRequest, "unreadable_body")
-	}
-	// A byte scan before the verifier or gjson sees the body: nesting costs
-	// a recursive parser memory per level, and deep enough, its stack.
-	if jsonDepthExceeds(body, s.maxDepth) {
-		return reject(http.StatusBadRequest, "too_deep")
-	}
+	q.body = body
+	return verdict{}
+}
 
-	vspan := s.startVerify(r.Context())
-	ev, err := in.verifier.Verify(&provider.Delivery{Header: r.Header, Body: body, Now: now})
-	endVerify(vspan, err)
+// checkDepth is a byte scan of the body's JSON nesting (400) before the
+// verifier or gjson sees it: nesting costs a recursive parser memory per
+// level, and deep enough, its stack.
+func (s *Service) checkDepth(q *request) verdict {
+	if jsonDepthExceeds(q.body, s.maxDepth) {
+		return rejected(http.StatusBadRequest, "too_deep")
+	}
+	return verdict{}
+}
+
+// verify checks the signature and timestamp (401; 400 when malformed)
+// before anything parses the body, so an unsigned request never reserves
+// an event id. A verified delivery gets its client-address token back.
+func (s *Service) verify(q *request) verdict {
+	ev, err := s.traceVerify(q.r.Context(), q.in.verifier, &provider.Delivery{Header: q.r.Header, Body: q.body, Now: q.now})
 	if err != nil {
 		code := http.StatusUnauthorized
 		if errors.Is(err, provider.ErrMalformed) {
 			code = http.StatusBadRequest
 		}
-		return reject(code, provider.Reason(err))
+		return rejected(code, provider.Reason(err))
 	}
+	q.ev = ev
 	if s.clients != nil {
-		s.clients.refund(client)
+		s.clients.refund(q.client)
 	}
-	// The integration's limit counts verified deliveries only: an unsigned
-	// flood must not spend a genuine sender's budget.
-	if in.limiter != nil {
-		if wait, ok := allow(in.limiter, now); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
-			return reject(http.StatusTooManyRequests, "rate_limited")
-		}
+	return verdict{}
+}
+
+// limitIntegration takes a token from the integration's rate limit (429 +
+// Retry-After). It counts verified deliveries only: an unsigned flood must
+// not spend a genuine sender's budget.
+func (s *Service) limitIntegration(q *request) verdict {
+	if q.in.limiter == nil {
+		return verdict{}
 	}
-	in.m.verified.Inc()
-	if ev.SecretIndex < len(in.m.secretMatched) {
-		in.m.secretMatched[ev.SecretIndex].Inc()
+	if wait, ok := allow(q.in.limiter, q.now); !ok {
+		return retryLater(http.StatusTooManyRequests, "rate_limited", strconv.Itoa(retryAfterSeconds(wait)))
+	}
+	return verdict{}
+}
+
+// countVerified counts the verified delivery, and which of the
+// integration's secrets verified it (a rotation's progress).
+func (s *Service) countVerified(q *request) {
+	q.in.m.verified.Inc()
+	if i := q.ev.SecretIndex; i < len(q.in.m.secretMatched) {
+		q.in.m.secretMatched[i].Inc()
 	} else {
-		s.metrics.SecretMatched.WithLabelValues(in.Name, strconv.Itoa(ev.SecretIndex)).Inc()
+		s.metrics.SecretMatched.WithLabelValues(q.in.Name, strconv.Itoa(i)).Inc()
 	}
-	if ev.Challenge != "" {
-		// A verified handshake (Slack's url_verification) proves the
-		// endpoint; it is no event, so nothing is published.
-		s.metrics.Handshakes.WithLabelValues(in.Name).Inc()
-		s.outcome(r.Context(), "handshake")
-		writeJSON(w, http.StatusOK, challengeAnswer{Challenge: ev.Challenge})
-		return http.StatusOK
-	}
-	account := in.Account
+}
+
+// answerHandshake answers a verified handshake (Slack's url_verification):
+// it proves the endpoint and is no event, so nothing is published.
+func (s *Service) answerHandshake(q *request) (int, string) {
+	s.metrics.Handshakes.WithLabelValues(q.in.Name).Inc()
+	writeJSON(q.w, http.StatusOK, challengeAnswer{Challenge: q.ev.Challenge})
+	return http.StatusOK, "handshake"
+}
+
+// buildMessage checks the event id (400), builds the scoped key and the
+// INTAKE_IN message.
+func (s *Service) buildMessage(q *request) verdict {
+	ev := &q.ev
+	account := q.in.Account
 	if ev.Account != "" {
 		account = ev.Account
 	}
 	if !envelope.ValidID(ev.ID) || (account != "" && !envelope.ValidID(account)) {
-		return reject(http.StatusBadRequest, "bad_event_id")
+		return rejected(http.StatusBadRequest, "bad_event_id")
 	}
 	ev.Type = envelope.CleanType(ev.Type)
-	key := envelope.Key{Integration: in.Name, Account: account, EventID: ev.ID}
-	d := envelope.NewDelivery(key, in.Tenant, ev.Type, body, now)
+	q.key = envelope.Key{Integration: q.in.Name, Account: account, EventID: ev.ID}
+	d := envelope.NewDelivery(q.key, q.in.Tenant, ev.Type, q.body, q.now)
 	d.Instance, d.RetryHints = s.instance, ev.HintMap()
 	if ev.ObjectID != "" {
 		// Ordering needs both halves: an object id whose version is missing
 		// or unreadable is refused (400, the provider retries after a config
 		// fix) rather than applied without the guard against stale versions.
 		if !envelope.ValidID(ev.ObjectID) {
-			return reject(http.StatusBadRequest, "bad_object_id")
+			return rejected(http.StatusBadRequest, "bad_object_id")
 		}
 		v, err := envelope.ParseVersion(ev.ObjectVersion)
 		if err != nil {
-			return reject(http.StatusBadRequest, "bad_object_version")
+			return rejected(http.StatusBadRequest, "bad_object_version")
 		}
 		d.ObjectID, d.ObjectVersion = ev.ObjectID, v
 	}
-	msg := d.Msg()
+	q.msg = d.Msg()
+	return verdict{}
+}
 
-	ctx, cancel := context.WithTimeout(r.Context(), s.publishTimeout)
+// publish publishes q's message to INTAKE_IN and waits, at most
+// nats.publish_timeout, for its PubAck: the durable boundary.
+func (s *Service) publish(q *request) (*jetstream.PubAck, error) {
+	ctx, cancel := context.WithTimeout(q.r.Context(), s.publishTimeout)
 	defer cancel()
-	pubStart := time.Now()
-	pspan := s.startPublish(ctx, msg, key, ev.Type)
-	ack, err := s.publish(ctx, msg)
-	endPublish(pspan, ack, err)
-	in.m.publishLatency.Observe(time.Since(pubStart).Seconds())
+	start := time.Now()
+	ack, err := s.tracePublish(ctx, q.msg, q.key, q.ev.Type)
+	q.in.m.publishLatency.Observe(time.Since(start).Seconds())
+	return ack, err
+}
+
+// answerPublished answers by the publish's result: 200 accepted, 200
+// duplicate (the stream's window stopped the message), 503 + Retry-After
+// without a PubAck.
+func (s *Service) answerPublished(q *request, ack *jetstream.PubAck, err error) (int, string) {
+	in, key := q.in, q.key
 	if err != nil {
 		// Not persisted (or not confirmed): the provider must retry. A retry
 		// of a write that did land is stopped by the duplicate window.
-		s.metrics.Rejected.WithLabelValues(in.Name, "unavailable").Inc()
-		s.outcome(r.Context(), "unavailable")
-		s.log.Warn("publish failed", s.logArgs(r.Context(), "integration", in.Name, "key", key.String(), "err", err)...)
-		w.Header().Set("Retry-After", retryAfter)
-		writeAnswer(w, http.StatusServiceUnavailable, Answer{Status: "unavailable", Reason: "stream_unavailable"})
-		s.sendReceipt(ev.HintMap(), key, now, http.StatusServiceUnavailable, "unavailable")
-		return http.StatusServiceUnavailable
+		s.metrics.Rejected.WithLabelValues(in.Name, string(envelope.AnswerUnavailable)).Inc()
+		s.log.Warn("publish failed", s.logArgs(q.r.Context(), "integration", in.Name, "key", key.String(), "err", err)...)
+		q.w.Header().Set("Retry-After", retryAfter)
+		writeAnswer(q.w, http.StatusServiceUnavailable, Answer{Status: envelope.AnswerUnavailable, Reason: "stream_unavailable"})
+		s.sendReceipt(q.ev.HintMap(), key, q.now, http.StatusServiceUnavailable, envelope.AnswerUnavailable)
+		return http.StatusServiceUnavailable, string(envelope.AnswerUnavailable)
 	}
 	if ack.Duplicate {
 		s.metrics.Duplicates.WithLabelValues(in.Name).Inc()
-		s.outcome(r.Context(), "duplicate")
-		writeAnswer(w, http.StatusOK, Answer{Status: "duplicate", Key: key.String()})
-		s.sendReceipt(ev.HintMap(), key, now, http.StatusOK, "duplicate")
-		return http.StatusOK
+		writeAnswer(q.w, http.StatusOK, Answer{Status: envelope.AnswerDuplicate, Key: key.String()})
+		s.sendReceipt(q.ev.HintMap(), key, q.now, http.StatusOK, envelope.AnswerDuplicate)
+		return http.StatusOK, string(envelope.AnswerDuplicate)
 	}
 	in.m.accepted.Inc()
-	s.outcome(r.Context(), "accepted")
 	// No receipt: the accepted delivery enters the history from its stream
 	// message (Intake-Instance, Intake-Retry-Hints).
-	writeAnswer(w, http.StatusOK, Answer{Status: "accepted", Key: key.String()})
-	return http.StatusOK
+	writeAnswer(q.w, http.StatusOK, Answer{Status: envelope.AnswerAccepted, Key: key.String()})
+	return http.StatusOK, string(envelope.AnswerAccepted)
+}
+
+// reject answers a refused request: its reason's count, one log line
+// (never the body) and {"status":"rejected","reason":…}.
+func (s *Service) reject(q *request, v verdict) (int, string) {
+	s.metrics.Rejected.WithLabelValues(q.in.Name, v.reason).Inc()
+	s.log.Info("webhook rejected",
+		s.logArgs(q.r.Context(), "integration", q.in.Name, "reason", v.reason, "status", v.code, "remote", q.r.RemoteAddr)...)
+	if v.retryAfter != "" {
+		q.w.Header().Set("Retry-After", v.retryAfter)
+	}
+	writeAnswer(q.w, v.code, Answer{Status: envelope.AnswerRejected, Reason: v.reason})
+	return v.code, v.reason
 }
 
 // errCodeDuplicateInProcess is JetStream's answer (409, err_code 10158) on
@@ -215,11 +337,11 @@ func (s *Service) receive(w http.ResponseWriter, r *http.Request, in *integratio
 // replicated: the first copy's fate is not known yet.
 const errCodeDuplicateInProcess jetstream.ErrorCode = 10158
 
-// publish publishes msg and waits for its PubAck. A concurrent duplicate on
-// a replicated stream is refused while the first copy is in process; it is
-// sent again until the first copy's fate decides — PubAck.Duplicate once
+// publishMsg publishes msg and waits for its PubAck. A concurrent duplicate
+// on a replicated stream is refused while the first copy is in process; it
+// is sent again until the first copy's fate decides — PubAck.Duplicate once
 // that copy is stored, stored itself if that copy failed — or ctx ends.
-func (s *Service) publish(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
+func (s *Service) publishMsg(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
 	for attempt := 0; ; attempt++ {
 		ack, err := requestPubAck(ctx, s.js.Conn(), msg)
 		var apiErr *jetstream.APIError
@@ -284,7 +406,7 @@ func (p *progressReader) Read(b []byte) (int, error) {
 func writeAnswer(w http.ResponseWriter, code int, a Answer) {
 	b := make([]byte, 0, 64+len(a.Key))
 	b = append(b, `{"status":`...)
-	b = jsonstr.Append(b, a.Status)
+	b = jsonstr.Append(b, string(a.Status))
 	if a.Key != "" {
 		b = append(b, `,"key":`...)
 		b = jsonstr.Append(b, a.Key)

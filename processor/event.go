@@ -130,7 +130,7 @@ func (ev *Event) claim() store.Claim {
 func (ev *Event) acceptedDelivery() store.Delivery {
 	return store.Delivery{
 		ReceiptID: envelope.StreamReceiptID(ev.StreamSeq), Key: ev.Key, ReceivedAt: ev.ReceivedAt,
-		Instance: ev.Instance, StatusCode: 200, Answer: "accepted", RetryHints: ev.RetryHints,
+		Instance: ev.Instance, StatusCode: 200, Answer: string(envelope.AnswerAccepted), RetryHints: ev.RetryHints,
 	}
 }
 

@@ -159,7 +159,7 @@ func (c Config) WithDefaults() Config {
 	c.Processor = c.Processor.WithDefaults()
 	c.Outbox = c.Outbox.WithDefaults(c.NATS.Stream.DuplicateWindow)
 	c.Retention = c.Retention.WithDefaults()
-	c.Integrations = integrationsWithDefaults(c.Integrations, c.Ingress.MaxBodyBytes)
+	c.Integrations = integrationsWithDefaults(c.Integrations, c.Ingress)
 	return c
 }
 

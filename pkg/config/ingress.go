@@ -24,7 +24,10 @@ type Ingress struct {
 	ReadTimeout       time.Duration `yaml:"read_timeout"`
 	WriteTimeout      time.Duration `yaml:"write_timeout"`
 	// MaxBodyBytes is the default body limit for integrations that set none.
-	// Defaults to DefaultMaxBodyBytes (1 MiB).
+	// Defaults to DefaultMaxBodyBytes (1 MiB); an integration that takes
+	// that default (neither it nor this sets one) is lowered by ingress to
+	// the NATS server's max_payload less ingress.HeaderAllowance (64 KiB)
+	// when it would not fit, as with a stock nats-server (max_payload 1 MB).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// MaxInflightBodyBytes caps the bytes of request bodies one ingress
 	// process holds at once; a request that does not fit is answered 503 +
@@ -51,6 +54,10 @@ type Ingress struct {
 	// (X-Forwarded-For style: the rightmost address that is not a trusted
 	// proxy). Defaults to "" (not read).
 	ClientIPHeader string `yaml:"client_ip_header"`
+
+	// maxBodyDefaulted says MaxBodyBytes was unset and took its default;
+	// integrations that set none inherit it (Integration.MaxBodyBytesDefaulted).
+	maxBodyDefaulted bool
 }
 
 // ClientRateLimit is a token bucket per client address (IPv6: per /64).
@@ -93,7 +100,9 @@ func (in Ingress) WithDefaults() Ingress {
 	setDefault(&in.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setDefault(&in.ReadTimeout, DefaultReadTimeout)
 	setDefault(&in.WriteTimeout, DefaultWriteTimeout)
-	setDefault(&in.MaxBodyBytes, DefaultMaxBodyBytes)
+	if in.MaxBodyBytes == 0 {
+		in.MaxBodyBytes, in.maxBodyDefaulted = DefaultMaxBodyBytes, true
+	}
 	setDefault(&in.MaxInflightBodyBytes, DefaultMaxInflightBodyBytes)
 	setDefault(&in.MaxConnections, DefaultMaxConnections)
 	setDefault(&in.MaxJSONDepth, DefaultMaxJSONDepth)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -76,5 +77,41 @@ ingress: {max_body_bytes: 2097152, max_inflight_body_bytes: 2097152}
 		if err == nil || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%s: %v, want an error naming %s", name, err, c.field)
 		}
+	}
+}
+
+// MaxBodyBytesDefaulted tells ingress which body limits nobody set: only
+// those may be sized to the NATS server. Loading defaults the config and
+// ingress.New defaults it again; the answer survives both.
+func TestMaxBodyBytesDefaulted(t *testing.T) {
+	const integration = `
+integrations:
+  - {name: a, provider: hmac, tenant: acme, secrets: [s], hmac: {header: X-Sig}, event_id: {field: id}%s}
+`
+	for _, tt := range []struct {
+		name, ingress, integration string
+		want                       bool
+	}{
+		{"nothing set", "", "", true},
+		{"the integration's set", "", ", max_body_bytes: 4096", false},
+		{"the integration's set to the default", "", ", max_body_bytes: 1048576", false},
+		{"ingress's set", "ingress: {max_body_bytes: 1048576}", "", false},
+	} {
+		cfg, err := Parse([]byte(tt.ingress+fmt.Sprintf(integration, tt.integration)), env(nil))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		again := cfg.WithDefaults()
+		for _, in := range []Integration{cfg.Integrations[0], again.Integrations[0]} {
+			if got := in.MaxBodyBytesDefaulted(); got != tt.want {
+				t.Errorf("%s: MaxBodyBytesDefaulted() = %v, want %v", tt.name, got, tt.want)
+			}
+		}
+	}
+	// A limit changed after loading is one somebody set.
+	cfg := Config{Integrations: []Integration{{Name: "a"}}}.WithDefaults()
+	cfg.Integrations[0].MaxBodyBytes = 2 << 20
+	if cfg.Integrations[0].MaxBodyBytesDefaulted() {
+		t.Error("a limit set after defaulting reads as defaulted")
 	}
 }

@@ -19,7 +19,9 @@ type Integration struct {
 	Tenant string `yaml:"tenant"`
 	// Account is the provider account scope of the dedup key. Optional.
 	Account string `yaml:"account"`
-	// MaxBodyBytes caps the body (413 above). Defaults to ingress.max_body_bytes.
+	// MaxBodyBytes caps the body (413 above). Defaults to
+	// ingress.max_body_bytes; when neither is set, to DefaultMaxBodyBytes or
+	// what fits the NATS server, whichever is less (see Ingress.MaxBodyBytes).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// RateLimit caps requests per ingress instance (429 + Retry-After above
 	// it). Defaults to no limit.
@@ -37,6 +39,18 @@ type Integration struct {
 	// Config is the signature scheme and its options. Tolerance defaults to
 	// provider.DefaultTolerance (5m).
 	provider.Config `yaml:",inline"`
+
+	// maxBodyDefaulted says neither this integration nor
+	// ingress.max_body_bytes set MaxBodyBytes (MaxBodyBytesDefaulted).
+	maxBodyDefaulted bool
+}
+
+// MaxBodyBytesDefaulted reports whether MaxBodyBytes is DefaultMaxBodyBytes
+// because neither the integration nor ingress.max_body_bytes set one:
+// ingress.New may then lower it to fit the NATS server's max_payload, while
+// a limit the file sets must fit or ingress refuses to start.
+func (in Integration) MaxBodyBytesDefaulted() bool {
+	return in.maxBodyDefaulted && in.MaxBodyBytes == DefaultMaxBodyBytes
 }
 
 // GuardsReplays reports whether the processor refuses, in this integration,
@@ -78,14 +92,16 @@ type RateLimit struct {
 // MaxAccountLength is the longest integrations[].account accepted.
 const MaxAccountLength = 128
 
-// WithDefaults returns in with every unset field at its default;
 // MaxBodyBytesLimit bounds every body limit: a webhook is no file upload,
 // and sizes past it would only overflow the reservations made for them.
 const MaxBodyBytesLimit = 1 << 30
 
-// maxBodyBytes is ingress.max_body_bytes (after its own default).
-func (in Integration) WithDefaults(maxBodyBytes int64) Integration {
-	setDefault(&in.MaxBodyBytes, maxBodyBytes)
+// WithDefaults returns in with every unset field at its default; ingress is
+// the defaulted ingress section, whose max_body_bytes is the body limit's.
+func (in Integration) WithDefaults(ingress Ingress) Integration {
+	if in.MaxBodyBytes == 0 {
+		in.MaxBodyBytes, in.maxBodyDefaulted = ingress.MaxBodyBytes, ingress.maxBodyDefaulted
+	}
 	setDefault(&in.Tolerance, provider.DefaultTolerance)
 	if in.RateLimit.PerSecond > 0 && in.RateLimit.Burst == 0 {
 		in.RateLimit.Burst = max(1, int(math.Ceil(in.RateLimit.PerSecond)))
@@ -123,14 +139,15 @@ func (in Integration) Validate(field string) error {
 	return p.err()
 }
 
-// integrationsWithDefaults returns a defaulted copy of list.
-func integrationsWithDefaults(list []Integration, maxBodyBytes int64) []Integration {
+// integrationsWithDefaults returns a defaulted copy of list; ingress is the
+// defaulted ingress section.
+func integrationsWithDefaults(list []Integration, ingress Ingress) []Integration {
 	if list == nil {
 		return nil
 	}
 	out := make([]Integration, len(list))
 	for i, in := range list {
-		out[i] = in.WithDefaults(maxBodyBytes)
+		out[i] = in.WithDefaults(ingress)
 	}
 	return out
 }

@@ -32,7 +32,7 @@ type Receipt struct {
 	ReceivedAt time.Time         `json:"received_at"`
 	Instance   string            `json:"instance"`
 	StatusCode int               `json:"status_code"`
-	Answer     string            `json:"answer"` // accepted, duplicate, unavailable
+	Answer     Answer            `json:"answer"` // accepted, duplicate, unavailable
 	RetryHints map[string]string `json:"retry_hints,omitempty"`
 }
 
@@ -116,7 +116,7 @@ func ParseReceipt(b []byte) (Receipt, error) {
 	for _, f := range []struct {
 		name, v string
 		max     int
-	}{{"id", r.ID, 128}, {"instance", r.Instance, 256}, {"answer", r.Answer, 64}} {
+	}{{"id", r.ID, 128}, {"instance", r.Instance, 256}, {"answer", string(r.Answer), 64}} {
 		if err := CheckText(f.name, f.v, f.max, false); err != nil {
 			return Receipt{}, fmt.Errorf("receipt: %w", err)
 		}

@@ -35,7 +35,7 @@ func FoldReceipts(ctx context.Context, tx pgx.Tx, rs []envelope.Receipt) (int, e
 	ds, keys := make([]Delivery, len(rs)), make([]string, len(rs))
 	for i, r := range rs {
 		ds[i] = Delivery{ReceiptID: r.ID, Key: r.Key, ReceivedAt: r.ReceivedAt, Instance: r.Instance,
-			StatusCode: r.StatusCode, Answer: r.Answer, RetryHints: r.RetryHints}
+			StatusCode: r.StatusCode, Answer: string(r.Answer), RetryHints: r.RetryHints}
 		keys[i] = r.Key.String()
 	}
 	args, err := deliveryArgs(ds)

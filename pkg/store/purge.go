@@ -98,7 +98,7 @@ func purgeSteps(c Cutoffs) []purgeStep {
 	// Receipts of deliveries the inbox never held (answered duplicate or
 	// unavailable: the accepted one is written with the claim); the rest
 	// of the history, and every execution, went with their inbox rows.
-	noInbox := `AND answer <> 'accepted' AND ` + notInInbox + ` AND $3::text IS NULL`
+	noInbox := `AND answer <> 'accepted' AND ` + notInInbox + ` AND $3::text IS NULL` // envelope.AnswerAccepted (answer_test.go)
 	steps = append(steps,
 		byTime("deliveries", "receipts of events not in the inbox", "receipt_id", "received_at", c.History, noInbox, nil),
 		byTime("conflicts", "conflicts", "id", "detected_at", c.Evidence, filter, arg),
@@ -416,7 +416,7 @@ var retentionTables = []struct {
 }{
 	{"inbox", "last_received_at", `status IN ('processed', 'stale') AND integration <> ALL($2)`, true, func(c Cutoffs) time.Time { return c.Inbox }},
 	{"body_hashes", "first_seen_at", `integration <> ALL($2)`, true, func(c Cutoffs) time.Time { return c.Inbox }},
-	{"deliveries", "received_at", `answer <> 'accepted' AND ` + notInInbox, false, func(c Cutoffs) time.Time { return c.History }},
+	{"deliveries", "received_at", `answer <> 'accepted' AND ` + notInInbox, false, func(c Cutoffs) time.Time { return c.History }}, // envelope.AnswerAccepted
 	{"conflicts", "detected_at", "", true, func(c Cutoffs) time.Time { return c.Evidence }},
 	{"rejected_messages", "rejected_at", "", true, func(c Cutoffs) time.Time { return c.Evidence }},
 	{"replays", "created_at", `state <> 'running'`, true, func(c Cutoffs) time.Time { return c.Evidence }},

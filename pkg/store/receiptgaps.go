@@ -16,6 +16,7 @@ import (
 // stored before until is settled, such an event's message was lost. It
 // returns how many events, and up to sample of their keys.
 func (s *Store) ReceiptsWithoutEvent(ctx context.Context, since, until time.Time, sample int) (int, []envelope.Key, error) {
+	// 'duplicate' is envelope.AnswerDuplicate (answer_test.go).
 	rows, err := s.pool.Query(ctx, `
 		SELECT d.integration, d.account, d.event_id, count(*) OVER ()
 		FROM intake.deliveries d
