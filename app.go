@@ -245,7 +245,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 			DuplicateWindow: cfg.NATS.Stream.DuplicateWindow, Metrics: o.Metrics, Log: a.log, TracerProvider: o.TracerProvider}); err != nil {
 			return nil, err
 		}
-		if err := a.outboxPartitions(startCtx); err != nil {
+		if err := a.relay.PreparePartitions(startCtx); err != nil {
 			return nil, err
 		}
 		a.purger = processor.NewPurger(processor.PurgerOptions{Store: a.st, Config: cfg, Metrics: o.Metrics, Log: a.log})
@@ -255,27 +255,6 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		}
 	}
 	return a, nil
-}
-
-// outboxPartitions makes the outbox's partitions for the coming days
-// before the processor's first insert: the migration made a week's, and a
-// processor started after a longer pause finds none for today. Failing to
-// (another processor's pass holding the lock, a role that may not create
-// tables) is a warning while the partitions made reach past the next hour
-// — the relay tries again every minute — and stops the start when they do
-// not: every outbox insert would fail.
-func (a *App) outboxPartitions(ctx context.Context) error {
-	now := time.Now()
-	_, err := a.st.AddOutboxPartitions(ctx, now)
-	if err == nil {
-		return nil
-	}
-	until, uerr := a.st.OutboxPartitionsUntil(ctx)
-	if uerr != nil || until.Before(now.Add(time.Hour)) {
-		return fmt.Errorf("outbox partitions end at %s: %w", until.Format(time.RFC3339), err)
-	}
-	a.log.Warn("outbox partitions: making the next days' failed", "err", err, "until", until)
-	return nil
 }
 
 // connectNATS dials NATS. A role started while its NATS server cannot be

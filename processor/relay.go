@@ -153,17 +153,51 @@ func (r *Relay) observeLag(ctx context.Context) {
 	r.metrics.OutboxLag.Set(age.Seconds())
 }
 
+// PreparePartitions makes the outbox's partitions for the coming days
+// before the processor's first insert: the migration made a week's, and a
+// processor started after a longer pause finds none for today. Failing to
+// (another processor's pass holding the lock, a role that may not create
+// tables) is a warning while the partitions made reach past the next hour
+// — Run tries again every minute — and an error when they do not: every
+// outbox insert would fail.
+func (r *Relay) PreparePartitions(ctx context.Context) error {
+	return r.preparePartitions(ctx, time.Now())
+}
+
+func (r *Relay) preparePartitions(ctx context.Context, now time.Time) error {
+	until, err := r.makePartitions(ctx, now)
+	if err == nil {
+		return nil
+	}
+	if until.Before(now.Add(time.Hour)) {
+		return fmt.Errorf("outbox partitions end at %s: %w", until.Format(time.RFC3339), err)
+	}
+	r.log.Warn("outbox partitions: making the next days' failed", "err", err, "until", until)
+	return nil
+}
+
+// makePartitions makes the outbox's daily partitions through
+// store.OutboxDaysAhead days after now, and returns the error of that and
+// where the partitions end (the zero time when that cannot be read; the
+// gauge of how far ahead they reach is set when it can).
+func (r *Relay) makePartitions(ctx context.Context, now time.Time) (time.Time, error) {
+	_, err := r.store.AddOutboxPartitions(ctx, now)
+	until, uerr := r.store.OutboxPartitionsUntil(ctx)
+	if uerr != nil {
+		return time.Time{}, err
+	}
+	r.metrics.OutboxPartitionsAhead.Set(until.Sub(now).Seconds())
+	return until, err
+}
+
 // clean keeps the outbox's daily partitions: made OutboxDaysAhead days
 // ahead, and dropped a day at a time once every row in one is older than
 // the retention and none is pending (store.DropOutboxPartitions). Every
 // processor's relay runs it; the database serialises them.
 func (r *Relay) clean(ctx context.Context) {
 	now := time.Now()
-	if _, err := r.store.AddOutboxPartitions(ctx, now); err != nil && ctx.Err() == nil {
-		r.log.Warn("outbox partitions: making the next days' failed", "err", err)
-	}
-	if until, err := r.store.OutboxPartitionsUntil(ctx); err == nil {
-		r.metrics.OutboxPartitionsAhead.Set(until.Sub(now).Seconds())
+	if until, err := r.makePartitions(ctx, now); err != nil && ctx.Err() == nil {
+		r.log.Warn("outbox partitions: making the next days' failed", "err", err, "until", until)
 	}
 	if r.cfg.Retention <= 0 {
 		return
