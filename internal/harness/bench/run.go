@@ -105,45 +105,12 @@ const benchSecret = "whsec_YmVuY2gtc2VjcmV0LW5vdC1hLWRlZmF1bHQ="
 
 // Run measures everything and returns the report.
 func Run(ctx context.Context, c Config) (*Report, error) {
-	if c.Duration == 0 {
-		c.Duration = 10 * time.Second
-		if c.Quick {
-			c.Duration = 3 * time.Second
-		}
-	}
-	if c.Connections == 0 {
-		c.Connections = 64
-	}
-	if len(c.Payloads) == 0 {
-		c.Payloads = []int{1024, 16384}
-		if c.Quick {
-			c.Payloads = []int{1024}
-		}
-	}
-	if c.Binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		c.Binary = exe
-	}
-	if c.Log == nil {
-		c.Log = slog.New(slog.DiscardHandler)
-	}
-	if err := checkProcessors(c.Processors); err != nil {
+	c, err := c.withDefaults()
+	if err != nil {
 		return nil, err
 	}
-	modes := 0
-	for _, on := range []bool{len(c.Processors) > 0, c.Durability, c.Replication, c.Prefill > 0} {
-		if on {
-			modes++
-		}
-	}
-	if modes > 1 {
-		return nil, errors.New("bench: processor counts, durability, replication and prefill are separate runs: choose one")
-	}
-	if c.Prefill < 0 {
-		return nil, errors.New("bench: --prefill must be positive")
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
 	rep := &Report{Started: time.Now(), Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
 		Config: fmt.Sprintf("%s per stage, %d connections, payloads %v", c.Duration, c.Connections, c.Payloads)}
@@ -162,74 +129,132 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 			run, what = runReplication, "replication"
 		}
 		rep.Config += ", " + what + " comparison"
-		for _, size := range c.Payloads {
-			if err := run(ctx, c, rep, dir, size); err != nil {
-				return rep, fmt.Errorf("payload %d: %w", size, err)
-			}
-		}
-		rep.Duration = time.Since(rep.Started).Round(time.Second).String()
-		return rep, nil
+		return eachPayload(rep, c.Payloads, func(size int) error { return run(ctx, c, rep, dir, size) })
 	}
-	c.Log.Info("starting private Postgres (fsync on)", "dir", dir)
-	pgOpts := pgcluster.Options{Dir: filepath.Join(dir, "pg")}
-	if c.ProfileDir != "" {
-		if err := os.MkdirAll(c.ProfileDir, 0o755); err != nil {
-			return nil, fmt.Errorf("profile dir: %w", err)
-		}
-		// Postgres's side of the processor drain, by statement.
-		pgOpts.Settings = []string{"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all"}
-	}
-	pg, err := pgcluster.Start(ctx, pgOpts)
+	pg, stopPG, err := c.startPostgres(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		_ = pg.Stop(sctx)
-	}()
+	defer stopPG()
 
 	if c.Prefill > 0 {
 		rep.Config += fmt.Sprintf(", %d events' rows pre-filled", c.Prefill)
-		for _, size := range c.Payloads {
-			if err := runPrefill(ctx, c, rep, dir, pg, size); err != nil {
-				return rep, fmt.Errorf("payload %d: %w", size, err)
-			}
-		}
-		rep.Duration = time.Since(rep.Started).Round(time.Second).String()
-		return rep, nil
+		return eachPayload(rep, c.Payloads, func(size int) error { return runPrefill(ctx, c, rep, dir, pg, size) })
 	}
 	if len(c.Processors) > 0 {
 		rep.Config += fmt.Sprintf(", processor counts %v", c.Processors)
-		for _, size := range c.Payloads {
-			if err := runProcessors(ctx, c, rep, dir, pg, size); err != nil {
-				return rep, fmt.Errorf("payload %d: %w", size, err)
-			}
+		return eachPayload(rep, c.Payloads, func(size int) error { return runProcessors(ctx, c, rep, dir, pg, size) })
+	}
+	bareAddr, stopBare, err := c.startBare(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer stopBare()
+	return eachPayload(rep, c.Payloads, func(size int) error { return runPayload(ctx, c, rep, dir, pg, bareAddr, size) })
+}
+
+// withDefaults fills in what c leaves unset.
+func (c Config) withDefaults() (Config, error) {
+	if c.Duration == 0 {
+		c.Duration = 10 * time.Second
+		if c.Quick {
+			c.Duration = 3 * time.Second
 		}
-		rep.Duration = time.Since(rep.Started).Round(time.Second).String()
-		return rep, nil
 	}
+	if c.Connections == 0 {
+		c.Connections = 64
+	}
+	if len(c.Payloads) == 0 {
+		c.Payloads = []int{1024, 16384}
+		if c.Quick {
+			c.Payloads = []int{1024}
+		}
+	}
+	if c.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return c, err
+		}
+		c.Binary = exe
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
 
-	bareAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
+// validate refuses bad processor counts, a negative prefill, and more than
+// one of the runs that replace the stages.
+func (c Config) validate() error {
+	if err := checkProcessors(c.Processors); err != nil {
+		return err
 	}
-	bare, err := startChild("bare-http", c.Binary, filepath.Join(dir, "bare.log"), nil, "bench", "bare-http", "--addr", bareAddr)
-	if err != nil {
-		return nil, err
+	modes := 0
+	for _, on := range []bool{len(c.Processors) > 0, c.Durability, c.Replication, c.Prefill > 0} {
+		if on {
+			modes++
+		}
 	}
-	defer bare.stop()
-	if err := bare.waitReady(ctx, "http://"+bareAddr+"/"); err != nil {
-		return nil, err
+	if modes > 1 {
+		return errors.New("bench: processor counts, durability, replication and prefill are separate runs: choose one")
 	}
+	if c.Prefill < 0 {
+		return errors.New("bench: --prefill must be positive")
+	}
+	return nil
+}
 
-	for _, size := range c.Payloads {
-		if err := runPayload(ctx, c, rep, dir, pg, bareAddr, size); err != nil {
+// eachPayload runs one payload size after another, then says how long the
+// whole run took. On an error the report keeps what was measured so far.
+func eachPayload(rep *Report, sizes []int, run func(size int) error) (*Report, error) {
+	for _, size := range sizes {
+		if err := run(size); err != nil {
 			return rep, fmt.Errorf("payload %d: %w", size, err)
 		}
 	}
 	rep.Duration = time.Since(rep.Started).Round(time.Second).String()
 	return rep, nil
+}
+
+// startPostgres starts the private Postgres cluster every stage shares,
+// with pg_stat_statements when profiling (ProfileDir, created here).
+func (c Config) startPostgres(ctx context.Context, dir string) (pg *pgcluster.Cluster, stop func(), err error) {
+	c.Log.Info("starting private Postgres (fsync on)", "dir", dir)
+	pgOpts := pgcluster.Options{Dir: filepath.Join(dir, "pg")}
+	if c.ProfileDir != "" {
+		if err := os.MkdirAll(c.ProfileDir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("profile dir: %w", err)
+		}
+		// Postgres's side of the processor drain, by statement.
+		pgOpts.Settings = []string{"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all"}
+	}
+	pg, err = pgcluster.Start(ctx, pgOpts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pg, func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = pg.Stop(sctx)
+	}, nil
+}
+
+// startBare starts reference (a), the bare HTTP server, as its own
+// process, and returns its address once it answers.
+func (c Config) startBare(ctx context.Context, dir string) (addr string, stop func(), err error) {
+	addr, err = freeAddr()
+	if err != nil {
+		return "", nil, err
+	}
+	bare, err := startChild("bare-http", c.Binary, filepath.Join(dir, "bare.log"), nil, "bench", "bare-http", "--addr", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := bare.waitReady(ctx, "http://"+addr+"/"); err != nil {
+		bare.stop()
+		return "", nil, err
+	}
+	return addr, bare.stop, nil
 }
 
 // runPayload measures every stage for one payload size, in a fresh NATS
