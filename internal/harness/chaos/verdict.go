@@ -271,12 +271,29 @@ func (h *harness) collect(ctx context.Context) (*evidence, error) {
 	ev := &evidence{
 		effects: map[string][]effectRow{}, inbox: map[string]inboxRow{}, conflicts: map[string][]conflictRow{},
 		objVersions: map[string]int64{}, out: map[string]map[string]int{}, in: map[string]map[string]int{},
+		redriven: map[string]bool{},
 	}
-	ours := func(key envelope.Key) bool { return key.Integration == integration && key.Account == account }
+	for _, read := range []func(context.Context, *evidence) error{
+		h.readEffects, h.readInbox, h.readRedriven, h.readConflicts, h.readObjectVersions,
+	} {
+		if err := read(ctx, ev); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.readStreamsRetrying(ctx, ev); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
 
+// ourKey reports whether key is one of the run's events.
+func ourKey(key envelope.Key) bool { return key.Integration == integration && key.Account == account }
+
+// readEffects reads the business table, in commit order.
+func (h *harness) readEffects(ctx context.Context, ev *evidence) error {
 	rows, err := h.db.Query(ctx, `SELECT id, key, payload_sha256, object_version FROM chaos.effects ORDER BY id`)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: read effects: %w", err)
+		return fmt.Errorf("chaos: read effects: %w", err)
 	}
 	var id int64
 	var key string
@@ -284,63 +301,80 @@ func (h *harness) collect(ctx context.Context) (*evidence, error) {
 	if _, err := pgx.ForEachRow(rows, []any{&id, &key, &r.sha, &r.version}, func() error {
 		r.id = id
 		k, ok := envelope.ParseKey(key)
-		if !ok || !ours(k) {
+		if !ok || !ourKey(k) {
 			ev.foreignEffects = append(ev.foreignEffects, key)
 			return nil
 		}
 		ev.effects[k.EventID] = append(ev.effects[k.EventID], r)
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("chaos: read effects: %w", err)
+		return fmt.Errorf("chaos: read effects: %w", err)
 	}
+	return nil
+}
 
-	rows, err = h.db.Query(ctx, `SELECT integration, account, event_id, status, payload_sha256, processed_at FROM intake.inbox`)
+// readInbox reads intake.inbox.
+func (h *harness) readInbox(ctx context.Context, ev *evidence) error {
+	rows, err := h.db.Query(ctx, `SELECT integration, account, event_id, status, payload_sha256, processed_at FROM intake.inbox`)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: read inbox: %w", err)
+		return fmt.Errorf("chaos: read inbox: %w", err)
 	}
 	var k envelope.Key
 	var in inboxRow
 	if _, err := pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID, &in.status, &in.sha, &in.processedAt}, func() error {
-		if !ours(k) {
+		if !ourKey(k) {
 			ev.foreignInbox = append(ev.foreignInbox, k.String())
 			return nil
 		}
 		ev.inbox[k.EventID] = in
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("chaos: read inbox: %w", err)
+		return fmt.Errorf("chaos: read inbox: %w", err)
 	}
+	return nil
+}
 
-	ev.redriven = map[string]bool{}
-	rows, err = h.db.Query(ctx, `SELECT i.integration, i.account, i.event_id FROM intake.replay_items i
+// readRedriven reads which events a re-drive replay covered.
+func (h *harness) readRedriven(ctx context.Context, ev *evidence) error {
+	rows, err := h.db.Query(ctx, `SELECT i.integration, i.account, i.event_id FROM intake.replay_items i
 		JOIN intake.replays r ON r.id = i.replay_id WHERE r.requested_by = 'redrive'`)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: read re-driven events: %w", err)
+		return fmt.Errorf("chaos: read re-driven events: %w", err)
 	}
+	var k envelope.Key
 	if _, err := pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID}, func() error {
-		if ours(k) {
+		if ourKey(k) {
 			ev.redriven[k.EventID] = true
 		}
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("chaos: read re-driven events: %w", err)
+		return fmt.Errorf("chaos: read re-driven events: %w", err)
 	}
+	return nil
+}
 
-	rows, err = h.db.Query(ctx, `SELECT integration, account, event_id, original_sha256, conflicting_sha256 FROM intake.conflicts`)
+// readConflicts reads intake.conflicts.
+func (h *harness) readConflicts(ctx context.Context, ev *evidence) error {
+	rows, err := h.db.Query(ctx, `SELECT integration, account, event_id, original_sha256, conflicting_sha256 FROM intake.conflicts`)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: read conflicts: %w", err)
+		return fmt.Errorf("chaos: read conflicts: %w", err)
 	}
+	var k envelope.Key
 	var c conflictRow
 	if _, err := pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID, &c.original, &c.conflicting}, func() error {
 		ev.conflicts[k.EventID] = append(ev.conflicts[k.EventID], c)
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("chaos: read conflicts: %w", err)
+		return fmt.Errorf("chaos: read conflicts: %w", err)
 	}
+	return nil
+}
 
-	rows, err = h.db.Query(ctx, `SELECT object_id, version FROM intake.object_versions WHERE integration = $1`, integration)
+// readObjectVersions reads the ordering guard's stored versions.
+func (h *harness) readObjectVersions(ctx context.Context, ev *evidence) error {
+	rows, err := h.db.Query(ctx, `SELECT object_id, version FROM intake.object_versions WHERE integration = $1`, integration)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: read object versions: %w", err)
+		return fmt.Errorf("chaos: read object versions: %w", err)
 	}
 	var obj string
 	var ver int64
@@ -348,24 +382,28 @@ func (h *harness) collect(ctx context.Context) (*evidence, error) {
 		ev.objVersions[obj] = ver
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("chaos: read object versions: %w", err)
+		return fmt.Errorf("chaos: read object versions: %w", err)
 	}
+	return nil
+}
 
-	// A cluster may still be electing a leader after the last fault: try
-	// the streams again rather than give up on the verdict.
-	var err2 error
+// readStreamsRetrying tries readStreams up to 5 times, 2s apart: a cluster
+// may still be electing a leader after the last fault, and the verdict
+// should not give up on that.
+func (h *harness) readStreamsRetrying(ctx context.Context, ev *evidence) error {
+	var err error
 	for attempt := range 5 {
-		if err2 = h.readStreams(ctx, ev); err2 == nil {
-			return ev, nil
+		if err = h.readStreams(ctx, ev); err == nil {
+			return nil
 		}
-		h.logf("reading the streams (attempt %d): %v", attempt+1, err2)
+		h.logf("reading the streams (attempt %d): %v", attempt+1, err)
 		select {
 		case <-ctx.Done():
-			return nil, err2
+			return err
 		case <-time.After(2 * time.Second):
 		}
 	}
-	return nil, err2
+	return err
 }
 
 // readStreams reads INTAKE_OUT (copies per event and outbox message id) and
