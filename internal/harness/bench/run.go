@@ -105,45 +105,12 @@ const benchSecret = "whsec_YmVuY2gtc2VjcmV0LW5vdC1hLWRlZmF1bHQ="
 
 // Run measures everything and returns the report.
 func Run(ctx context.Context, c Config) (*Report, error) {
-	if c.Duration == 0 {
-		c.Duration = 10 * time.Second
-		if c.Quick {
-			c.Duration = 3 * time.Second
-		}
-	}
-	if c.Connections == 0 {
-		c.Connections = 64
-	}
-	if len(c.Payloads) == 0 {
-		c.Payloads = []int{1024, 16384}
-		if c.Quick {
-			c.Payloads = []int{1024}
-		}
-	}
-	if c.Binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		c.Binary = exe
-	}
-	if c.Log == nil {
-		c.Log = slog.New(slog.DiscardHandler)
-	}
-	if err := checkProcessors(c.Processors); err != nil {
+	c, err := c.withDefaults()
+	if err != nil {
 		return nil, err
 	}
-	modes := 0
-	for _, on := range []bool{len(c.Processors) > 0, c.Durability, c.Replication, c.Prefill > 0} {
-		if on {
-			modes++
-		}
-	}
-	if modes > 1 {
-		return nil, errors.New("bench: processor counts, durability, replication and prefill are separate runs: choose one")
-	}
-	if c.Prefill < 0 {
-		return nil, errors.New("bench: --prefill must be positive")
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
 	rep := &Report{Started: time.Now(), Machine: fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
 		Config: fmt.Sprintf("%s per stage, %d connections, payloads %v", c.Duration, c.Connections, c.Payloads)}
@@ -162,69 +129,86 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 			run, what = runReplication, "replication"
 		}
 		rep.Config += ", " + what + " comparison"
-		for _, size := range c.Payloads {
-			if err := run(ctx, c, rep, dir, size); err != nil {
-				return rep, fmt.Errorf("payload %d: %w", size, err)
-			}
-		}
-		rep.Duration = time.Since(rep.Started).Round(time.Second).String()
-		return rep, nil
+		return eachPayload(rep, c.Payloads, func(size int) error { return run(ctx, c, rep, dir, size) })
 	}
-	c.Log.Info("starting private Postgres (fsync on)", "dir", dir)
-	pgOpts := pgcluster.Options{Dir: filepath.Join(dir, "pg")}
-	if c.ProfileDir != "" {
-		if err := os.MkdirAll(c.ProfileDir, 0o755); err != nil {
-			return nil, fmt.Errorf("profile dir: %w", err)
-		}
-		// Postgres's side of the processor drain, by statement.
-		pgOpts.Settings = []string{"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all"}
-	}
-	pg, err := pgcluster.Start(ctx, pgOpts)
+	pg, stopPG, err := c.startPostgres(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		_ = pg.Stop(sctx)
-	}()
+	defer stopPG()
 
 	if c.Prefill > 0 {
 		rep.Config += fmt.Sprintf(", %d events' rows pre-filled", c.Prefill)
-		for _, size := range c.Payloads {
-			if err := runPrefill(ctx, c, rep, dir, pg, size); err != nil {
-				return rep, fmt.Errorf("payload %d: %w", size, err)
-			}
-		}
-		rep.Duration = time.Since(rep.Started).Round(time.Second).String()
-		return rep, nil
+		return eachPayload(rep, c.Payloads, func(size int) error { return runPrefill(ctx, c, rep, dir, pg, size) })
 	}
 	if len(c.Processors) > 0 {
 		rep.Config += fmt.Sprintf(", processor counts %v", c.Processors)
-		for _, size := range c.Payloads {
-			if err := runProcessors(ctx, c, rep, dir, pg, size); err != nil {
-				return rep, fmt.Errorf("payload %d: %w", size, err)
-			}
+		return eachPayload(rep, c.Payloads, func(size int) error { return runProcessors(ctx, c, rep, dir, pg, size) })
+	}
+	bareAddr, stopBare, err := c.startBare(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer stopBare()
+	return eachPayload(rep, c.Payloads, func(size int) error { return runPayload(ctx, c, rep, dir, pg, bareAddr, size) })
+}
+
+// withDefaults fills in what c leaves unset.
+func (c Config) withDefaults() (Config, error) {
+	if c.Duration == 0 {
+		c.Duration = 10 * time.Second
+		if c.Quick {
+			c.Duration = 3 * time.Second
 		}
-		rep.Duration = time.Since(rep.Started).Round(time.Second).String()
-		return rep, nil
 	}
+	if c.Connections == 0 {
+		c.Connections = 64
+	}
+	if len(c.Payloads) == 0 {
+		c.Payloads = []int{1024, 16384}
+		if c.Quick {
+			c.Payloads = []int{1024}
+		}
+	}
+	if c.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return c, err
+		}
+		c.Binary = exe
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
 
-	bareAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
+// validate refuses bad processor counts, a negative prefill, and more than
+// one of the runs that replace the stages.
+func (c Config) validate() error {
+	if err := checkProcessors(c.Processors); err != nil {
+		return err
 	}
-	bare, err := startChild("bare-http", c.Binary, filepath.Join(dir, "bare.log"), nil, "bench", "bare-http", "--addr", bareAddr)
-	if err != nil {
-		return nil, err
+	modes := 0
+	for _, on := range []bool{len(c.Processors) > 0, c.Durability, c.Replication, c.Prefill > 0} {
+		if on {
+			modes++
+		}
 	}
-	defer bare.stop()
-	if err := bare.waitReady(ctx, "http://"+bareAddr+"/"); err != nil {
-		return nil, err
+	if modes > 1 {
+		return errors.New("bench: processor counts, durability, replication and prefill are separate runs: choose one")
 	}
+	if c.Prefill < 0 {
+		return errors.New("bench: --prefill must be positive")
+	}
+	return nil
+}
 
-	for _, size := range c.Payloads {
-		if err := runPayload(ctx, c, rep, dir, pg, bareAddr, size); err != nil {
+// eachPayload runs one payload size after another, then says how long the
+// whole run took. On an error the report keeps what was measured so far.
+func eachPayload(rep *Report, sizes []int, run func(size int) error) (*Report, error) {
+	for _, size := range sizes {
+		if err := run(size); err != nil {
 			return rep, fmt.Errorf("payload %d: %w", size, err)
 		}
 	}
@@ -232,235 +216,375 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	return rep, nil
 }
 
+// startPostgres starts the private Postgres cluster every stage shares,
+// with pg_stat_statements when profiling (ProfileDir, created here).
+func (c Config) startPostgres(ctx context.Context, dir string) (pg *pgcluster.Cluster, stop func(), err error) {
+	c.Log.Info("starting private Postgres (fsync on)", "dir", dir)
+	pgOpts := pgcluster.Options{Dir: filepath.Join(dir, "pg")}
+	if c.ProfileDir != "" {
+		if err := os.MkdirAll(c.ProfileDir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("profile dir: %w", err)
+		}
+		// Postgres's side of the processor drain, by statement.
+		pgOpts.Settings = []string{"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all"}
+	}
+	pg, err = pgcluster.Start(ctx, pgOpts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pg, func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = pg.Stop(sctx)
+	}, nil
+}
+
+// startBare starts reference (a), the bare HTTP server, as its own
+// process, and returns its address once it answers.
+func (c Config) startBare(ctx context.Context, dir string) (addr string, stop func(), err error) {
+	addr, err = freeAddr()
+	if err != nil {
+		return "", nil, err
+	}
+	bare, err := startChild("bare-http", c.Binary, filepath.Join(dir, "bare.log"), nil, "bench", "bare-http", "--addr", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := bare.waitReady(ctx, "http://"+addr+"/"); err != nil {
+		bare.stop()
+		return "", nil, err
+	}
+	return addr, bare.stop, nil
+}
+
 // runPayload measures every stage for one payload size, in a fresh NATS
 // store and database.
 func runPayload(ctx context.Context, c Config, rep *Report, dir string, pg *pgcluster.Cluster, bareAddr string, size int) error {
-	log := c.Log.With("payload", size)
-	natsAddr, err := freeAddr()
-	if err != nil {
+	p := newPayloadRun(c, rep, dir, size)
+	defer p.stop()
+	if err := p.start(ctx, pg); err != nil {
 		return err
 	}
-	emb, err := natsserver.Run(natsserver.Config{Addr: natsAddr, StoreDir: filepath.Join(dir, fmt.Sprintf("nats-%d", size))})
-	if err != nil {
+	if err := p.saturate(ctx, bareAddr); err != nil {
 		return err
 	}
-	defer emb.Shutdown()
-	nc, err := nats.Connect(emb.ClientURL())
-	if err != nil {
+	if err := p.rawPublish(ctx); err != nil {
 		return err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
+	// (c) and (d): the processor's Postgres writes without JetStream, half
+	// of each before the processor and half after it (pgRefsAfter), so that
+	// a host slowing down or speeding up in between moves both sides of the
+	// processor's ratios alike.
+	if err := pgRefs(ctx, p.log, p.st, p.body, c.Duration/2, 0, &p.batched, &p.single); err != nil {
 		return err
 	}
+	refsAt := len(rep.Figures) // their figures go here, with the other references
+	if err := p.drain(ctx, pg); err != nil {
+		return err
+	}
+	if err := p.halfLoad(ctx); err != nil {
+		return err
+	}
+	if err := p.pgRefsAfter(ctx, refsAt); err != nil {
+		return err
+	}
+	p.ratios()
+	return nil
+}
 
-	db := fmt.Sprintf("bench_%d_%d", size, time.Now().UnixNano())
-	if err := createDB(ctx, pg.URL("postgres"), db); err != nil {
-		return err
+// payloadRun is one payload size's measurement: its private NATS server
+// and database, the roles under test, and what each stage measured for the
+// ratios.
+type payloadRun struct {
+	c       Config
+	rep     *Report
+	log     *slog.Logger
+	dir     string
+	size    int
+	signing provider.Config
+	client  *http.Client
+	body    []byte   // one event's body, for (b), (c) and (d)
+	undo    []func() // what start and the stages started, stopped last first
+
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	st      *store.Store
+	cfgPath string
+	url     string // ingress's webhook URL
+	proc    *child
+
+	bare, sat       loadResult // bare HTTP and ingress, saturated side by side
+	satRSS          float64    // ingress's peak RSS after saturation
+	syncRate        float64    // (b) raw JetStream publish, sync and async
+	asyncRate       float64
+	batched, single pgRate // (c) and (d), both halves
+	procRate        float64
+	half, e2e       loadResult // ingress at half load, and end to end
+}
+
+// newPayloadRun prepares a run; start sets up what it measures against.
+func newPayloadRun(c Config, rep *Report, dir string, size int) *payloadRun {
+	signing := provider.Config{Provider: "standard", Secrets: []string{benchSecret}}
+	return &payloadRun{c: c, rep: rep, log: c.Log.With("payload", size), dir: dir, size: size,
+		signing: signing, client: newClient(c.Connections),
+		body: newRequests("", signing, size, "raw").body("raw")}
+}
+
+// stop stops everything the run started, last first.
+func (p *payloadRun) stop() {
+	for i := len(p.undo) - 1; i >= 0; i-- {
+		p.undo[i]()
 	}
-	dbURL := pg.URL(db)
-	if err := store.Migrate(ctx, dbURL, nil); err != nil {
-		return err
-	}
-	st, err := store.Open(ctx, dbURL, 16)
+}
+
+// start sets up the run's NATS server (with Intake's streams), its
+// database and the config file the roles read.
+func (p *payloadRun) start(ctx context.Context, pg *pgcluster.Cluster) error {
+	natsURL, err := p.startNATS()
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-
-	cfgPath := filepath.Join(dir, fmt.Sprintf("intake-%d.yaml", size))
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`nats: {url: %q}
+	dbURL, err := p.openDB(ctx, pg)
+	if err != nil {
+		return err
+	}
+	p.cfgPath = filepath.Join(p.dir, fmt.Sprintf("intake-%d.yaml", p.size))
+	if err := os.WriteFile(p.cfgPath, []byte(fmt.Sprintf(`nats: {url: %q}
 postgres: {url: %q}
 debug: {pprof: true}
 integrations:
   - {name: bench, provider: standard, tenant: bench, account: a, secrets: [%q], max_body_bytes: 1048576}
-`, emb.ClientURL(), dbURL, benchSecret)), 0o600); err != nil {
+`, natsURL, dbURL, benchSecret)), 0o600); err != nil {
 		return err
 	}
 	// The roles only check the streams: create them as `intake migrate` does.
-	if err := stream.Ensure(ctx, js, config.Stream{}.WithDefaults()); err != nil {
-		return err
-	}
-	signing := provider.Config{Provider: "standard", Secrets: []string{benchSecret}}
-	client := newClient(c.Connections)
-	add := func(f Figure) {
-		rep.Figures = append(rep.Figures, f)
-		log.Info("measured", "stage", f.Stage, "per_second", int(f.Rate), "p99_ms", f.P99Ms)
-	}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return stream.Ensure(ctx, p.js, config.Stream{}.WithDefaults())
+}
 
-	// Intake ingress, as its own process, and (a) bare HTTP: saturated in
-	// turn, side by side, with the same generator and requests.
-	ingAddr, err := freeAddr()
+// startNATS starts an embedded nats-server with a store of its own and
+// connects to it.
+func (p *payloadRun) startNATS() (url string, err error) {
+	natsAddr, err := freeAddr()
+	if err != nil {
+		return "", err
+	}
+	emb, err := natsserver.Run(natsserver.Config{Addr: natsAddr, StoreDir: filepath.Join(p.dir, fmt.Sprintf("nats-%d", p.size))})
+	if err != nil {
+		return "", err
+	}
+	p.undo = append(p.undo, emb.Shutdown)
+	if p.nc, err = nats.Connect(emb.ClientURL()); err != nil {
+		return "", err
+	}
+	p.undo = append(p.undo, p.nc.Close)
+	if p.js, err = jetstream.New(p.nc); err != nil {
+		return "", err
+	}
+	return emb.ClientURL(), nil
+}
+
+// openDB creates and migrates a database of the run's own and opens it.
+func (p *payloadRun) openDB(ctx context.Context, pg *pgcluster.Cluster) (url string, err error) {
+	db := fmt.Sprintf("bench_%d_%d", p.size, time.Now().UnixNano())
+	if err := createDB(ctx, pg.URL("postgres"), db); err != nil {
+		return "", err
+	}
+	dbURL := pg.URL(db)
+	if err := store.Migrate(ctx, dbURL, nil); err != nil {
+		return "", err
+	}
+	if p.st, err = store.Open(ctx, dbURL, 16); err != nil {
+		return "", err
+	}
+	p.undo = append(p.undo, p.st.Close)
+	return dbURL, nil
+}
+
+// startRole starts `intake role` as its own process, stopped with the run,
+// and waits until it answers on ready; base is its HTTP address.
+func (p *payloadRun) startRole(ctx context.Context, role, ready string) (ch *child, base string, err error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	ch, err = startChild(role, p.c.Binary, filepath.Join(p.dir, fmt.Sprintf("%s-%d.log", role, p.size)), nil,
+		role, "--config", p.cfgPath, "--http-addr", addr, "--log-level", "error")
+	if err != nil {
+		return nil, "", err
+	}
+	p.undo = append(p.undo, ch.stop)
+	base = "http://" + addr
+	if err := ch.waitReady(ctx, base+ready); err != nil {
+		return nil, "", err
+	}
+	return ch, base, nil
+}
+
+// add records a figure and logs it.
+func (p *payloadRun) add(f Figure) {
+	p.rep.Figures = append(p.rep.Figures, f)
+	p.log.Info("measured", "stage", f.Stage, "per_second", int(f.Rate), "p99_ms", f.P99Ms)
+}
+
+// millis is d in milliseconds, to the microsecond.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// saturate runs Intake ingress, as its own process, and (a) bare HTTP:
+// saturated in turn, side by side, with the same generator and requests.
+func (p *payloadRun) saturate(ctx context.Context, bareAddr string) error {
+	ing, base, err := p.startRole(ctx, "ingress", "/readyz")
 	if err != nil {
 		return err
 	}
-	ing, err := startChild("ingress", c.Binary, filepath.Join(dir, fmt.Sprintf("ingress-%d.log", size)), nil,
-		"ingress", "--config", cfgPath, "--http-addr", ingAddr, "--log-level", "error")
-	if err != nil {
-		return err
-	}
-	defer ing.stop()
-	if err := ing.waitReady(ctx, "http://"+ingAddr+"/readyz"); err != nil {
-		return err
-	}
-	url := "http://" + ingAddr + "/webhooks/bench"
-	nSlices := min(max(int(c.Duration/time.Second), 1), 5)
-	ingProfile := c.profile("http://"+ingAddr, 2*c.Duration, fmt.Sprintf("ingress-%d.pprof", size))
-	bareRes, satRes, err := sideBySide(ctx, client,
+	p.url = base + "/webhooks/bench"
+	nSlices := min(max(int(p.c.Duration/time.Second), 1), 5)
+	ingProfile := p.c.profile(base, 2*p.c.Duration, fmt.Sprintf("ingress-%d.pprof", p.size))
+	p.bare, p.sat, err = sideBySide(ctx, p.client,
 		func(i int) *requests {
-			return newRequests("http://"+bareAddr+"/", signing, size, fmt.Sprintf("bare%d", i))
+			return newRequests("http://"+bareAddr+"/", p.signing, p.size, fmt.Sprintf("bare%d", i))
 		},
-		func(i int) *requests { return newRequests(url, signing, size, fmt.Sprintf("sat%d", i)) },
-		c.Connections, c.Duration, nSlices)
+		func(i int) *requests { return newRequests(p.url, p.signing, p.size, fmt.Sprintf("sat%d", i)) },
+		p.c.Connections, p.c.Duration, nSlices)
 	ingProfile()
 	if err != nil {
 		return err
 	}
-	if satRes.Failed > 0 {
-		log.Warn("ingress answered non-200", "failed", satRes.Failed)
+	if p.sat.Failed > 0 {
+		p.log.Warn("ingress answered non-200", "failed", p.sat.Failed)
 	}
-	satRSS := ing.peakRSS() // now: later stages (more connections) raise the high-water mark
-	add(Figure{Stage: "bare HTTP (reference a)", Payload: size, Rate: bareRes.rate(), P50Ms: ms(bareRes.pct(.5)), P99Ms: ms(bareRes.pct(.99)),
+	p.satRSS = ing.peakRSS() // now: later stages (more connections) raise the high-water mark
+	p.add(Figure{Stage: "bare HTTP (reference a)", Payload: p.size, Rate: p.bare.rate(), P50Ms: millis(p.bare.pct(.5)), P99Ms: millis(p.bare.pct(.99)),
 		Note: fmt.Sprintf("in %d slices, alternating with ingress", nSlices)})
-	add(Figure{Stage: "intake ingress, saturation", Payload: size, Rate: satRes.rate(), P50Ms: ms(satRes.pct(.5)), P99Ms: ms(satRes.pct(.99)), RSSMB: satRSS,
+	p.add(Figure{Stage: "intake ingress, saturation", Payload: p.size, Rate: p.sat.rate(), P50Ms: millis(p.sat.pct(.5)), P99Ms: millis(p.sat.pct(.99)), RSSMB: p.satRSS,
 		Note: "verify signature + PubAck before 200"})
+	return nil
+}
 
-	// (b) raw JetStream publish.
-	subj, err := rawStream(ctx, js, size)
+// rawPublish measures (b), raw JetStream publish, sync and async.
+func (p *payloadRun) rawPublish(ctx context.Context) error {
+	subj, err := rawStream(ctx, p.js, p.size)
 	if err != nil {
 		return err
 	}
-	body := newRequests("", signing, size, "raw").body("raw")
-	syncRate, err := publishSync(ctx, js, subj, body, c.Connections, c.Duration)
-	if err != nil {
+	if p.syncRate, err = publishSync(ctx, p.js, subj, p.body, p.c.Connections, p.c.Duration); err != nil {
 		return err
 	}
-	add(Figure{Stage: "raw JetStream publish, sync (reference b)", Payload: size, Rate: syncRate})
-	asyncRate, err := publishAsync(ctx, nc, subj, body, c.Duration)
-	if err != nil {
+	p.add(Figure{Stage: "raw JetStream publish, sync (reference b)", Payload: p.size, Rate: p.syncRate})
+	if p.asyncRate, err = publishAsync(ctx, p.nc, subj, p.body, p.c.Duration); err != nil {
 		return err
 	}
-	add(Figure{Stage: "raw JetStream publish, async (reference b)", Payload: size, Rate: asyncRate})
+	p.add(Figure{Stage: "raw JetStream publish, async (reference b)", Payload: p.size, Rate: p.asyncRate})
 	// Each stage cleans up after itself so the next does not pay for it: a
 	// reference's gigabyte of stored messages (or dirty Postgres pages)
 	// would otherwise be written back while Intake is measured.
-	if err := js.DeleteStream(ctx, rawStreamName(size)); err != nil {
-		return err
-	}
+	return p.js.DeleteStream(ctx, rawStreamName(p.size))
+}
 
-	// (c) and (d): the processor's Postgres writes without JetStream, half
-	// of each before the processor and half after it (below), so that a
-	// host slowing down or speeding up in between moves both sides of the
-	// processor's ratios alike.
-	var batchedPG, singlePG pgRate
-	if err := pgRefs(ctx, log, st, body, c.Duration/2, 0, &batchedPG, &singlePG); err != nil {
-		return err
-	}
-	refsAt := len(rep.Figures) // their figures go here, with the other references
-
-	// Intake processor: drain what ingress accepted, as its own process.
-	procAddr, err := freeAddr()
+// drain runs Intake processor, as its own process, on what ingress
+// accepted, with Postgres's cost per event over the drain.
+func (p *payloadRun) drain(ctx context.Context, pg *pgcluster.Cluster) error {
+	pgw, err := openPGWindow(ctx, p.st, pg.PID())
 	if err != nil {
 		return err
 	}
-	pgw, err := openPGWindow(ctx, st, pg.PID())
-	if err != nil {
+	var base string
+	if p.proc, base, err = p.startRole(ctx, "processor", "/healthz"); err != nil {
 		return err
 	}
-	proc, err := startChild("processor", c.Binary, filepath.Join(dir, fmt.Sprintf("processor-%d.log", size)), nil,
-		"processor", "--config", cfgPath, "--http-addr", procAddr, "--log-level", "error")
-	if err != nil {
+	procProfile := p.c.profile(base, p.c.Duration, fmt.Sprintf("processor-%d.pprof", p.size))
+	if err := p.c.resetStatements(ctx, p.st); err != nil {
 		return err
 	}
-	defer proc.stop()
-	if err := proc.waitReady(ctx, "http://"+procAddr+"/healthz"); err != nil {
-		return err
-	}
-	procProfile := c.profile("http://"+procAddr, c.Duration, fmt.Sprintf("processor-%d.pprof", size))
-	if err := c.resetStatements(ctx, st); err != nil {
-		return err
-	}
-	dr, err := drainRate(ctx, st, "http://"+procAddr, satRes.OK)
+	dr, err := drainRate(ctx, p.st, base, p.sat.OK)
 	procProfile()
 	if err != nil {
 		return err
 	}
-	procRate := dr.Rate
-	cost, err := pgw.close(ctx, "intake processor", size, satRes.OK)
+	p.procRate = dr.Rate
+	cost, err := pgw.close(ctx, "intake processor", p.size, p.sat.OK)
 	if err != nil {
 		return err
 	}
-	rep.Postgres = append(rep.Postgres, cost)
-	if err := c.writeStatements(ctx, st, fmt.Sprintf("postgres-%d.txt", size)); err != nil {
+	p.rep.Postgres = append(p.rep.Postgres, cost)
+	if err := p.c.writeStatements(ctx, p.st, fmt.Sprintf("postgres-%d.txt", p.size)); err != nil {
 		return err
 	}
-	add(Figure{Stage: "intake processor, committed", Payload: size, Rate: procRate, RSSMB: proc.peakRSS(),
+	p.add(Figure{Stage: "intake processor, committed", Payload: p.size, Rate: p.procRate, RSSMB: p.proc.peakRSS(),
 		Note: fmt.Sprintf("forward handler; %.0f per tx, mean tx %s", dr.MeanBatch, dr.MeanTx.Round(100*time.Microsecond))})
+	return nil
+}
 
-	// End to end at half the ingress maximum, with the moderate-rate ingress
-	// latency from the same run.
-	half := satRes.rate() / 2
-	outTimes, stopOut, err := watchOut(ctx, js)
+// halfLoad measures end to end at half the ingress maximum, with the
+// moderate-rate ingress latency from the same run.
+func (p *payloadRun) halfLoad(ctx context.Context) error {
+	outTimes, stopOut, err := watchOut(ctx, p.js)
 	if err != nil {
 		return err
 	}
 	// Open loop: enough connections that the generator never runs out of
 	// them while the server is slow (a provider fleet is not limited to
 	// 64), so late requests show as the server's queueing, not ours.
-	openConns := 4 * c.Connections
-	modRes, err := generate(ctx, newClient(openConns), newRequests(url, signing, size, "e2e"), openConns, c.Duration, half, true)
+	openConns := 4 * p.c.Connections
+	p.half, err = generate(ctx, newClient(openConns), newRequests(p.url, p.signing, p.size, "e2e"), openConns, p.c.Duration, p.sat.rate()/2, true)
 	if err != nil {
 		stopOut()
 		return err
 	}
-	e2e := endToEnd(ctx, modRes.Done, outTimes, 30*time.Second)
+	p.e2e = endToEnd(ctx, p.half.Done, outTimes, 30*time.Second)
 	stopOut()
-	add(Figure{Stage: "intake ingress, half load", Payload: size, Rate: modRes.rate(), P50Ms: ms(modRes.pct(.5)), P99Ms: ms(modRes.pct(.99))})
-	add(Figure{Stage: "end to end (2xx to INTAKE_OUT), half load", Payload: size, Rate: float64(len(e2e.Latencies)) / c.Duration.Seconds(),
-		P50Ms: ms(e2e.pct(.5)), P99Ms: ms(e2e.pct(.99)), Note: fmt.Sprintf("%d of %d events seen", len(e2e.Latencies), len(modRes.Done))})
+	p.add(Figure{Stage: "intake ingress, half load", Payload: p.size, Rate: p.half.rate(), P50Ms: millis(p.half.pct(.5)), P99Ms: millis(p.half.pct(.99))})
+	p.add(Figure{Stage: "end to end (2xx to INTAKE_OUT), half load", Payload: p.size, Rate: float64(len(p.e2e.Latencies)) / p.c.Duration.Seconds(),
+		P50Ms: millis(p.e2e.pct(.5)), P99Ms: millis(p.e2e.pct(.99)), Note: fmt.Sprintf("%d of %d events seen", len(p.e2e.Latencies), len(p.half.Done))})
+	return nil
+}
 
-	// The second half of (c) and (d) runs as the first did, with no
-	// processor: its relay would publish (c)'s rows during (d).
-	proc.stop()
-	if err := cleanTables(ctx, st); err != nil {
+// pgRefsAfter runs the second half of (c) and (d) as the first ran, with
+// no processor: its relay would publish (c)'s rows during (d). Their
+// figures go at refsAt, beside the other references.
+func (p *payloadRun) pgRefsAfter(ctx context.Context, refsAt int) error {
+	p.proc.stop()
+	if err := cleanTables(ctx, p.st); err != nil {
 		return err
 	}
-	if err := pgRefs(ctx, log, st, body, c.Duration/2, 1, &batchedPG, &singlePG); err != nil {
+	if err := pgRefs(ctx, p.log, p.st, p.body, p.c.Duration/2, 1, &p.batched, &p.single); err != nil {
 		return err
 	}
-	batched, single := batchedPG.rate(), singlePG.rate()
 	refs := []Figure{
-		{Stage: "Postgres batched-insert limit (reference c)", Payload: size, Rate: batched, Note: "256 per tx, 2 in flight; half before the processor, half after"},
-		{Stage: "one transaction per event (reference d)", Payload: size, Rate: single, Note: "8 in flight; half before the processor, half after"},
+		{Stage: "Postgres batched-insert limit (reference c)", Payload: p.size, Rate: p.batched.rate(), Note: "256 per tx, 2 in flight; half before the processor, half after"},
+		{Stage: "one transaction per event (reference d)", Payload: p.size, Rate: p.single.rate(), Note: "8 in flight; half before the processor, half after"},
 	}
 	for _, f := range refs {
-		log.Info("measured", "stage", f.Stage, "per_second", int(f.Rate))
+		p.log.Info("measured", "stage", f.Stage, "per_second", int(f.Rate))
 	}
-	rep.Figures = slices.Insert(rep.Figures, refsAt, refs...)
+	p.rep.Figures = slices.Insert(p.rep.Figures, refsAt, refs...)
+	return nil
+}
 
-	ratio := func(name string, v float64, target string, met bool) {
-		r := Ratio{Name: name, Payload: size, Value: v, Target: target}
-		if target != "" {
-			r.Met = &met
-		}
-		rep.Ratios = append(rep.Ratios, r)
-	}
-	ingRatio := satRes.rate() / bareRes.rate()
-	ratio("ingress / bare HTTP", ingRatio, ">= 0.60", ingRatio >= 0.60)
-	ratio("ingress / raw JetStream async", satRes.rate()/asyncRate, "", false)
-	ratio("ingress / raw JetStream sync", satRes.rate()/syncRate, "", false)
-	pb := procRate / batched
-	ratio("processor / batched-insert limit", pb, ">= 0.60", pb >= 0.60)
+// ratios compares Intake's figures with the limits measured beside them,
+// against the targets BENCHMARKS.md explains.
+func (p *payloadRun) ratios() {
+	ingRatio := p.sat.rate() / p.bare.rate()
+	p.ratio("ingress / bare HTTP", ingRatio, ">= 0.60", ingRatio >= 0.60)
+	p.ratio("ingress / raw JetStream async", p.sat.rate()/p.asyncRate, "", false)
+	p.ratio("ingress / raw JetStream sync", p.sat.rate()/p.syncRate, "", false)
+	pb := p.procRate / p.batched.rate()
+	p.ratio("processor / batched-insert limit", pb, ">= 0.60", pb >= 0.60)
 	// Shown, not a target: on a small host (c) itself is only 12-17x (d),
 	// so a target here measured the machine, not Intake (BENCHMARKS.md).
-	ratio("processor / one tx per event", procRate/single, "", false)
-	ep := e2e.pct(.99).Seconds() / modRes.pct(.99).Seconds()
-	ratio("e2e p99 / ingress p99 at half load", ep, "<= 5", ep <= 5)
-	rss := satRSS
-	ratio("ingress peak RSS MiB at saturation", rss, "< 150", rss < 150)
-	return nil
+	p.ratio("processor / one tx per event", p.procRate/p.single.rate(), "", false)
+	ep := p.e2e.pct(.99).Seconds() / p.half.pct(.99).Seconds()
+	p.ratio("e2e p99 / ingress p99 at half load", ep, "<= 5", ep <= 5)
+	rss := p.satRSS
+	p.ratio("ingress peak RSS MiB at saturation", rss, "< 150", rss < 150)
+}
+
+// ratio records one ratio; met counts only with a target.
+func (p *payloadRun) ratio(name string, v float64, target string, met bool) {
+	r := Ratio{Name: name, Payload: p.size, Value: v, Target: target}
+	if target != "" {
+		r.Met = &met
+	}
+	p.rep.Ratios = append(p.rep.Ratios, r)
 }
 
 func createDB(ctx context.Context, adminURL, name string) error {

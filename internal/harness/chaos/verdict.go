@@ -271,12 +271,29 @@ func (h *harness) collect(ctx context.Context) (*evidence, error) {
 	ev := &evidence{
 		effects: map[string][]effectRow{}, inbox: map[string]inboxRow{}, conflicts: map[string][]conflictRow{},
 		objVersions: map[string]int64{}, out: map[string]map[string]int{}, in: map[string]map[string]int{},
+		redriven: map[string]bool{},
 	}
-	ours := func(key envelope.Key) bool { return key.Integration == integration && key.Account == account }
+	for _, read := range []func(context.Context, *evidence) error{
+		h.readEffects, h.readInbox, h.readRedriven, h.readConflicts, h.readObjectVersions,
+	} {
+		if err := read(ctx, ev); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.readStreamsRetrying(ctx, ev); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
 
+// ourKey reports whether key is one of the run's events.
+func ourKey(key envelope.Key) bool { return key.Integration == integration && key.Account == account }
+
+// readEffects reads the business table, in commit order.
+func (h *harness) readEffects(ctx context.Context, ev *evidence) error {
 	rows, err := h.db.Query(ctx, `SELECT id, key, payload_sha256, object_version FROM chaos.effects ORDER BY id`)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: read effects: %w", err)
+		return fmt.Errorf("chaos: read effects: %w", err)
 	}
 	var id int64
 	var key string
@@ -284,63 +301,80 @@ func (h *harness) collect(ctx context.Context) (*evidence, error) {
 	if _, err := pgx.ForEachRow(rows, []any{&id, &key, &r.sha, &r.version}, func() error {
 		r.id = id
 		k, ok := envelope.ParseKey(key)
-		if !ok || !ours(k) {
+		if !ok || !ourKey(k) {
 			ev.foreignEffects = append(ev.foreignEffects, key)
 			return nil
 		}
 		ev.effects[k.EventID] = append(ev.effects[k.EventID], r)
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("chaos: read effects: %w", err)
+		return fmt.Errorf("chaos: read effects: %w", err)
 	}
+	return nil
+}
 
-	rows, err = h.db.Query(ctx, `SELECT integration, account, event_id, status, payload_sha256, processed_at FROM intake.inbox`)
+// readInbox reads intake.inbox.
+func (h *harness) readInbox(ctx context.Context, ev *evidence) error {
+	rows, err := h.db.Query(ctx, `SELECT integration, account, event_id, status, payload_sha256, processed_at FROM intake.inbox`)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: read inbox: %w", err)
+		return fmt.Errorf("chaos: read inbox: %w", err)
 	}
 	var k envelope.Key
 	var in inboxRow
 	if _, err := pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID, &in.status, &in.sha, &in.processedAt}, func() error {
-		if !ours(k) {
+		if !ourKey(k) {
 			ev.foreignInbox = append(ev.foreignInbox, k.String())
 			return nil
 		}
 		ev.inbox[k.EventID] = in
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("chaos: read inbox: %w", err)
+		return fmt.Errorf("chaos: read inbox: %w", err)
 	}
+	return nil
+}
 
-	ev.redriven = map[string]bool{}
-	rows, err = h.db.Query(ctx, `SELECT i.integration, i.account, i.event_id FROM intake.replay_items i
+// readRedriven reads which events a re-drive replay covered.
+func (h *harness) readRedriven(ctx context.Context, ev *evidence) error {
+	rows, err := h.db.Query(ctx, `SELECT i.integration, i.account, i.event_id FROM intake.replay_items i
 		JOIN intake.replays r ON r.id = i.replay_id WHERE r.requested_by = 'redrive'`)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: read re-driven events: %w", err)
+		return fmt.Errorf("chaos: read re-driven events: %w", err)
 	}
+	var k envelope.Key
 	if _, err := pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID}, func() error {
-		if ours(k) {
+		if ourKey(k) {
 			ev.redriven[k.EventID] = true
 		}
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("chaos: read re-driven events: %w", err)
+		return fmt.Errorf("chaos: read re-driven events: %w", err)
 	}
+	return nil
+}
 
-	rows, err = h.db.Query(ctx, `SELECT integration, account, event_id, original_sha256, conflicting_sha256 FROM intake.conflicts`)
+// readConflicts reads intake.conflicts.
+func (h *harness) readConflicts(ctx context.Context, ev *evidence) error {
+	rows, err := h.db.Query(ctx, `SELECT integration, account, event_id, original_sha256, conflicting_sha256 FROM intake.conflicts`)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: read conflicts: %w", err)
+		return fmt.Errorf("chaos: read conflicts: %w", err)
 	}
+	var k envelope.Key
 	var c conflictRow
 	if _, err := pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID, &c.original, &c.conflicting}, func() error {
 		ev.conflicts[k.EventID] = append(ev.conflicts[k.EventID], c)
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("chaos: read conflicts: %w", err)
+		return fmt.Errorf("chaos: read conflicts: %w", err)
 	}
+	return nil
+}
 
-	rows, err = h.db.Query(ctx, `SELECT object_id, version FROM intake.object_versions WHERE integration = $1`, integration)
+// readObjectVersions reads the ordering guard's stored versions.
+func (h *harness) readObjectVersions(ctx context.Context, ev *evidence) error {
+	rows, err := h.db.Query(ctx, `SELECT object_id, version FROM intake.object_versions WHERE integration = $1`, integration)
 	if err != nil {
-		return nil, fmt.Errorf("chaos: read object versions: %w", err)
+		return fmt.Errorf("chaos: read object versions: %w", err)
 	}
 	var obj string
 	var ver int64
@@ -348,24 +382,28 @@ func (h *harness) collect(ctx context.Context) (*evidence, error) {
 		ev.objVersions[obj] = ver
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("chaos: read object versions: %w", err)
+		return fmt.Errorf("chaos: read object versions: %w", err)
 	}
+	return nil
+}
 
-	// A cluster may still be electing a leader after the last fault: try
-	// the streams again rather than give up on the verdict.
-	var err2 error
+// readStreamsRetrying tries readStreams up to 5 times, 2s apart: a cluster
+// may still be electing a leader after the last fault, and the verdict
+// should not give up on that.
+func (h *harness) readStreamsRetrying(ctx context.Context, ev *evidence) error {
+	var err error
 	for attempt := range 5 {
-		if err2 = h.readStreams(ctx, ev); err2 == nil {
-			return ev, nil
+		if err = h.readStreams(ctx, ev); err == nil {
+			return nil
 		}
-		h.logf("reading the streams (attempt %d): %v", attempt+1, err2)
+		h.logf("reading the streams (attempt %d): %v", attempt+1, err)
 		select {
 		case <-ctx.Done():
-			return nil, err2
+			return err
 		case <-time.After(2 * time.Second):
 		}
 	}
-	return nil, err2
+	return err
 }
 
 // readStreams reads INTAKE_OUT (copies per event and outbox message id) and
@@ -451,147 +489,214 @@ func (h *harness) readStream(ctx context.Context, name string, f func(jetstream.
 
 // judge compares what the client sent and saw with the evidence.
 func judge(o Options, events []*event, ev *evidence) *Result {
-	r := &Result{Events: len(events)}
-	// examples collects up to 5 ids per kind of violation.
-	examples := map[string][]string{}
-	counts := map[string]int{}
-	bad := func(kind, id string) {
-		counts[kind]++
-		if len(examples[kind]) < 5 {
-			examples[kind] = append(examples[kind], id)
-		}
-	}
-	var lat []time.Duration
-	objects := map[string][]*event{}
+	j := &judgement{o: o, ev: ev, r: &Result{Events: len(events)},
+		counts: map[string]int{}, examples: map[string][]string{}, objects: map[string][]*event{}}
 	for _, e := range events {
-		effs := ev.effects[e.id]
-		r.Effects += len(effs)
-		in, hasInbox := ev.inbox[e.id]
-		applied := len(effs) > 0
-		acked := e.first2xx.Load() != 0
-		if !acked {
-			r.Unacknowledged++
-			bad("never acknowledged (no 2xx before the run ended)", e.id)
-		}
-		if len(effs) > 1 {
-			r.DuplicateEffects += len(effs) - 1
-			bad("duplicate business effects", fmt.Sprintf("%s ×%d", e.id, len(effs)))
-		}
-		stale := hasInbox && in.status == "stale"
-		switch {
-		case applied && stale:
-			bad("applied although recorded stale", e.id)
-		case !applied && !stale && acked:
-			r.Lost++
-			status := "no inbox row"
-			if hasInbox {
-				status = "inbox " + in.status
-			}
-			bad("lost: acknowledged but never applied", e.id+" ("+status+")")
-		case applied && !hasInbox:
-			bad("business effect without inbox row", e.id)
-		case applied && in.status != "processed":
-			bad("applied but inbox status is not processed", e.id+" ("+in.status+")")
-		}
-		if applied && hasInbox && effs[0].sha != in.sha {
-			bad("applied payload differs from the inbox's payload", e.id)
-		}
-		if stale && e.kind != kindOrdered {
-			bad("stale without an object version", e.id)
-		}
+		f := j.facts(e)
+		j.checkApplied(e, f)
+		j.checkConflict(e, f)
+		j.checkStreamIn(e, f)
+		j.countOrdered(e, f)
+		j.checkStreamOut(e, f)
+		j.latency(e, f)
+	}
+	j.checkOrdering()
+	j.checkForeign()
+	j.r.OutMessages, j.r.InMessages = ev.outMessages, ev.inMessages
+	j.summarize(events)
+	return j.r
+}
 
-		switch e.kind {
-		case kindConflict:
-			r.Conflicts++
-			if hasInbox && (in.sha == e.sha || in.sha == e.shaB) {
-				other := e.shaB
-				if in.sha == e.shaB {
-					other = e.sha
-				}
-				found := false
-				for _, c := range ev.conflicts[e.id] {
-					if c.conflicting == other && c.original == in.sha {
-						found = true
-					}
-				}
-				if found {
-					r.ConflictsRecorded++
-				} else {
-					bad("conflict not recorded in intake.conflicts", e.id)
-				}
-			} else {
-				bad("conflict event: inbox holds neither payload", e.id)
-			}
-		default:
-			if n := len(ev.conflicts[e.id]); n > 0 {
-				bad("false conflict (same payload recorded as a conflict)", e.id)
-			}
-		}
-		inCopies := ev.in[e.id]
-		for _, n := range inCopies {
-			r.InboxCaught += n - 1
-		}
-		if e.kind == kindLate {
-			r.LateDeliveries++
-			if inCopies[e.sha] >= 2 {
-				r.LatePastWindow++
-			}
-		}
-		if acked && len(inCopies) == 0 {
-			bad("acknowledged but not on INTAKE_IN (an acknowledged write lost by the stream)", e.id)
-		}
-		if e.kind == kindOrdered {
-			r.Ordered++
-			objects[e.object] = append(objects[e.object], e)
-			if stale && !applied {
-				r.Stale++
-			}
-		}
+// judgement is a verdict in the making: the result's counts so far, and
+// each kind of violation with its count and up to 5 example ids.
+type judgement struct {
+	o        Options
+	ev       *evidence
+	r        *Result
+	counts   map[string]int
+	examples map[string][]string
+	lat      []time.Duration     // first 2xx to processed_at, per event
+	objects  map[string][]*event // ordered events by object
+}
 
-		copies := ev.out[e.id]
-		if len(copies) > 0 {
-			r.OutEvents++
-		}
-		// copies is by Nats-Msg-Id: an applied event has exactly one id.
-		for _, n := range copies {
-			r.OutSameIDRepeats += n - 1
-		}
-		switch {
-		case applied && len(copies) == 0:
-			bad("applied but missing on INTAKE_OUT", e.id)
-		case len(copies) > 1:
-			bad("several outbox message ids on INTAKE_OUT for one event", fmt.Sprintf("%s ×%d", e.id, len(copies)))
-		case !applied && len(copies) > 0 && o.Async && stale && ev.redriven[e.id]:
-			r.OutFromLostCommits++
-		case !applied && len(copies) > 0:
-			bad("on INTAKE_OUT but never applied", e.id)
-		}
+// bad counts one violation of kind, keeping id as an example.
+func (j *judgement) bad(kind, id string) {
+	j.counts[kind]++
+	if len(j.examples[kind]) < 5 {
+		j.examples[kind] = append(j.examples[kind], id)
+	}
+}
 
-		if acked && hasInbox && in.processedAt != nil {
-			lat = append(lat, max(0, in.processedAt.Sub(time.Unix(0, e.first2xx.Load()))))
+// eventFacts is what the evidence says about one event.
+type eventFacts struct {
+	effs     []effectRow
+	in       inboxRow
+	hasInbox bool
+	applied  bool // it has a business effect
+	acked    bool // the client saw a 2xx
+	stale    bool // the inbox recorded it stale
+}
+
+// facts reads what the evidence holds for e.
+func (j *judgement) facts(e *event) eventFacts {
+	f := eventFacts{effs: j.ev.effects[e.id], acked: e.first2xx.Load() != 0}
+	f.in, f.hasInbox = j.ev.inbox[e.id]
+	f.applied = len(f.effs) > 0
+	f.stale = f.hasInbox && f.in.status == "stale"
+	return f
+}
+
+// checkApplied: an acknowledged event is applied exactly once, with its
+// inbox row processed and holding the applied payload, or recorded stale
+// (an ordered event only) and not applied.
+func (j *judgement) checkApplied(e *event, f eventFacts) {
+	j.r.Effects += len(f.effs)
+	if !f.acked {
+		j.r.Unacknowledged++
+		j.bad("never acknowledged (no 2xx before the run ended)", e.id)
+	}
+	if len(f.effs) > 1 {
+		j.r.DuplicateEffects += len(f.effs) - 1
+		j.bad("duplicate business effects", fmt.Sprintf("%s ×%d", e.id, len(f.effs)))
+	}
+	switch {
+	case f.applied && f.stale:
+		j.bad("applied although recorded stale", e.id)
+	case !f.applied && !f.stale && f.acked:
+		j.r.Lost++
+		status := "no inbox row"
+		if f.hasInbox {
+			status = "inbox " + f.in.status
+		}
+		j.bad("lost: acknowledged but never applied", e.id+" ("+status+")")
+	case f.applied && !f.hasInbox:
+		j.bad("business effect without inbox row", e.id)
+	case f.applied && f.in.status != "processed":
+		j.bad("applied but inbox status is not processed", e.id+" ("+f.in.status+")")
+	}
+	if f.applied && f.hasInbox && f.effs[0].sha != f.in.sha {
+		j.bad("applied payload differs from the inbox's payload", e.id)
+	}
+	if f.stale && e.kind != kindOrdered {
+		j.bad("stale without an object version", e.id)
+	}
+}
+
+// checkConflict: a conflict event's inbox holds one of its payloads and
+// intake.conflicts the other; no other event is recorded as a conflict.
+func (j *judgement) checkConflict(e *event, f eventFacts) {
+	if e.kind != kindConflict {
+		if n := len(j.ev.conflicts[e.id]); n > 0 {
+			j.bad("false conflict (same payload recorded as a conflict)", e.id)
+		}
+		return
+	}
+	j.r.Conflicts++
+	if !f.hasInbox || (f.in.sha != e.sha && f.in.sha != e.shaB) {
+		j.bad("conflict event: inbox holds neither payload", e.id)
+		return
+	}
+	other := e.shaB
+	if f.in.sha == e.shaB {
+		other = e.sha
+	}
+	found := false
+	for _, c := range j.ev.conflicts[e.id] {
+		if c.conflicting == other && c.original == f.in.sha {
+			found = true
 		}
 	}
+	if found {
+		j.r.ConflictsRecorded++
+	} else {
+		j.bad("conflict not recorded in intake.conflicts", e.id)
+	}
+}
 
-	// Ordering: per object, versions applied in increasing order, the
-	// newest applied, and the guard's stored version the newest.
-	r.Objects = len(objects)
-	for obj, evs := range objects {
+// checkStreamIn counts the copies on INTAKE_IN that only the inbox could
+// stop, and requires every acknowledged event on the stream.
+func (j *judgement) checkStreamIn(e *event, f eventFacts) {
+	inCopies := j.ev.in[e.id]
+	for _, n := range inCopies {
+		j.r.InboxCaught += n - 1
+	}
+	if e.kind == kindLate {
+		j.r.LateDeliveries++
+		if inCopies[e.sha] >= 2 {
+			j.r.LatePastWindow++
+		}
+	}
+	if f.acked && len(inCopies) == 0 {
+		j.bad("acknowledged but not on INTAKE_IN (an acknowledged write lost by the stream)", e.id)
+	}
+}
+
+// countOrdered counts an ordered event and files it under its object for
+// checkOrdering.
+func (j *judgement) countOrdered(e *event, f eventFacts) {
+	if e.kind != kindOrdered {
+		return
+	}
+	j.r.Ordered++
+	j.objects[e.object] = append(j.objects[e.object], e)
+	if f.stale && !f.applied {
+		j.r.Stale++
+	}
+}
+
+// checkStreamOut: an applied event is on INTAKE_OUT under exactly one
+// Nats-Msg-Id, and an event not applied is not there (except the output
+// of a commit lost with an asynchronous primary: OutFromLostCommits).
+func (j *judgement) checkStreamOut(e *event, f eventFacts) {
+	copies := j.ev.out[e.id]
+	if len(copies) > 0 {
+		j.r.OutEvents++
+	}
+	// copies is by Nats-Msg-Id: an applied event has exactly one id.
+	for _, n := range copies {
+		j.r.OutSameIDRepeats += n - 1
+	}
+	switch {
+	case f.applied && len(copies) == 0:
+		j.bad("applied but missing on INTAKE_OUT", e.id)
+	case len(copies) > 1:
+		j.bad("several outbox message ids on INTAKE_OUT for one event", fmt.Sprintf("%s ×%d", e.id, len(copies)))
+	case !f.applied && len(copies) > 0 && j.o.Async && f.stale && j.ev.redriven[e.id]:
+		j.r.OutFromLostCommits++
+	case !f.applied && len(copies) > 0:
+		j.bad("on INTAKE_OUT but never applied", e.id)
+	}
+}
+
+// latency keeps an acknowledged, processed event's time from its first
+// 2xx to the inbox's processed_at.
+func (j *judgement) latency(e *event, f eventFacts) {
+	if f.acked && f.hasInbox && f.in.processedAt != nil {
+		j.lat = append(j.lat, max(0, f.in.processedAt.Sub(time.Unix(0, e.first2xx.Load()))))
+	}
+}
+
+// checkOrdering: per object, versions applied in increasing order, the
+// newest applied, and the guard's stored version the newest.
+func (j *judgement) checkOrdering() {
+	j.r.Objects = len(j.objects)
+	for obj, evs := range j.objects {
 		var applied []effectRow
 		newest := int64(0)
 		for _, e := range evs {
-			applied = append(applied, ev.effects[e.id]...)
+			applied = append(applied, j.ev.effects[e.id]...)
 			newest = max(newest, e.version)
 		}
-		sort.Slice(applied, func(i, j int) bool { return applied[i].id < applied[j].id })
+		sort.Slice(applied, func(i, k int) bool { return applied[i].id < applied[k].id })
 		var prev int64
 		newestApplied := false
 		for _, a := range applied {
 			if a.version == nil {
-				bad("ordered effect without object version", obj)
+				j.bad("ordered effect without object version", obj)
 				continue
 			}
 			if *a.version <= prev {
-				bad("object version applied after a newer one", fmt.Sprintf("%s v%d after v%d", obj, *a.version, prev))
+				j.bad("object version applied after a newer one", fmt.Sprintf("%s v%d after v%d", obj, *a.version, prev))
 			}
 			prev = max(prev, *a.version)
 			if *a.version == newest {
@@ -599,30 +704,36 @@ func judge(o Options, events []*event, ev *evidence) *Result {
 			}
 		}
 		if !newestApplied {
-			bad("newest object version not applied", obj)
+			j.bad("newest object version not applied", obj)
 		}
-		if got := ev.objVersions[obj]; got != newest {
-			bad("intake.object_versions does not hold the newest version", fmt.Sprintf("%s: %d, want %d", obj, got, newest))
+		if got := j.ev.objVersions[obj]; got != newest {
+			j.bad("intake.object_versions does not hold the newest version", fmt.Sprintf("%s: %d, want %d", obj, got, newest))
 		}
 	}
+}
 
-	for _, k := range ev.foreignEffects {
-		bad("business effect for a key the run never sent", k)
+// checkForeign: nothing in the business table, the inbox or INTAKE_OUT
+// belongs to a key the run never sent.
+func (j *judgement) checkForeign() {
+	for _, k := range j.ev.foreignEffects {
+		j.bad("business effect for a key the run never sent", k)
 	}
-	for _, k := range ev.foreignInbox {
-		bad("inbox row for a key the run never sent", k)
+	for _, k := range j.ev.foreignInbox {
+		j.bad("inbox row for a key the run never sent", k)
 	}
-	for _, k := range ev.foreignOut {
-		bad("INTAKE_OUT message for a key the run never sent", k)
+	for _, k := range j.ev.foreignOut {
+		j.bad("INTAKE_OUT message for a key the run never sent", k)
 	}
-	r.OutMessages, r.InMessages = ev.outMessages, ev.inMessages
+}
 
-	kinds := slices.Sorted(maps.Keys(counts))
-	for _, kind := range kinds {
-		r.violate("%s: %d (e.g. %s)", kind, counts[kind], strings.Join(examples[kind], ", "))
+// summarize writes one violation per kind, sorted by kind, then the
+// latency percentiles and the longest pause.
+func (j *judgement) summarize(events []*event) {
+	for _, kind := range slices.Sorted(maps.Keys(j.counts)) {
+		j.r.violate("%s: %d (e.g. %s)", kind, j.counts[kind], strings.Join(j.examples[kind], ", "))
 	}
-
-	r.LongestPause = longestPause(events, ev.inbox)
+	j.r.LongestPause = longestPause(events, j.ev.inbox)
+	lat := j.lat
 	slices.Sort(lat)
 	pct := func(p float64) time.Duration {
 		if len(lat) == 0 {
@@ -630,11 +741,10 @@ func judge(o Options, events []*event, ev *evidence) *Result {
 		}
 		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
 	}
-	r.P50, r.P95, r.P99 = pct(0.50), pct(0.95), pct(0.99)
+	j.r.P50, j.r.P95, j.r.P99 = pct(0.50), pct(0.95), pct(0.99)
 	if len(lat) > 0 {
-		r.Max = lat[len(lat)-1]
+		j.r.Max = lat[len(lat)-1]
 	}
-	return r
 }
 
 // longestPause is the longest interval in which at least one acknowledged
