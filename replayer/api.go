@@ -87,12 +87,8 @@ func (r *Replayer) getEvent(w http.ResponseWriter, req *http.Request) {
 	} else {
 		ev, err = r.o.Store.FindEvent(ctx, integration, eventID)
 	}
-	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "no such event")
-		return
-	}
 	if err != nil {
-		r.internal(w, "get event", err)
+		r.writeFailure(w, failure{call: "get event", notFound: "no such event"}, err)
 		return
 	}
 	d := EventDetail{Event: ev}
@@ -109,7 +105,7 @@ func (r *Replayer) getEvent(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	if err != nil {
-		r.internal(w, "get event history", err)
+		r.writeFailure(w, failure{call: "get event history"}, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, d)
@@ -133,12 +129,8 @@ func (r *Replayer) listEvents(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	events, next, err := r.o.Store.ListEvents(req.Context(), f)
-	if errors.Is(err, store.ErrBadCursor) {
-		writeError(w, http.StatusBadRequest, "cursor: invalid")
-		return
-	}
 	if err != nil {
-		r.internal(w, "list events", err)
+		r.writeFailure(w, failure{call: "list events"}, err)
 		return
 	}
 	if events == nil {
@@ -164,12 +156,8 @@ func (r *Replayer) listConflicts(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	list, next, err := r.o.Store.ListConflicts(req.Context(), f)
-	if errors.Is(err, store.ErrBadCursor) {
-		writeError(w, http.StatusBadRequest, "cursor: invalid")
-		return
-	}
 	if err != nil {
-		r.internal(w, "list conflicts", err)
+		r.writeFailure(w, failure{call: "list conflicts"}, err)
 		return
 	}
 	if list == nil {
@@ -196,12 +184,8 @@ func (r *Replayer) listRejections(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	list, next, err := r.o.Store.ListRejections(req.Context(), f)
-	if errors.Is(err, store.ErrBadCursor) {
-		writeError(w, http.StatusBadRequest, "cursor: invalid")
-		return
-	}
 	if err != nil {
-		r.internal(w, "list rejections", err)
+		r.writeFailure(w, failure{call: "list rejections"}, err)
 		return
 	}
 	if list == nil {
@@ -224,12 +208,8 @@ func (r *Replayer) listReplays(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	list, next, err := r.o.Store.ListReplays(req.Context(), limit, cursor)
-	if errors.Is(err, store.ErrBadCursor) {
-		writeError(w, http.StatusBadRequest, "cursor: invalid")
-		return
-	}
 	if err != nil {
-		r.internal(w, "list replays", err)
+		r.writeFailure(w, failure{call: "list replays"}, err)
 		return
 	}
 	if list == nil {
@@ -240,12 +220,8 @@ func (r *Replayer) listReplays(w http.ResponseWriter, req *http.Request) {
 
 func (r *Replayer) getReplay(w http.ResponseWriter, req *http.Request) {
 	rep, err := r.o.Store.GetReplay(req.Context(), chi.URLParam(req, "id"))
-	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "no such replay")
-		return
-	}
 	if err != nil {
-		r.internal(w, "get replay", err)
+		r.writeFailure(w, failure{call: "get replay", notFound: "no such replay"}, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
@@ -276,14 +252,9 @@ func (r *Replayer) postRedelivery(w http.ResponseWriter, req *http.Request) {
 // answerStarted: 200 for a dry run (or nothing to publish), 202 for a
 // replay that is publishing.
 func (r *Replayer) answerStarted(w http.ResponseWriter, rep store.Replay, err error) {
-	var re *RequestError
 	switch {
-	case errors.As(err, &re):
-		writeError(w, http.StatusBadRequest, re.Error())
-	case errors.Is(err, ErrTooMany):
-		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("selector matches more than %d events: narrow it or split the replay", r.o.MaxMatched))
 	case err != nil:
-		r.internal(w, "replay", err)
+		r.writeFailure(w, failure{call: "replay", tooMany: "selector matches more than %d events: narrow it or split the replay"}, err)
 	case rep.State == store.ReplayRunning:
 		writeJSON(w, http.StatusAccepted, rep)
 	default:
@@ -295,12 +266,8 @@ func (r *Replayer) cancelReplay(w http.ResponseWriter, req *http.Request) {
 	c, _ := CallerFrom(req.Context())
 	id := chi.URLParam(req, "id")
 	rep, changed, err := r.Cancel(req.Context(), id, c.Name)
-	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "no such replay")
-		return
-	}
 	if err != nil {
-		r.internal(w, "cancel replay", err)
+		r.writeFailure(w, failure{call: "cancel replay", notFound: "no such replay"}, err)
 		return
 	}
 	if !changed {
@@ -328,22 +295,11 @@ func (r *Replayer) reconcile(w http.ResponseWriter, req *http.Request) {
 		spec.MaxSpan = r.o.ReconcileViewerMaxSpan
 	}
 	res, err := r.Reconcile(req.Context(), spec)
-	var re *RequestError
-	switch {
-	case errors.As(err, &re):
-		writeError(w, http.StatusBadRequest, re.Error())
-	case errors.Is(err, ErrBusy):
-		w.Header().Set("Retry-After", strconv.Itoa(int(reconcileRetryAfter.Seconds())))
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%d reconciles are running on this replayer, the most it runs at once: retry later", r.o.MaxReconciles))
-	case errors.Is(err, ErrSpanTooLarge):
-		writeError(w, http.StatusUnprocessableEntity, "range: "+strings.TrimPrefix(err.Error(), ErrSpanTooLarge.Error()+": "))
-	case errors.Is(err, ErrTooMany):
-		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("range holds more than %d messages: narrow it", r.o.MaxMatched))
-	case err != nil:
-		r.internal(w, "reconcile", err)
-	default:
-		writeJSON(w, http.StatusOK, res)
+	if err != nil {
+		r.writeFailure(w, failure{call: "reconcile", tooMany: "range holds more than %d messages: narrow it"}, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 // reconcileRetryAfter is the Retry-After of a reconcile refused because
@@ -360,9 +316,38 @@ func allowSlow(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(slowRequestTimeout))
 }
 
-func (r *Replayer) internal(w http.ResponseWriter, what string, err error) {
-	r.o.Log.Error(what, "err", err)
-	writeError(w, http.StatusInternalServerError, "internal error")
+// failure is what a handler tells writeFailure about its call: the name
+// logged with an internal error, and the answers only some calls give.
+type failure struct {
+	call     string // logged with a 500: "list events"
+	notFound string // the 404 to store.ErrNotFound ("no such replay"); "": a 500
+	tooMany  string // the 422 to ErrTooMany, a format of Options.MaxMatched; "": a 500
+}
+
+// writeFailure answers err, from a handler's call, with the API's one
+// mapping of errors to HTTP: a request refused as asked 400, an unknown id
+// 404, a selector or range too large 422, too many reconciles running 429
+// (with Retry-After), anything else 500 — logged, and never shown.
+func (r *Replayer) writeFailure(w http.ResponseWriter, f failure, err error) {
+	var re *RequestError
+	switch {
+	case errors.As(err, &re):
+		writeError(w, http.StatusBadRequest, re.Error())
+	case errors.Is(err, store.ErrBadCursor):
+		writeError(w, http.StatusBadRequest, "cursor: invalid")
+	case errors.Is(err, store.ErrNotFound) && f.notFound != "":
+		writeError(w, http.StatusNotFound, f.notFound)
+	case errors.Is(err, ErrBusy):
+		w.Header().Set("Retry-After", strconv.Itoa(int(reconcileRetryAfter.Seconds())))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%d reconciles are running on this replayer, the most it runs at once: retry later", r.o.MaxReconciles))
+	case errors.Is(err, ErrSpanTooLarge):
+		writeError(w, http.StatusUnprocessableEntity, "range: "+strings.TrimPrefix(err.Error(), ErrSpanTooLarge.Error()+": "))
+	case errors.Is(err, ErrTooMany) && f.tooMany != "":
+		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf(f.tooMany, r.o.MaxMatched))
+	default:
+		r.o.Log.Error(f.call, "err", err)
+		writeError(w, http.StatusInternalServerError, "internal error")
+	}
 }
 
 // decodeBody reads a JSON body strictly: unknown fields are errors, so a
