@@ -115,11 +115,6 @@ type Options struct {
 	// unavailable, stream full) before it fails. Defaults to DefaultRetryFor
 	// (2m).
 	RetryFor time.Duration
-
-	// AfterPublish, when set, runs after a batch's PubAcks arrived and
-	// before they are recorded; an error stops publishing the replay as if
-	// the replayer died at that moment. Fault injection for tests.
-	AfterPublish func(replayID string, acked int) error
 }
 
 // Defaults of Options.
@@ -461,7 +456,8 @@ func (r *Replayer) wakeUp() {
 // PubAcks in flight, records them and returns; the replays stay running for
 // the next replayer. Beside publishing it checks for gaps (CheckGaps), watches
 // which Postgres server answers, and re-drives events whose commit was lost
-// (RedrivePass) unless RedriveInterval is negative.
+// (RedrivePass) unless RedriveInterval is negative. Tests inject faults
+// through ctx (internal/faults: AfterPublish).
 func (r *Replayer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
