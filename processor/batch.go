@@ -185,7 +185,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]inbox.Outcome, []st
 				h.Set(envelope.HeaderExecutionID, ev.ExecutionID)
 				b[i].injectOutbox(h)
 				w.Outbox = append(w.Outbox, store.OutboxRow{Key: ev.Key, Subject: m.Subject, Headers: h, Payload: m.Data,
-					MsgID: store.OutboxMsgID(ev.Key, ev.Mode, ev.ReplayID, pos)})
+					MsgID: envelope.OutboxMsgID(ev.Key, ev.Mode, ev.ReplayID, pos)})
 			}
 		}
 		if err := w.Flush(ctx, tx); err != nil {

@@ -74,7 +74,7 @@ func (ev *Event) Queue(sql string, args ...any) {
 // Message is an outbox message a handler emits: committed with the
 // transaction, published to INTAKE_OUT by the relay. Its Nats-Msg-Id is
 // derived from the event's key and its position in the handler's result
-// (store.OutboxMsgID), so a handler run again for the same event must
+// (envelope.OutboxMsgID), so a handler run again for the same event must
 // return the same messages in the same order for INTAKE_OUT to recognise
 // them.
 type Message struct {

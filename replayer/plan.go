@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -94,20 +93,6 @@ func (p *plan) summary() (map[string]int64, []store.OutcomeCount, []string) {
 
 const sampleSize = 10
 
-// replayMsgID is the Nats-Msg-Id of a replay's copy of an event: unique per
-// replay and key, so a republish after a crash is a stream duplicate.
-func replayMsgID(replayID string, k envelope.Key) string {
-	return "replay:" + replayID + ":" + k.String()
-}
-
-// redeliveryMsgID is the Nats-Msg-Id of a redelivered message. It cannot be
-// the original id: INTAKE_OUT would drop it as a duplicate inside its
-// window (and accept it after), so the outcome would depend on the clock.
-// The original id travels in Intake-Original-Msg-Id.
-func redeliveryMsgID(replayID, original string) string {
-	return "redeliver:" + replayID + ":" + original
-}
-
 // predict says what the processor will do with an exact or reexecute copy
 // of a message with payload hash sha, given the event's inbox row: the
 // inbox's own decision on a copy not yet published (no stream sequence).
@@ -158,7 +143,7 @@ func (r *Replayer) planReplay(ctx context.Context, id string, req ReplayRequest)
 	}
 	addRow := func(st store.InboxState) error {
 		it := store.ReplayItem{Key: st.Key, Tenant: st.Tenant, EventType: st.EventType, StreamSeq: st.StreamSeq,
-			MsgID: replayMsgID(id, st.Key)}
+			MsgID: envelope.ReplayMsgID(id, st.Key)}
 		sha, err := originalHash(ctx, stream, st)
 		switch {
 		case errors.Is(err, errGone):
@@ -186,7 +171,7 @@ func (r *Replayer) planReplay(ctx context.Context, id string, req ReplayRequest)
 			if !ok {
 				// Never processed: its message can only be found in a range
 				// (reconcile gives one); a key alone cannot locate it.
-				p.add(store.ReplayItem{Key: k, MsgID: replayMsgID(id, k), Outcome: Missing})
+				p.add(store.ReplayItem{Key: k, MsgID: envelope.ReplayMsgID(id, k), Outcome: Missing})
 				continue
 			}
 			if !matches(st) {
@@ -294,7 +279,7 @@ func (r *Replayer) planFromStream(ctx context.Context, id string, req ReplayRequ
 		}
 		c := choose(f.cands, row, hasRow)
 		p.add(store.ReplayItem{Key: k, Tenant: f.tenant, EventType: f.eventType, StreamSeq: c.seq,
-			MsgID: replayMsgID(id, k), Outcome: predict(req.Mode, row, hasRow, c.sha)})
+			MsgID: envelope.ReplayMsgID(id, k), Outcome: predict(req.Mode, row, hasRow, c.sha)})
 	}
 	return p, nil
 }
@@ -364,7 +349,7 @@ func (r *Replayer) planRedelivery(ctx context.Context, id string, req Redelivery
 				return ErrTooMany
 			}
 			p.add(store.ReplayItem{Key: o.Key, Tenant: o.Tenant, EventType: o.EventType, OutboxID: o.ID,
-				MsgID: redeliveryMsgID(id, o.MsgID), Outcome: WouldRedeliver})
+				MsgID: envelope.RedeliveryMsgID(id, o.MsgID), Outcome: WouldRedeliver})
 			return nil
 		})
 		if err != nil {
@@ -395,7 +380,7 @@ func (r *Replayer) planRedelivery(ctx context.Context, id string, req Redelivery
 		}
 		orig := m.Header.Get(envelope.HeaderMsgID)
 		if orig == "" {
-			orig = "seq:" + strconv.FormatUint(m.Seq, 10)
+			orig = envelope.SeqMsgID(m.Seq)
 		}
 		if seen[orig] {
 			return nil // the same message id twice (published again after the window)
@@ -405,7 +390,7 @@ func (r *Replayer) planRedelivery(ctx context.Context, id string, req Redelivery
 			return ErrTooMany
 		}
 		p.add(store.ReplayItem{Key: k, Tenant: tenant, EventType: typ, StreamSeq: m.Seq,
-			MsgID: redeliveryMsgID(id, orig), Outcome: WouldRedeliver})
+			MsgID: envelope.RedeliveryMsgID(id, orig), Outcome: WouldRedeliver})
 		return nil
 	})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -295,7 +294,7 @@ func (j *job) build(ctx context.Context, it store.ReplayItem) (*nats.Msg, error)
 	if j.rep.Mode == store.ReplayRedeliver {
 		orig := raw.Header.Get(envelope.HeaderMsgID)
 		if orig == "" {
-			orig = "seq:" + strconv.FormatUint(raw.Sequence, 10)
+			orig = envelope.SeqMsgID(raw.Sequence)
 		}
 		return redelivered(raw.Subject, raw.Header, raw.Data, it.MsgID, orig, j.rep.ID), nil
 	}

@@ -61,7 +61,6 @@ const (
 	SubjectOutAll = "intake.out.>"
 	ConsumerName  = "processor"
 	DefaultType   = "unknown"
-	hashPrefixHex = 16
 )
 
 // Key identifies one logical provider event: integration, provider account
@@ -95,18 +94,6 @@ func ParseKey(s string) (Key, bool) {
 func PayloadSHA256(body []byte) string {
 	sum := sha256.Sum256(body)
 	return hex.EncodeToString(sum[:])
-}
-
-// MsgID is the JetStream dedup id: the scoped key plus the first 16 hex
-// characters of the payload hash. With the hash in the id an exact retry is
-// stopped by the stream, while a same-id-different-payload delivery reaches
-// the inbox, where it is recorded as a conflict instead of being swallowed.
-func MsgID(k Key, payloadSHA256 string) string {
-	h := payloadSHA256
-	if len(h) > hashPrefixHex {
-		h = h[:hashPrefixHex]
-	}
-	return k.String() + "#" + h
 }
 
 // SubjectIn is the INTAKE_IN subject for a verified delivery.

@@ -6,18 +6,18 @@ import (
 	"time"
 )
 
-func TestMsgIDIncludesHashPrefix(t *testing.T) {
+func TestDeliveryMsgIDIncludesHashPrefix(t *testing.T) {
 	k := Key{Integration: "stripe-live", Account: "acct_1", EventID: "evt_1"}
-	a := MsgID(k, PayloadSHA256([]byte(`{"a":1}`)))
-	b := MsgID(k, PayloadSHA256([]byte(`{"a":2}`)))
+	a := DeliveryMsgID(k, PayloadSHA256([]byte(`{"a":1}`)))
+	b := DeliveryMsgID(k, PayloadSHA256([]byte(`{"a":2}`)))
 	if a == b {
 		t.Fatalf("different payloads share a message id %q", a)
 	}
 	if want := "stripe-live/acct_1/evt_1#"; a[:len(want)] != want {
-		t.Fatalf("MsgID = %q, want prefix %q", a, want)
+		t.Fatalf("DeliveryMsgID = %q, want prefix %q", a, want)
 	}
 	if len(a) != len("stripe-live/acct_1/evt_1#")+16 {
-		t.Fatalf("MsgID = %q: want 16 hex characters of hash", a)
+		t.Fatalf("DeliveryMsgID = %q: want 16 hex characters of hash", a)
 	}
 }
 

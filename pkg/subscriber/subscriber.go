@@ -7,7 +7,7 @@
 // message carries in Intake-Key. A re-execution an operator asked for
 // arrives with a new ExecutionID and the same Key. A message's Nats-Msg-Id
 // names it by its event and its position among the handler's outputs
-// (store.OutboxMsgID): an event run again after a failover lost its commit
+// (envelope.OutboxMsgID): an event run again after a failover lost its commit
 // publishes its messages under the same ids, so past INTAKE_OUT's
 // duplicate window a service that keys on the message id drops them too.
 package subscriber
