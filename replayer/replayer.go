@@ -1,6 +1,7 @@
 package replayer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -150,21 +151,21 @@ func (o Options) WithDefaults() Options {
 	if o.Log == nil {
 		o.Log = telemetry.Discard()
 	}
-	setDefault(&o.DefaultRate, DefaultReplayRate)
-	setDefault(&o.MaxRate, DefaultMaxRate)
-	setDefault(&o.MaxMatched, DefaultMaxMatched)
-	setDefault(&o.MaxRunning, DefaultMaxRunning)
-	setDefault(&o.ReconcileMaxSpan, DefaultReconcileMaxSpan)
-	setDefault(&o.ReconcileViewerMaxSpan, min(DefaultReconcileViewerMaxSpan, o.ReconcileMaxSpan))
-	setDefault(&o.MaxReconciles, DefaultMaxReconciles)
-	setDefault(&o.ResumeInterval, DefaultResumeInterval)
-	setDefault(&o.GapCheckInterval, DefaultGapCheckInterval)
-	setDefault(&o.StatsInterval, DefaultStatsInterval)
-	setDefault(&o.RedriveInterval, DefaultRedriveInterval)
-	setDefault(&o.RedriveLookback, DefaultRedriveLookback)
-	setDefault(&o.ServerWatchInterval, store.DefaultServerWatchInterval)
-	setDefault(&o.PublishTimeout, DefaultPublishTimeout)
-	setDefault(&o.RetryFor, DefaultRetryFor)
+	o.DefaultRate = cmp.Or(o.DefaultRate, DefaultReplayRate)
+	o.MaxRate = cmp.Or(o.MaxRate, DefaultMaxRate)
+	o.MaxMatched = cmp.Or(o.MaxMatched, DefaultMaxMatched)
+	o.MaxRunning = cmp.Or(o.MaxRunning, DefaultMaxRunning)
+	o.ReconcileMaxSpan = cmp.Or(o.ReconcileMaxSpan, DefaultReconcileMaxSpan)
+	o.ReconcileViewerMaxSpan = cmp.Or(o.ReconcileViewerMaxSpan, min(DefaultReconcileViewerMaxSpan, o.ReconcileMaxSpan))
+	o.MaxReconciles = cmp.Or(o.MaxReconciles, DefaultMaxReconciles)
+	o.ResumeInterval = cmp.Or(o.ResumeInterval, DefaultResumeInterval)
+	o.GapCheckInterval = cmp.Or(o.GapCheckInterval, DefaultGapCheckInterval)
+	o.StatsInterval = cmp.Or(o.StatsInterval, DefaultStatsInterval)
+	o.RedriveInterval = cmp.Or(o.RedriveInterval, DefaultRedriveInterval)
+	o.RedriveLookback = cmp.Or(o.RedriveLookback, DefaultRedriveLookback)
+	o.ServerWatchInterval = cmp.Or(o.ServerWatchInterval, store.DefaultServerWatchInterval)
+	o.PublishTimeout = cmp.Or(o.PublishTimeout, DefaultPublishTimeout)
+	o.RetryFor = cmp.Or(o.RetryFor, DefaultRetryFor)
 	return o
 }
 
@@ -211,14 +212,6 @@ func (o Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// setDefault sets *v to def when it is the zero value.
-func setDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Replayer serves the operator API and publishes replays.
