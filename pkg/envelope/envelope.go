@@ -120,6 +120,32 @@ func SubjectOut(tenant, integration, eventType string) string {
 	return "intake.out." + Token(tenant) + "." + Token(integration) + "." + Token(eventType)
 }
 
+// SubjectOutPrefix is the start of every INTAKE_OUT subject of tenant: its
+// messages match SubjectOutPrefix(tenant) + ">".
+func SubjectOutPrefix(tenant string) string {
+	return "intake.out." + Token(tenant) + "."
+}
+
+// SubjectOutFilter is the INTAKE_OUT filter of tenant's messages of
+// integration, "intake.out.{tenant}.{integration}.>", where an empty tenant
+// or integration stands for any ("*"), not for Token's "unknown".
+func SubjectOutFilter(tenant, integration string) string {
+	t, in := "*", "*"
+	if tenant != "" {
+		t = Token(tenant)
+	}
+	if integration != "" {
+		in = Token(integration)
+	}
+	return "intake.out." + t + "." + in + ".>"
+}
+
+// IsSubjectOutFilter reports whether filter, a subject or a pattern with
+// wildcards, starts "intake.out.": it can match INTAKE_OUT subjects only.
+func IsSubjectOutFilter(filter string) bool {
+	return strings.HasPrefix(filter, "intake.out.")
+}
+
 // Token turns an arbitrary string into one NATS subject token, one to one:
 // two different strings never share a token, so one event type cannot be
 // routed to another's subscribers ("a.b" and "a_b" used to collide). A clean

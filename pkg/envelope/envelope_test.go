@@ -205,3 +205,32 @@ func TestBoundRetryHints(t *testing.T) {
 		t.Fatalf("receipt hints %v, %v", r.RetryHints, err)
 	}
 }
+
+// The INTAKE_OUT filters, as pkg/subscriber and the replayer spelt them by
+// hand before: a durable's filter on the server must not change.
+func TestSubjectOutFilters(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{SubjectOutPrefix("acme") + ">", "intake.out.acme.>"},
+		{SubjectOutPrefix("acme.eu") + ">", "intake.out.acme%2Eeu.>"},
+		{SubjectOutFilter("acme", "stripe-live"), "intake.out.acme.stripe-live.>"},
+		{SubjectOutFilter("", "stripe-live"), "intake.out.*.stripe-live.>"},
+		{SubjectOutFilter("acme", ""), "intake.out.acme.*.>"},
+		{SubjectOutFilter("", ""), "intake.out.*.*.>"},
+		{SubjectOutFilter("acme.eu", "a b"), "intake.out.acme%2Eeu.a%20b.>"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%q, want %q", c.got, c.want)
+		}
+	}
+	if !SubjectsCollide(SubjectOutFilter("acme", "stripe-live"), SubjectOut("acme", "stripe-live", "invoice.paid")) {
+		t.Error("SubjectOutFilter does not match the subject SubjectOut makes")
+	}
+	for filter, want := range map[string]bool{
+		SubjectOutAll: true, "intake.out.acme.>": true, SubjectOutFilter("", "x"): true,
+		SubjectInAll: false, "intake.outbox.x": false, "": false,
+	} {
+		if got := IsSubjectOutFilter(filter); got != want {
+			t.Errorf("IsSubjectOutFilter(%q) = %v, want %v", filter, got, want)
+		}
+	}
+}

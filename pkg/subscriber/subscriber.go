@@ -128,7 +128,7 @@ func Consume(ctx context.Context, js jetstream.JetStream, o Options, h Handler) 
 	if len(subjects) == 0 {
 		subjects = []string{envelope.SubjectOutAll}
 		if o.Tenant != "" {
-			subjects = []string{"intake.out." + envelope.Token(o.Tenant) + ".>"}
+			subjects = []string{envelope.SubjectOutPrefix(o.Tenant) + ">"}
 		}
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, envelope.StreamOut, jetstream.ConsumerConfig{
