@@ -225,13 +225,7 @@ func (r *Replayer) planFromStream(ctx context.Context, id string, req ReplayRequ
 	s := req.Selector
 	rg := newScanRange(s.StreamSeq, s.Since, s.Until)
 	rg.Subjects = r.inSubjects(s.Integration)
-	var keyFilter map[envelope.Key]bool
-	if len(s.Keys) > 0 {
-		keyFilter = map[envelope.Key]bool{}
-		for _, k := range parseKeys(s.Keys) {
-			keyFilter[k] = true
-		}
-	}
+	keyFilter := keySet(s.Keys)
 	type found struct {
 		tenant, eventType string
 		cands             []candidate
@@ -308,62 +302,65 @@ func choose(cands []candidate, row store.InboxState, hasRow bool) candidate {
 // planRedelivery resolves a redelivery's selector against INTAKE_OUT or the
 // published outbox rows.
 func (r *Replayer) planRedelivery(ctx context.Context, id string, req RedeliveryRequest) (*plan, error) {
-	s := req.Selector
-	var keyFilter map[envelope.Key]bool
-	if len(s.Keys) > 0 {
-		keyFilter = map[envelope.Key]bool{}
-		for _, k := range parseKeys(s.Keys) {
-			keyFilter[k] = true
-		}
-	}
-	p := &plan{}
 	if req.Source == SourceOutbox {
-		last, err := lastSeq(ctx, r.o.JS, envelope.StreamOut)
-		if err != nil {
-			return nil, err
-		}
-		p.lastSeq = last
-		sel := store.OutboxSelector{Integration: s.Integration, Tenant: s.Tenant, EventType: s.EventType, Limit: r.o.MaxMatched + 1}
-		for k := range keyFilter {
-			sel.Keys = append(sel.Keys, k)
-		}
-		if s.Since != nil {
-			sel.Since = *s.Since
-		}
-		if s.Until != nil {
-			sel.Until = *s.Until
-		}
-		seen := map[string]bool{}
-		err = r.o.Store.SelectPublishedOutbox(ctx, sel, func(o store.OutboxRef) error {
-			if !r.mine(o.Key.Integration) {
-				return nil // an integration moved to another shard: its replayer's now
-			}
-			if seen[o.MsgID] {
-				// Rows that share a message id (the event ran again as an
-				// original once its inbox row was gone): one message to
-				// subscribers, one copy, as from the stream below.
-				return nil
-			}
-			seen[o.MsgID] = true
-			if len(p.items) >= r.o.MaxMatched {
-				return ErrTooMany
-			}
-			p.add(store.ReplayItem{Key: o.Key, Tenant: o.Tenant, EventType: o.EventType, OutboxID: o.ID,
-				MsgID: envelope.RedeliveryMsgID(id, o.MsgID), Outcome: WouldRedeliver})
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		return p, nil
+		return r.planRedeliveryFromOutbox(ctx, id, req.Selector)
 	}
+	return r.planRedeliveryFromStream(ctx, id, req.Selector)
+}
 
+// planRedeliveryFromOutbox picks the published outbox rows s matches, one
+// copy per message id.
+func (r *Replayer) planRedeliveryFromOutbox(ctx context.Context, id string, s RedeliverySelector) (*plan, error) {
+	last, err := lastSeq(ctx, r.o.JS, envelope.StreamOut)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{lastSeq: last}
+	sel := store.OutboxSelector{Keys: parseKeys(s.Keys), Integration: s.Integration, Tenant: s.Tenant, EventType: s.EventType,
+		Limit: r.o.MaxMatched + 1}
+	if s.Since != nil {
+		sel.Since = *s.Since
+	}
+	if s.Until != nil {
+		sel.Until = *s.Until
+	}
+	seen := map[string]bool{}
+	err = r.o.Store.SelectPublishedOutbox(ctx, sel, func(o store.OutboxRef) error {
+		if !r.mine(o.Key.Integration) {
+			return nil // an integration moved to another shard: its replayer's now
+		}
+		if seen[o.MsgID] {
+			// Rows that share a message id (the event ran again as an
+			// original once its inbox row was gone): one message to
+			// subscribers, one copy, as from the stream.
+			return nil
+		}
+		seen[o.MsgID] = true
+		if len(p.items) >= r.o.MaxMatched {
+			return ErrTooMany
+		}
+		p.add(store.ReplayItem{Key: o.Key, Tenant: o.Tenant, EventType: o.EventType, OutboxID: o.ID,
+			MsgID: envelope.RedeliveryMsgID(id, o.MsgID), Outcome: WouldRedeliver})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// planRedeliveryFromStream scans INTAKE_OUT over s's range and picks each
+// processed message s matches once (by message id), leaving out earlier
+// redeliveries' copies.
+func (r *Replayer) planRedeliveryFromStream(ctx context.Context, id string, s RedeliverySelector) (*plan, error) {
+	keyFilter := keySet(s.Keys)
 	rg := newScanRange(s.StreamSeq, s.Since, s.Until)
 	if s.Subject != "" {
 		rg.Subjects = []string{s.Subject}
 	} else {
 		rg.Subjects = r.outSubjects(s.Tenant, s.Integration)
 	}
+	p := &plan{}
 	seen := map[string]bool{}
 	last, err := scanStream(ctx, r.o.JS, envelope.StreamOut, rg, func(m scanned) error {
 		if m.Header.Get(HeaderRedeliveryID) != "" {
@@ -398,4 +395,17 @@ func (r *Replayer) planRedelivery(ctx context.Context, id string, req Redelivery
 	}
 	p.lastSeq = last
 	return p, nil
+}
+
+// keySet is keys (scoped keys, checked) as a set; nil without any: no
+// filter.
+func keySet(keys []string) map[envelope.Key]bool {
+	if len(keys) == 0 {
+		return nil
+	}
+	set := map[envelope.Key]bool{}
+	for _, k := range parseKeys(keys) {
+		set[k] = true
+	}
+	return set
 }
