@@ -222,10 +222,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 	if o.Roles.API {
 		// A shard's replayer (processor.shard) answers for the shard's
 		// integrations and reads its durable: the same config as its processors.
-		a.rp, err = replayer.New(replayer.Options{Store: a.st, JS: js, Tokens: cfg.API.Tokens, Log: a.log, Registry: o.Metrics.Registry,
-			TracerProvider:  o.TracerProvider,
-			RedriveInterval: cfg.API.RedriveInterval, RedriveLookback: cfg.API.RedriveLookback,
-			Shard: cfg.Processor.Shard, Integrations: integrationNames(cfg.Integrations)})
+		ro := replayerOptions(cfg)
+		ro.Store, ro.JS, ro.Registry = a.st, js, o.Metrics.Registry
+		ro.Log, ro.TracerProvider = a.log, o.TracerProvider
+		a.rp, err = replayer.New(ro)
 		if err != nil {
 			return nil, err
 		}
@@ -509,6 +509,21 @@ func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // integrationNames are the names of the configured integrations.
+// replayerOptions are the replayer's Options the config file gives: the api
+// section, and the shard and its integrations.
+func replayerOptions(cfg *config.Config) replayer.Options {
+	api := cfg.API
+	return replayer.Options{Tokens: api.Tokens,
+		DefaultRate: api.Replays.DefaultRate, MaxRate: api.Replays.MaxRate, MaxMatched: api.Replays.MaxMatched,
+		MaxRunning: api.Replays.MaxRunning, ResumeInterval: api.Replays.ResumeInterval,
+		PublishTimeout: api.Replays.PublishTimeout, RetryFor: api.Replays.RetryFor,
+		ReconcileMaxSpan: api.Reconcile.MaxSpan, ReconcileViewerMaxSpan: api.Reconcile.ViewerMaxSpan,
+		MaxReconciles: api.Reconcile.MaxRunning,
+		StatsInterval: api.StatsInterval, GapCheckInterval: api.GapCheckInterval,
+		RedriveInterval: api.RedriveInterval, RedriveLookback: api.RedriveLookback,
+		Shard: cfg.Processor.Shard, Integrations: integrationNames(cfg.Integrations)}
+}
+
 func integrationNames(ins []config.Integration) []string {
 	names := make([]string, 0, len(ins))
 	for _, in := range ins {

@@ -299,7 +299,7 @@ func TestOneWebhookIsOneTraceAcrossTheRoles(t *testing.T) {
 	if tp := in.Header.Get(envelope.HeaderTraceparent); !strings.Contains(tp, req.TraceID) {
 		t.Errorf("INTAKE_IN traceparent %q, want trace %s", tp, req.TraceID)
 	}
-	if id := in.Header.Get(envelope.HeaderMsgID); id != envelope.MsgID(envelope.Key{Integration: "demo", Account: "main", EventID: "evt_traced"}, envelope.PayloadSHA256(d.body)) {
+	if id := in.Header.Get(envelope.HeaderMsgID); id != envelope.DeliveryMsgID(envelope.Key{Integration: "demo", Account: "main", EventID: "evt_traced"}, envelope.PayloadSHA256(d.body)) {
 		t.Errorf("Nats-Msg-Id %q depends on more than the key and the payload", id)
 	}
 }

@@ -275,7 +275,7 @@ func (it *item) outboxRow(pos int, m Message) store.OutboxRow {
 	h.Set(envelope.HeaderExecutionID, ev.ExecutionID)
 	it.injectOutbox(h)
 	return store.OutboxRow{Key: ev.Key, Subject: m.Subject, Headers: h, Payload: m.Data,
-		MsgID: store.OutboxMsgID(ev.Key, ev.Mode, ev.ReplayID, pos)}
+		MsgID: envelope.OutboxMsgID(ev.Key, ev.Mode, ev.ReplayID, pos)}
 }
 
 type handlerError struct{ err error }

@@ -21,7 +21,7 @@
 // INTAKE_OUT and takes them off the pending list. The Relay publishes the
 // rows that stay pending (the processor died or lost NATS first); a row
 // published twice is deduplicated by the stream. A row's Nats-Msg-Id is not
-// its id but store.OutboxMsgID: derived from the event's key and the
+// its id but envelope.OutboxMsgID: derived from the event's key and the
 // message's position among its handler's outputs (plus the replay, for a
 // re-execution), so an event executed again after a Postgres failover lost
 // its commit publishes under the same ids and is dropped as a duplicate.

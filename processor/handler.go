@@ -16,7 +16,7 @@ import (
 // the processor itself; the Relay publishes it only if it is still pending
 // after outbox.relay_after (that publish failed, or the processor died
 // first). Its Nats-Msg-Id is derived from the event's key and its position
-// in the handler's result (store.OutboxMsgID), so a handler run again for
+// in the handler's result (envelope.OutboxMsgID), so a handler run again for
 // the same event must return the same messages in the same order for
 // INTAKE_OUT to recognise them.
 type Message struct {

@@ -12,7 +12,6 @@ import (
 	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
-	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/telemetry"
 	"github.com/intakehq/intake/processor"
 )
@@ -82,7 +81,7 @@ func TestLostCommitRunAgainPublishesUnderTheSameMsgIDs(t *testing.T) {
 	r.settled(1)
 	r.tr.CaughtUp(t, 30*time.Second)
 
-	want := []string{store.OutboxMsgID(k, inbox.ModeOriginal, "", 0), store.OutboxMsgID(k, inbox.ModeOriginal, "", 1)}
+	want := []string{envelope.OutboxMsgID(k, inbox.ModeOriginal, "", 0), envelope.OutboxMsgID(k, inbox.ModeOriginal, "", 1)}
 	if got := r.outboxMsgIDs(k.EventID); !slices.Equal(got, want) {
 		t.Fatalf("outbox msg ids %v, want %v", got, want)
 	}
@@ -132,7 +131,7 @@ func TestLostCommitRunAgainPublishesUnderTheSameMsgIDs(t *testing.T) {
 	}, "re-execution never recorded")
 	r.settled(1)
 	r.tr.CaughtUp(t, 30*time.Second)
-	reIDs := []string{store.OutboxMsgID(k, inbox.ModeReexecute, re, 0), store.OutboxMsgID(k, inbox.ModeReexecute, re, 1)}
+	reIDs := []string{envelope.OutboxMsgID(k, inbox.ModeReexecute, re, 0), envelope.OutboxMsgID(k, inbox.ModeReexecute, re, 1)}
 	if got, n := r.outMsgIDs(k.EventID); !slices.Equal(got, append(want, reIDs...)) || n != 4 {
 		t.Fatalf("INTAKE_OUT after the re-execution holds %v (%d messages), want %v then %v", got, n, want, reIDs)
 	}

@@ -47,7 +47,7 @@ type sent struct {
 }
 
 // sendRows publishes rows asynchronously, Nats-Msg-Id = the row's
-// NatsMsgID (derived from the event's key: store.OutboxMsgID), in order. It adds that header to each row's Headers: the rows are committed
+// NatsMsgID (derived from the event's key: envelope.OutboxMsgID), in order. It adds that header to each row's Headers: the rows are committed
 // (their headers already written) and serve no other purpose afterwards.
 // With a tracer, a row that carries its event's trace gets a publish span
 // (intake.outbox.publish), named by its traceparent on INTAKE_OUT.

@@ -21,30 +21,30 @@ import (
 // maxRequestBody bounds POST bodies (a replay by keys may list many keys).
 const maxRequestBody = 16 << 20
 
-// Mount adds the /api/v1 routes to r: viewers read, operators also replay,
-// redeliver and cancel.
-func (a *Replayer) Mount(r chi.Router) {
-	r.Route("/api/v1", func(r chi.Router) {
-		r.Use(RequireToken(a.o.Tokens, a.o.Auth))
-		r.Group(func(r chi.Router) {
-			r.Use(RequireRole(config.RoleViewer))
-			r.Get("/events", a.listEvents)
-			r.Get("/events/{integration}/*", a.getEvent) // event ids may contain '/'
-			r.Get("/conflicts", a.listConflicts)
-			r.Get("/rejections", a.listRejections)
-			r.Get("/replays", a.listReplays)
-			r.Get("/replays/{id}", a.getReplay)
-			r.Get("/redeliveries/{id}", a.getReplay)
-			r.Get("/reconcile", a.reconcile)
-			r.Get("/gaps", a.gaps)
-			r.Get("/redrive", a.redriveStatus)
+// Mount adds the /api/v1 routes to router: viewers read, operators also
+// replay, redeliver and cancel.
+func (r *Replayer) Mount(router chi.Router) {
+	router.Route("/api/v1", func(api chi.Router) {
+		api.Use(RequireToken(r.o.Tokens, r.o.Auth))
+		api.Group(func(g chi.Router) {
+			g.Use(RequireRole(config.RoleViewer))
+			g.Get("/events", r.listEvents)
+			g.Get("/events/{integration}/*", r.getEvent) // event ids may contain '/'
+			g.Get("/conflicts", r.listConflicts)
+			g.Get("/rejections", r.listRejections)
+			g.Get("/replays", r.listReplays)
+			g.Get("/replays/{id}", r.getReplay)
+			g.Get("/redeliveries/{id}", r.getReplay)
+			g.Get("/reconcile", r.reconcile)
+			g.Get("/gaps", r.gaps)
+			g.Get("/redrive", r.redriveStatus)
 		})
-		r.Group(func(r chi.Router) {
-			r.Use(RequireRole(config.RoleOperator))
-			r.Post("/replays", a.postReplay)
-			r.Post("/replays/{id}/cancel", a.cancelReplay)
-			r.Post("/redeliveries", a.postRedelivery)
-			r.Post("/redeliveries/{id}/cancel", a.cancelReplay)
+		api.Group(func(g chi.Router) {
+			g.Use(RequireRole(config.RoleOperator))
+			g.Post("/replays", r.postReplay)
+			g.Post("/replays/{id}/cancel", r.cancelReplay)
+			g.Post("/redeliveries", r.postRedelivery)
+			g.Post("/redeliveries/{id}/cancel", r.cancelReplay)
 		})
 	})
 }
@@ -69,10 +69,10 @@ type EventDetail struct {
 
 // getEvent returns one event. The account is optional (?account=):
 // integrations have one account scope unless a verified header supplies it.
-func (a *Replayer) getEvent(w http.ResponseWriter, r *http.Request) {
-	integration := chi.URLParam(r, "integration")
-	eventID := chi.URLParam(r, "*")
-	if r.URL.RawPath != "" { // chi matched the escaped path
+func (r *Replayer) getEvent(w http.ResponseWriter, req *http.Request) {
+	integration := chi.URLParam(req, "integration")
+	eventID := chi.URLParam(req, "*")
+	if req.URL.RawPath != "" { // chi matched the escaped path
 		if un, err := url.PathUnescape(eventID); err == nil {
 			eventID = un
 		}
@@ -81,35 +81,31 @@ func (a *Replayer) getEvent(w http.ResponseWriter, r *http.Request) {
 		ev  store.Event
 		err error
 	)
-	ctx := r.Context()
-	if account, ok := r.URL.Query()["account"]; ok {
-		ev, err = a.o.Store.GetEvent(ctx, envelope.Key{Integration: integration, Account: account[0], EventID: eventID})
+	ctx := req.Context()
+	if account, ok := req.URL.Query()["account"]; ok {
+		ev, err = r.o.Store.GetEvent(ctx, envelope.Key{Integration: integration, Account: account[0], EventID: eventID})
 	} else {
-		ev, err = a.o.Store.FindEvent(ctx, integration, eventID)
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "no such event")
-		return
+		ev, err = r.o.Store.FindEvent(ctx, integration, eventID)
 	}
 	if err != nil {
-		a.internal(w, "get event", err)
+		r.writeFailure(w, failure{call: "get event", notFound: "no such event"}, err)
 		return
 	}
 	d := EventDetail{Event: ev}
 	k := envelope.Key{Integration: ev.Integration, Account: ev.Account, EventID: ev.EventID}
-	if d.ConflictRecords, err = a.o.Store.EventConflicts(ctx, k); err == nil {
-		if d.Deliveries, err = a.o.Store.EventDeliveryHistory(ctx, k); err == nil {
-			if d.Executions, err = a.o.Store.EventExecutions(ctx, k); err == nil {
-				if d.Replays, err = a.o.Store.ReplaysOfEvent(ctx, k); err == nil {
-					if d.Rejections, err = a.o.Store.EventRejections(ctx, k); err == nil {
-						d.ReplayedBodies, err = a.o.Store.EventReplayedBodies(ctx, k)
+	if d.ConflictRecords, err = r.o.Store.EventConflicts(ctx, k); err == nil {
+		if d.Deliveries, err = r.o.Store.EventDeliveryHistory(ctx, k); err == nil {
+			if d.Executions, err = r.o.Store.EventExecutions(ctx, k); err == nil {
+				if d.Replays, err = r.o.Store.ReplaysOfEvent(ctx, k); err == nil {
+					if d.Rejections, err = r.o.Store.EventRejections(ctx, k); err == nil {
+						d.ReplayedBodies, err = r.o.Store.EventReplayedBodies(ctx, k)
 					}
 				}
 			}
 		}
 	}
 	if err != nil {
-		a.internal(w, "get event history", err)
+		r.writeFailure(w, failure{call: "get event history"}, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, d)
@@ -121,8 +117,8 @@ type EventPage struct {
 	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
-func (a *Replayer) listEvents(w http.ResponseWriter, r *http.Request) {
-	q := query{v: r.URL.Query()}
+func (r *Replayer) listEvents(w http.ResponseWriter, req *http.Request) {
+	q := query{v: req.URL.Query()}
 	f := store.EventFilter{
 		Integration: q.str("integration"), Tenant: q.str("tenant"), EventType: q.str("event_type"),
 		Status: q.str("status"), Since: q.time("since"), Until: q.time("until"), KeyPrefix: q.str("key_prefix"),
@@ -132,13 +128,9 @@ func (a *Replayer) listEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, q.err.Error())
 		return
 	}
-	events, next, err := a.o.Store.ListEvents(r.Context(), f)
-	if errors.Is(err, store.ErrBadCursor) {
-		writeError(w, http.StatusBadRequest, "cursor: invalid")
-		return
-	}
+	events, next, err := r.o.Store.ListEvents(req.Context(), f)
 	if err != nil {
-		a.internal(w, "list events", err)
+		r.writeFailure(w, failure{call: "list events"}, err)
 		return
 	}
 	if events == nil {
@@ -153,8 +145,8 @@ type ConflictPage struct {
 	NextCursor string           `json:"next_cursor,omitempty"`
 }
 
-func (a *Replayer) listConflicts(w http.ResponseWriter, r *http.Request) {
-	q := query{v: r.URL.Query()}
+func (r *Replayer) listConflicts(w http.ResponseWriter, req *http.Request) {
+	q := query{v: req.URL.Query()}
 	f := store.ConflictFilter{
 		Integration: q.str("integration"), Tenant: q.str("tenant"), Since: q.time("since"), Until: q.time("until"),
 		KeyPrefix: q.str("key_prefix"), Limit: q.int("limit"), Cursor: q.str("cursor"),
@@ -163,13 +155,9 @@ func (a *Replayer) listConflicts(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, q.err.Error())
 		return
 	}
-	list, next, err := a.o.Store.ListConflicts(r.Context(), f)
-	if errors.Is(err, store.ErrBadCursor) {
-		writeError(w, http.StatusBadRequest, "cursor: invalid")
-		return
-	}
+	list, next, err := r.o.Store.ListConflicts(req.Context(), f)
 	if err != nil {
-		a.internal(w, "list conflicts", err)
+		r.writeFailure(w, failure{call: "list conflicts"}, err)
 		return
 	}
 	if list == nil {
@@ -185,8 +173,8 @@ type RejectionPage struct {
 	NextCursor string            `json:"next_cursor,omitempty"`
 }
 
-func (a *Replayer) listRejections(w http.ResponseWriter, r *http.Request) {
-	q := query{v: r.URL.Query()}
+func (r *Replayer) listRejections(w http.ResponseWriter, req *http.Request) {
+	q := query{v: req.URL.Query()}
 	f := store.RejectionFilter{
 		Integration: q.str("integration"), Tenant: q.str("tenant"), Reason: q.str("reason"), ReplayID: q.str("replay_id"),
 		Since: q.time("since"), Until: q.time("until"), KeyPrefix: q.str("key_prefix"), Limit: q.int("limit"), Cursor: q.str("cursor"),
@@ -195,13 +183,9 @@ func (a *Replayer) listRejections(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, q.err.Error())
 		return
 	}
-	list, next, err := a.o.Store.ListRejections(r.Context(), f)
-	if errors.Is(err, store.ErrBadCursor) {
-		writeError(w, http.StatusBadRequest, "cursor: invalid")
-		return
-	}
+	list, next, err := r.o.Store.ListRejections(req.Context(), f)
 	if err != nil {
-		a.internal(w, "list rejections", err)
+		r.writeFailure(w, failure{call: "list rejections"}, err)
 		return
 	}
 	if list == nil {
@@ -216,20 +200,16 @@ type ReplayPage struct {
 	NextCursor string         `json:"next_cursor,omitempty"`
 }
 
-func (a *Replayer) listReplays(w http.ResponseWriter, r *http.Request) {
-	q := query{v: r.URL.Query()}
+func (r *Replayer) listReplays(w http.ResponseWriter, req *http.Request) {
+	q := query{v: req.URL.Query()}
 	limit, cursor := q.int("limit"), q.str("cursor")
 	if q.err != nil {
 		writeError(w, http.StatusBadRequest, q.err.Error())
 		return
 	}
-	list, next, err := a.o.Store.ListReplays(r.Context(), limit, cursor)
-	if errors.Is(err, store.ErrBadCursor) {
-		writeError(w, http.StatusBadRequest, "cursor: invalid")
-		return
-	}
+	list, next, err := r.o.Store.ListReplays(req.Context(), limit, cursor)
 	if err != nil {
-		a.internal(w, "list replays", err)
+		r.writeFailure(w, failure{call: "list replays"}, err)
 		return
 	}
 	if list == nil {
@@ -238,52 +218,43 @@ func (a *Replayer) listReplays(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ReplayPage{Replays: list, NextCursor: next})
 }
 
-func (a *Replayer) getReplay(w http.ResponseWriter, r *http.Request) {
-	rep, err := a.o.Store.GetReplay(r.Context(), chi.URLParam(r, "id"))
-	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "no such replay")
-		return
-	}
+func (r *Replayer) getReplay(w http.ResponseWriter, req *http.Request) {
+	rep, err := r.o.Store.GetReplay(req.Context(), chi.URLParam(req, "id"))
 	if err != nil {
-		a.internal(w, "get replay", err)
+		r.writeFailure(w, failure{call: "get replay", notFound: "no such replay"}, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
 }
 
-func (a *Replayer) postReplay(w http.ResponseWriter, r *http.Request) {
+func (r *Replayer) postReplay(w http.ResponseWriter, req *http.Request) {
 	allowSlow(w)
-	var req ReplayRequest
-	if !decodeBody(w, r, &req) {
+	var spec ReplayRequest
+	if !decodeBody(w, req, &spec) {
 		return
 	}
-	c, _ := CallerFrom(r.Context())
-	rep, err := a.Replay(r.Context(), c.Name, req)
-	a.answerStarted(w, rep, err)
+	c, _ := CallerFrom(req.Context())
+	rep, err := r.Replay(req.Context(), c.Name, spec)
+	r.answerStarted(w, rep, err)
 }
 
-func (a *Replayer) postRedelivery(w http.ResponseWriter, r *http.Request) {
+func (r *Replayer) postRedelivery(w http.ResponseWriter, req *http.Request) {
 	allowSlow(w)
-	var req RedeliveryRequest
-	if !decodeBody(w, r, &req) {
+	var spec RedeliveryRequest
+	if !decodeBody(w, req, &spec) {
 		return
 	}
-	c, _ := CallerFrom(r.Context())
-	rep, err := a.Redeliver(r.Context(), c.Name, req)
-	a.answerStarted(w, rep, err)
+	c, _ := CallerFrom(req.Context())
+	rep, err := r.Redeliver(req.Context(), c.Name, spec)
+	r.answerStarted(w, rep, err)
 }
 
 // answerStarted: 200 for a dry run (or nothing to publish), 202 for a
 // replay that is publishing.
-func (a *Replayer) answerStarted(w http.ResponseWriter, rep store.Replay, err error) {
-	var re *RequestError
+func (r *Replayer) answerStarted(w http.ResponseWriter, rep store.Replay, err error) {
 	switch {
-	case errors.As(err, &re):
-		writeError(w, http.StatusBadRequest, re.Error())
-	case errors.Is(err, ErrTooMany):
-		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("selector matches more than %d events: narrow it or split the replay", a.o.MaxMatched))
 	case err != nil:
-		a.internal(w, "replay", err)
+		r.writeFailure(w, failure{call: "replay", tooMany: "selector matches more than %d events: narrow it or split the replay"}, err)
 	case rep.State == store.ReplayRunning:
 		writeJSON(w, http.StatusAccepted, rep)
 	default:
@@ -291,59 +262,44 @@ func (a *Replayer) answerStarted(w http.ResponseWriter, rep store.Replay, err er
 	}
 }
 
-func (a *Replayer) cancelReplay(w http.ResponseWriter, r *http.Request) {
-	c, _ := CallerFrom(r.Context())
-	id := chi.URLParam(r, "id")
-	rep, changed, err := a.Cancel(r.Context(), id, c.Name)
-	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "no such replay")
-		return
-	}
+func (r *Replayer) cancelReplay(w http.ResponseWriter, req *http.Request) {
+	c, _ := CallerFrom(req.Context())
+	id := chi.URLParam(req, "id")
+	rep, changed, err := r.Cancel(req.Context(), id, c.Name)
 	if err != nil {
-		a.internal(w, "cancel replay", err)
+		r.writeFailure(w, failure{call: "cancel replay", notFound: "no such replay"}, err)
 		return
 	}
 	if !changed {
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "replay is " + rep.State + ", not running", "replay": rep})
 		return
 	}
-	a.stopLocal(id)
+	r.stopLocal(id)
 	writeJSON(w, http.StatusOK, rep)
 }
 
-func (a *Replayer) reconcile(w http.ResponseWriter, r *http.Request) {
+func (r *Replayer) reconcile(w http.ResponseWriter, req *http.Request) {
 	allowSlow(w)
-	q := query{v: r.URL.Query()}
-	req := ReconcileRequest{FromSeq: q.uint("from_seq"), ToSeq: q.uint("to_seq"), Since: q.time("since"),
+	q := query{v: req.URL.Query()}
+	spec := ReconcileRequest{FromSeq: q.uint("from_seq"), ToSeq: q.uint("to_seq"), Since: q.time("since"),
 		Until: q.time("until"), Integration: q.str("integration")}
 	if q.err != nil {
 		writeError(w, http.StatusBadRequest, q.err.Error())
 		return
 	}
-	if req.FromSeq == 0 && req.ToSeq == 0 && req.Since.IsZero() && req.Until.IsZero() {
+	if spec.FromSeq == 0 && spec.ToSeq == 0 && spec.Since.IsZero() && spec.Until.IsZero() {
 		writeError(w, http.StatusBadRequest, "give from_seq/to_seq or since/until")
 		return
 	}
-	if c, _ := CallerFrom(r.Context()); c.Role != config.RoleOperator {
-		req.MaxSpan = a.o.ReconcileViewerMaxSpan
+	if c, _ := CallerFrom(req.Context()); c.Role != config.RoleOperator {
+		spec.MaxSpan = r.o.ReconcileViewerMaxSpan
 	}
-	res, err := a.Reconcile(r.Context(), req)
-	var re *RequestError
-	switch {
-	case errors.As(err, &re):
-		writeError(w, http.StatusBadRequest, re.Error())
-	case errors.Is(err, ErrBusy):
-		w.Header().Set("Retry-After", strconv.Itoa(int(reconcileRetryAfter.Seconds())))
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%d reconciles are running on this replayer, the most it runs at once: retry later", a.o.MaxReconciles))
-	case errors.Is(err, ErrSpanTooLarge):
-		writeError(w, http.StatusUnprocessableEntity, "range: "+strings.TrimPrefix(err.Error(), ErrSpanTooLarge.Error()+": "))
-	case errors.Is(err, ErrTooMany):
-		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("range holds more than %d messages: narrow it", a.o.MaxMatched))
-	case err != nil:
-		a.internal(w, "reconcile", err)
-	default:
-		writeJSON(w, http.StatusOK, res)
+	res, err := r.Reconcile(req.Context(), spec)
+	if err != nil {
+		r.writeFailure(w, failure{call: "reconcile", tooMany: "range holds more than %d messages: narrow it"}, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 // reconcileRetryAfter is the Retry-After of a reconcile refused because
@@ -360,15 +316,44 @@ func allowSlow(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(slowRequestTimeout))
 }
 
-func (a *Replayer) internal(w http.ResponseWriter, what string, err error) {
-	a.o.Log.Error(what, "err", err)
-	writeError(w, http.StatusInternalServerError, "internal error")
+// failure is what a handler tells writeFailure about its call: the name
+// logged with an internal error, and the answers only some calls give.
+type failure struct {
+	call     string // logged with a 500: "list events"
+	notFound string // the 404 to store.ErrNotFound ("no such replay"); "": a 500
+	tooMany  string // the 422 to ErrTooMany, a format of Options.MaxMatched; "": a 500
+}
+
+// writeFailure answers err, from a handler's call, with the API's one
+// mapping of errors to HTTP: a request refused as asked 400, an unknown id
+// 404, a selector or range too large 422, too many reconciles running 429
+// (with Retry-After), anything else 500 — logged, and never shown.
+func (r *Replayer) writeFailure(w http.ResponseWriter, f failure, err error) {
+	var re *RequestError
+	switch {
+	case errors.As(err, &re):
+		writeError(w, http.StatusBadRequest, re.Error())
+	case errors.Is(err, store.ErrBadCursor):
+		writeError(w, http.StatusBadRequest, "cursor: invalid")
+	case errors.Is(err, store.ErrNotFound) && f.notFound != "":
+		writeError(w, http.StatusNotFound, f.notFound)
+	case errors.Is(err, ErrBusy):
+		w.Header().Set("Retry-After", strconv.Itoa(int(reconcileRetryAfter.Seconds())))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%d reconciles are running on this replayer, the most it runs at once: retry later", r.o.MaxReconciles))
+	case errors.Is(err, ErrSpanTooLarge):
+		writeError(w, http.StatusUnprocessableEntity, "range: "+strings.TrimPrefix(err.Error(), ErrSpanTooLarge.Error()+": "))
+	case errors.Is(err, ErrTooMany) && f.tooMany != "":
+		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf(f.tooMany, r.o.MaxMatched))
+	default:
+		r.o.Log.Error(f.call, "err", err)
+		writeError(w, http.StatusInternalServerError, "internal error")
+	}
 }
 
 // decodeBody reads a JSON body strictly: unknown fields are errors, so a
 // misspelt selector field cannot widen a replay.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
+func decodeBody(w http.ResponseWriter, req *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, maxRequestBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		writeError(w, http.StatusBadRequest, "body: "+err.Error())

@@ -1,6 +1,7 @@
 package replayer
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -71,9 +72,9 @@ func (o AuthOptions) WithDefaults() AuthOptions {
 	if o.Log == nil {
 		o.Log = telemetry.Discard()
 	}
-	setDefault(&o.MaxFailures, DefaultMaxAuthFailures)
-	setDefault(&o.FailureWindow, DefaultAuthFailureWindow)
-	setDefault(&o.MaxClients, DefaultMaxAuthClients)
+	o.MaxFailures = cmp.Or(o.MaxFailures, DefaultMaxAuthFailures)
+	o.FailureWindow = cmp.Or(o.FailureWindow, DefaultAuthFailureWindow)
+	o.MaxClients = cmp.Or(o.MaxClients, DefaultMaxAuthClients)
 	return o
 }
 

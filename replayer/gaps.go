@@ -150,8 +150,8 @@ func (r *Replayer) watchGaps(ctx context.Context) {
 }
 
 // gaps is GET /api/v1/gaps: a check now.
-func (a *Replayer) gaps(w http.ResponseWriter, req *http.Request) {
-	g, err := a.CheckGaps(req.Context())
+func (r *Replayer) gaps(w http.ResponseWriter, req *http.Request) {
+	g, err := r.CheckGaps(req.Context())
 	if err != nil {
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			writeError(w, http.StatusServiceUnavailable, err.Error())

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -94,20 +93,6 @@ func (p *plan) summary() (map[string]int64, []store.OutcomeCount, []string) {
 
 const sampleSize = 10
 
-// replayMsgID is the Nats-Msg-Id of a replay's copy of an event: unique per
-// replay and key, so a republish after a crash is a stream duplicate.
-func replayMsgID(replayID string, k envelope.Key) string {
-	return "replay:" + replayID + ":" + k.String()
-}
-
-// redeliveryMsgID is the Nats-Msg-Id of a redelivered message. It cannot be
-// the original id: INTAKE_OUT would drop it as a duplicate inside its
-// window (and accept it after), so the outcome would depend on the clock.
-// The original id travels in Intake-Original-Msg-Id.
-func redeliveryMsgID(replayID, original string) string {
-	return "redeliver:" + replayID + ":" + original
-}
-
 // predict says what the processor will do with an exact or reexecute copy
 // of a message with payload hash sha, given the event's inbox row: the
 // inbox's own decision on a copy not yet published (no stream sequence).
@@ -158,7 +143,7 @@ func (r *Replayer) planReplay(ctx context.Context, id string, req ReplayRequest)
 	}
 	addRow := func(st store.InboxState) error {
 		it := store.ReplayItem{Key: st.Key, Tenant: st.Tenant, EventType: st.EventType, StreamSeq: st.StreamSeq,
-			MsgID: replayMsgID(id, st.Key)}
+			MsgID: envelope.ReplayMsgID(id, st.Key)}
 		sha, err := originalHash(ctx, stream, st)
 		switch {
 		case errors.Is(err, errGone):
@@ -186,7 +171,7 @@ func (r *Replayer) planReplay(ctx context.Context, id string, req ReplayRequest)
 			if !ok {
 				// Never processed: its message can only be found in a range
 				// (reconcile gives one); a key alone cannot locate it.
-				p.add(store.ReplayItem{Key: k, MsgID: replayMsgID(id, k), Outcome: Missing})
+				p.add(store.ReplayItem{Key: k, MsgID: envelope.ReplayMsgID(id, k), Outcome: Missing})
 				continue
 			}
 			if !matches(st) {
@@ -240,13 +225,7 @@ func (r *Replayer) planFromStream(ctx context.Context, id string, req ReplayRequ
 	s := req.Selector
 	rg := newScanRange(s.StreamSeq, s.Since, s.Until)
 	rg.Subjects = r.inSubjects(s.Integration)
-	var keyFilter map[envelope.Key]bool
-	if len(s.Keys) > 0 {
-		keyFilter = map[envelope.Key]bool{}
-		for _, k := range parseKeys(s.Keys) {
-			keyFilter[k] = true
-		}
-	}
+	keyFilter := keySet(s.Keys)
 	type found struct {
 		tenant, eventType string
 		cands             []candidate
@@ -294,7 +273,7 @@ func (r *Replayer) planFromStream(ctx context.Context, id string, req ReplayRequ
 		}
 		c := choose(f.cands, row, hasRow)
 		p.add(store.ReplayItem{Key: k, Tenant: f.tenant, EventType: f.eventType, StreamSeq: c.seq,
-			MsgID: replayMsgID(id, k), Outcome: predict(req.Mode, row, hasRow, c.sha)})
+			MsgID: envelope.ReplayMsgID(id, k), Outcome: predict(req.Mode, row, hasRow, c.sha)})
 	}
 	return p, nil
 }
@@ -323,62 +302,65 @@ func choose(cands []candidate, row store.InboxState, hasRow bool) candidate {
 // planRedelivery resolves a redelivery's selector against INTAKE_OUT or the
 // published outbox rows.
 func (r *Replayer) planRedelivery(ctx context.Context, id string, req RedeliveryRequest) (*plan, error) {
-	s := req.Selector
-	var keyFilter map[envelope.Key]bool
-	if len(s.Keys) > 0 {
-		keyFilter = map[envelope.Key]bool{}
-		for _, k := range parseKeys(s.Keys) {
-			keyFilter[k] = true
-		}
-	}
-	p := &plan{}
 	if req.Source == SourceOutbox {
-		last, err := lastSeq(ctx, r.o.JS, envelope.StreamOut)
-		if err != nil {
-			return nil, err
-		}
-		p.lastSeq = last
-		sel := store.OutboxSelector{Integration: s.Integration, Tenant: s.Tenant, EventType: s.EventType, Limit: r.o.MaxMatched + 1}
-		for k := range keyFilter {
-			sel.Keys = append(sel.Keys, k)
-		}
-		if s.Since != nil {
-			sel.Since = *s.Since
-		}
-		if s.Until != nil {
-			sel.Until = *s.Until
-		}
-		seen := map[string]bool{}
-		err = r.o.Store.SelectPublishedOutbox(ctx, sel, func(o store.OutboxRef) error {
-			if !r.mine(o.Key.Integration) {
-				return nil // an integration moved to another shard: its replayer's now
-			}
-			if seen[o.MsgID] {
-				// Rows that share a message id (the event ran again as an
-				// original once its inbox row was gone): one message to
-				// subscribers, one copy, as from the stream below.
-				return nil
-			}
-			seen[o.MsgID] = true
-			if len(p.items) >= r.o.MaxMatched {
-				return ErrTooMany
-			}
-			p.add(store.ReplayItem{Key: o.Key, Tenant: o.Tenant, EventType: o.EventType, OutboxID: o.ID,
-				MsgID: redeliveryMsgID(id, o.MsgID), Outcome: WouldRedeliver})
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		return p, nil
+		return r.planRedeliveryFromOutbox(ctx, id, req.Selector)
 	}
+	return r.planRedeliveryFromStream(ctx, id, req.Selector)
+}
 
+// planRedeliveryFromOutbox picks the published outbox rows s matches, one
+// copy per message id.
+func (r *Replayer) planRedeliveryFromOutbox(ctx context.Context, id string, s RedeliverySelector) (*plan, error) {
+	last, err := lastSeq(ctx, r.o.JS, envelope.StreamOut)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{lastSeq: last}
+	sel := store.OutboxSelector{Keys: parseKeys(s.Keys), Integration: s.Integration, Tenant: s.Tenant, EventType: s.EventType,
+		Limit: r.o.MaxMatched + 1}
+	if s.Since != nil {
+		sel.Since = *s.Since
+	}
+	if s.Until != nil {
+		sel.Until = *s.Until
+	}
+	seen := map[string]bool{}
+	err = r.o.Store.SelectPublishedOutbox(ctx, sel, func(o store.OutboxRef) error {
+		if !r.mine(o.Key.Integration) {
+			return nil // an integration moved to another shard: its replayer's now
+		}
+		if seen[o.MsgID] {
+			// Rows that share a message id (the event ran again as an
+			// original once its inbox row was gone): one message to
+			// subscribers, one copy, as from the stream.
+			return nil
+		}
+		seen[o.MsgID] = true
+		if len(p.items) >= r.o.MaxMatched {
+			return ErrTooMany
+		}
+		p.add(store.ReplayItem{Key: o.Key, Tenant: o.Tenant, EventType: o.EventType, OutboxID: o.ID,
+			MsgID: envelope.RedeliveryMsgID(id, o.MsgID), Outcome: WouldRedeliver})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// planRedeliveryFromStream scans INTAKE_OUT over s's range and picks each
+// processed message s matches once (by message id), leaving out earlier
+// redeliveries' copies.
+func (r *Replayer) planRedeliveryFromStream(ctx context.Context, id string, s RedeliverySelector) (*plan, error) {
+	keyFilter := keySet(s.Keys)
 	rg := newScanRange(s.StreamSeq, s.Since, s.Until)
 	if s.Subject != "" {
 		rg.Subjects = []string{s.Subject}
 	} else {
 		rg.Subjects = r.outSubjects(s.Tenant, s.Integration)
 	}
+	p := &plan{}
 	seen := map[string]bool{}
 	last, err := scanStream(ctx, r.o.JS, envelope.StreamOut, rg, func(m scanned) error {
 		if m.Header.Get(HeaderRedeliveryID) != "" {
@@ -395,7 +377,7 @@ func (r *Replayer) planRedelivery(ctx context.Context, id string, req Redelivery
 		}
 		orig := m.Header.Get(envelope.HeaderMsgID)
 		if orig == "" {
-			orig = "seq:" + strconv.FormatUint(m.Seq, 10)
+			orig = envelope.SeqMsgID(m.Seq)
 		}
 		if seen[orig] {
 			return nil // the same message id twice (published again after the window)
@@ -405,7 +387,7 @@ func (r *Replayer) planRedelivery(ctx context.Context, id string, req Redelivery
 			return ErrTooMany
 		}
 		p.add(store.ReplayItem{Key: k, Tenant: tenant, EventType: typ, StreamSeq: m.Seq,
-			MsgID: redeliveryMsgID(id, orig), Outcome: WouldRedeliver})
+			MsgID: envelope.RedeliveryMsgID(id, orig), Outcome: WouldRedeliver})
 		return nil
 	})
 	if err != nil {
@@ -413,4 +395,17 @@ func (r *Replayer) planRedelivery(ctx context.Context, id string, req Redelivery
 	}
 	p.lastSeq = last
 	return p, nil
+}
+
+// keySet is keys (scoped keys, checked) as a set; nil without any: no
+// filter.
+func keySet(keys []string) map[envelope.Key]bool {
+	if len(keys) == 0 {
+		return nil
+	}
+	set := map[envelope.Key]bool{}
+	for _, k := range parseKeys(keys) {
+		set[k] = true
+	}
+	return set
 }

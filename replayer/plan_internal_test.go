@@ -72,16 +72,6 @@ func TestSummaryRepresentsEveryOutcomeInTheSample(t *testing.T) {
 	}
 }
 
-func TestMessageIDs(t *testing.T) {
-	k := envelope.Key{Integration: "demo", Account: "main", EventID: "evt/1"}
-	if got := replayMsgID("r1", k); got != "replay:r1:demo/main/evt/1" {
-		t.Errorf("replayMsgID = %q", got)
-	}
-	if got := redeliveryMsgID("r2", "0190-abc"); got != "redeliver:r2:0190-abc" {
-		t.Errorf("redeliveryMsgID = %q", got)
-	}
-}
-
 func TestPacerSpacesPublishes(t *testing.T) {
 	p := newPacer(1) // one per second
 	if err := p.wait(context.Background()); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/internal/backoff"
+	"github.com/intakehq/intake/internal/faults"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/telemetry"
@@ -41,7 +41,7 @@ func (r *Replayer) publish(ctx context.Context, lock *store.ReplayLock) (ended b
 	}
 	log := r.o.Log.With("replay", rep.ID, "mode", rep.Mode)
 	j := &job{r: r, lock: lock, rep: rep, stream: streamOf(rep.Mode), resumeFrom: rep.ResumeFromSeq,
-		tracer: telemetry.Tracer(r.o.TracerProvider)}
+		tracer: telemetry.Tracer(r.o.TracerProvider), faults: faults.From(ctx)}
 	if err := j.recover(ctx); err != nil {
 		if ctx.Err() == nil {
 			log.Warn("replay: resume scan failed; retrying later", "err", err)
@@ -108,6 +108,7 @@ type job struct {
 	// They are retried first; until then resumeFrom must not move past them.
 	unconfirmed map[string]bool
 	tracer      trace.Tracer // nil: tracing off
+	faults      faults.Hooks // from Run's context: tests only
 }
 
 // recover finds copies of this replay that a previous replayer published
@@ -227,7 +228,7 @@ wait:
 	}
 	prog.ResumeFromSeq = j.resumeFrom
 
-	if hook := j.r.o.AfterPublish; hook != nil && len(prog.Published) > 0 {
+	if hook := j.faults.AfterPublish; hook != nil && len(prog.Published) > 0 {
 		if err := hook(j.rep.ID, len(prog.Published)); err != nil {
 			return "", fmt.Errorf("%w: %w", errStopped, err)
 		}
@@ -293,7 +294,7 @@ func (j *job) build(ctx context.Context, it store.ReplayItem) (*nats.Msg, error)
 	if j.rep.Mode == store.ReplayRedeliver {
 		orig := raw.Header.Get(envelope.HeaderMsgID)
 		if orig == "" {
-			orig = "seq:" + strconv.FormatUint(raw.Sequence, 10)
+			orig = envelope.SeqMsgID(raw.Sequence)
 		}
 		return redelivered(raw.Subject, raw.Header, raw.Data, it.MsgID, orig, j.rep.ID), nil
 	}

@@ -88,24 +88,9 @@ const maxMissingListed = 10_000
 // Reconcile compares an INTAKE_IN range with the inbox and lists accepted
 // messages without an inbox row.
 func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (ReconcileResult, error) {
-	if req.ToSeq != 0 && req.ToSeq < req.FromSeq {
-		return ReconcileResult{}, badRequest("to_seq: must not be below from_seq")
-	}
-	if !req.Since.IsZero() && !req.Until.IsZero() && !req.Until.After(req.Since) {
-		return ReconcileResult{}, badRequest("until: must be after since")
-	}
-	if err := r.checkMine("integration", req.Integration); err != nil {
+	span, err := r.reconcileSpan(req)
+	if err != nil {
 		return ReconcileResult{}, err
-	}
-	span := uint64(r.o.ReconcileMaxSpan)
-	if req.MaxSpan > 0 {
-		span = min(span, uint64(req.MaxSpan))
-	}
-	tooLarge := func() error {
-		return fmt.Errorf("%w: it covers more than %d stream messages, the most one reconcile checks: narrow or split it", ErrSpanTooLarge, span)
-	}
-	if req.FromSeq != 0 && req.ToSeq != 0 && req.ToSeq-req.FromSeq >= span {
-		return ReconcileResult{}, tooLarge()
 	}
 	select {
 	case r.reconciles <- struct{}{}:
@@ -122,51 +107,11 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 		return res, err
 	}
 	res.AckFloor = ackFloor
-
-	// A range of sequences only is checked against the stream's bounds
-	// before the scan; a time range is bounded while it is scanned.
-	if req.Since.IsZero() && req.Until.IsZero() {
-		first, last, err := streamBounds(ctx, r.o.JS, envelope.StreamIn)
-		if err != nil {
-			return res, err
-		}
-		from, to := max(req.FromSeq, first), last
-		if req.ToSeq != 0 {
-			to = min(req.ToSeq, last)
-		}
-		if to >= from && to-from >= span {
-			return res, tooLarge()
-		}
+	if err := r.checkSeqSpan(ctx, req, span); err != nil {
+		return res, err
 	}
-
-	rg := scanRange{From: req.FromSeq, To: req.ToSeq, Since: req.Since, Until: req.Until,
-		Subjects: r.inSubjects(req.Integration)}
-	type msg struct {
-		key     envelope.Key
-		seq     uint64
-		subject string
-		h       nats.Header
-	}
-	var msgs []msg
-	var scannedMsgs uint64
-	res.LastSeq, err = scanStream(ctx, r.o.JS, envelope.StreamIn, rg, func(m scanned) error {
-		if scannedMsgs++; scannedMsgs > span {
-			return tooLarge()
-		}
-		if m.Header.Get(envelope.HeaderReplayID) != "" {
-			return nil
-		}
-		k, ok := envelope.ParseKey(m.Header.Get(envelope.HeaderKey))
-		if !ok || (req.Integration != "" && k.Integration != req.Integration) || !r.mine(k.Integration) {
-			return nil
-		}
-		if len(msgs) >= r.o.MaxMatched {
-			return ErrTooMany
-		}
-		msgs = append(msgs, msg{key: k, seq: m.Seq, subject: m.Subject, h: m.Header})
-		return nil
-	})
-	if err != nil {
+	var msgs []inMsg
+	if msgs, res.LastSeq, err = r.scanDeliveries(ctx, req, span); err != nil {
 		return res, err
 	}
 	res.Checked = len(msgs)
@@ -178,11 +123,109 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 	if err != nil {
 		return res, err
 	}
-	// Messages settled without an inbox row of their own are missing,
-	// unless refused on purpose; settled messages whose payload differs
-	// from their key's row must have a conflict record.
-	var noRow []uint64
-	var conflicting []store.ConflictRow
+	noRow, conflicting := withoutRecord(msgs, rows, ackFloor)
+	rejected, err := r.o.Store.RejectedSeqs(ctx, append(noRow, seqsOf(conflicting)...))
+	if err != nil {
+		return res, err
+	}
+	if res.lostConflicts, err = r.lostConflicts(ctx, conflicting, rejected); err != nil {
+		return res, err
+	}
+	for _, c := range res.lostConflicts {
+		res.LostConflicts = append(res.LostConflicts, MissingEvent{Key: c.Key.String(), StreamSeq: c.StreamSeq})
+	}
+	res.listMissing(msgs, rows, rejected, ackFloor)
+	return res, nil
+}
+
+// reconcileSpan checks req and returns the most stream messages it may
+// check: Options.ReconcileMaxSpan, lowered by req.MaxSpan.
+func (r *Replayer) reconcileSpan(req ReconcileRequest) (uint64, error) {
+	if req.ToSeq != 0 && req.ToSeq < req.FromSeq {
+		return 0, badRequest("to_seq: must not be below from_seq")
+	}
+	if !req.Since.IsZero() && !req.Until.IsZero() && !req.Until.After(req.Since) {
+		return 0, badRequest("until: must be after since")
+	}
+	if err := r.checkMine("integration", req.Integration); err != nil {
+		return 0, err
+	}
+	span := uint64(r.o.ReconcileMaxSpan)
+	if req.MaxSpan > 0 {
+		span = min(span, uint64(req.MaxSpan))
+	}
+	if req.FromSeq != 0 && req.ToSeq != 0 && req.ToSeq-req.FromSeq >= span {
+		return 0, spanTooLarge(span)
+	}
+	return span, nil
+}
+
+func spanTooLarge(span uint64) error {
+	return fmt.Errorf("%w: it covers more than %d stream messages, the most one reconcile checks: narrow or split it", ErrSpanTooLarge, span)
+}
+
+// checkSeqSpan bounds a range of sequences only by the stream's first and
+// last sequence before the scan; a time range is bounded while it is
+// scanned.
+func (r *Replayer) checkSeqSpan(ctx context.Context, req ReconcileRequest, span uint64) error {
+	if !req.Since.IsZero() || !req.Until.IsZero() {
+		return nil
+	}
+	first, last, err := streamBounds(ctx, r.o.JS, envelope.StreamIn)
+	if err != nil {
+		return err
+	}
+	from, to := max(req.FromSeq, first), last
+	if req.ToSeq != 0 {
+		to = min(req.ToSeq, last)
+	}
+	if to >= from && to-from >= span {
+		return spanTooLarge(span)
+	}
+	return nil
+}
+
+// inMsg is one ingress message of INTAKE_IN a reconcile checks.
+type inMsg struct {
+	key     envelope.Key
+	seq     uint64
+	subject string
+	h       nats.Header
+}
+
+// scanDeliveries reads req's range of INTAKE_IN: the ingress messages (not
+// replay copies) of this replayer's integrations, and the stream's last
+// sequence. More than span messages in the range is ErrSpanTooLarge.
+func (r *Replayer) scanDeliveries(ctx context.Context, req ReconcileRequest, span uint64) ([]inMsg, uint64, error) {
+	rg := scanRange{From: req.FromSeq, To: req.ToSeq, Since: req.Since, Until: req.Until,
+		Subjects: r.inSubjects(req.Integration)}
+	var msgs []inMsg
+	var scannedMsgs uint64
+	last, err := scanStream(ctx, r.o.JS, envelope.StreamIn, rg, func(m scanned) error {
+		if scannedMsgs++; scannedMsgs > span {
+			return spanTooLarge(span)
+		}
+		if m.Header.Get(envelope.HeaderReplayID) != "" {
+			return nil
+		}
+		k, ok := envelope.ParseKey(m.Header.Get(envelope.HeaderKey))
+		if !ok || (req.Integration != "" && k.Integration != req.Integration) || !r.mine(k.Integration) {
+			return nil
+		}
+		if len(msgs) >= r.o.MaxMatched {
+			return ErrTooMany
+		}
+		msgs = append(msgs, inMsg{key: k, seq: m.Seq, subject: m.Subject, h: m.Header})
+		return nil
+	})
+	return msgs, last, err
+}
+
+// withoutRecord picks the messages the inbox may hold no record of: those
+// without an inbox row of their own (missing or pending, unless refused on
+// purpose), and those settled with a payload other than their key's row,
+// which must have a conflict record.
+func withoutRecord(msgs []inMsg, rows map[envelope.Key]store.InboxState, ackFloor uint64) (noRow []uint64, conflicting []store.ConflictRow) {
 	for _, m := range msgs {
 		row, ok := rows[m.key]
 		switch {
@@ -196,16 +239,13 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 			conflicting = append(conflicting, conflictOf(m.key, m.seq, m.h, row))
 		}
 	}
-	rejected, err := r.o.Store.RejectedSeqs(ctx, append(noRow, seqsOf(conflicting)...))
-	if err != nil {
-		return res, err
-	}
-	if res.lostConflicts, err = r.lostConflicts(ctx, conflicting, rejected); err != nil {
-		return res, err
-	}
-	for _, c := range res.lostConflicts {
-		res.LostConflicts = append(res.LostConflicts, MissingEvent{Key: c.Key.String(), StreamSeq: c.StreamSeq})
-	}
+	return noRow, conflicting
+}
+
+// listMissing sorts the keys without an inbox row into rejected, pending
+// (past the ack floor) and missing, writes the replay that fixes the
+// missing ones, and keeps their other settled messages for after the fix.
+func (res *ReconcileResult) listMissing(msgs []inMsg, rows map[envelope.Key]store.InboxState, rejected map[uint64]bool, ackFloor uint64) {
 	listed := map[envelope.Key]bool{}
 	res.missingSeq = map[envelope.Key]uint64{}
 	var from, to uint64
@@ -251,7 +291,6 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 			Reason:   fmt.Sprintf("reconcile: %d accepted events without an inbox row", len(fixKeys)),
 		}
 	}
-	return res, nil
 }
 
 // conflictOf is the conflict record of message seq (headers h) against its

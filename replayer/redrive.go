@@ -533,8 +533,8 @@ func (r *Replayer) RedriveStatus() RedriveStatus {
 }
 
 // redriveStatus is GET /api/v1/redrive.
-func (a *Replayer) redriveStatus(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, a.RedriveStatus())
+func (r *Replayer) redriveStatus(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, r.RedriveStatus())
 }
 
 // deferConflicts remembers the re-driven keys' other messages until their

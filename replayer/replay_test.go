@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intakehq/intake/internal/faults"
 	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
@@ -456,7 +457,8 @@ func TestKilledReplayerResumesWithoutDoublePublishing(t *testing.T) {
 	killed := make(chan struct{})
 	var killA func()
 	batches := 0
-	a, _ := r.newReplayer(replayer.Options{AfterPublish: func(string, int) error {
+	a, _ := r.newReplayer(replayer.Options{})
+	ctxA, cancelA := context.WithCancel(faults.With(context.Background(), faults.Hooks{AfterPublish: func(string, int) error {
 		batches++
 		if batches < 2 {
 			return nil
@@ -464,8 +466,7 @@ func TestKilledReplayerResumesWithoutDoublePublishing(t *testing.T) {
 		killA()
 		close(killed)
 		return fmt.Errorf("killed after %d batches", batches)
-	}})
-	ctxA, cancelA := context.WithCancel(context.Background())
+	}}))
 	killA = cancelA
 	doneA := make(chan struct{})
 	go func() {

@@ -1,6 +1,7 @@
 package replayer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,96 +59,88 @@ type Options struct {
 	// intake_api_auth_failures_total.
 	Auth AuthOptions
 
-	// DefaultRate is the pace, in events per second, of a replay that asks
-	// for none. Defaults to DefaultReplayRate (100); at most MaxRate.
+	// DefaultRate (api.replays.default_rate) is the pace, in events per second,
+	// of a replay that asks for none. Defaults to DefaultReplayRate (100); at
+	// most MaxRate.
 	DefaultRate int
-	// MaxRate caps the rate a replay may ask for. Defaults to
-	// DefaultMaxRate (10000).
+	// MaxRate (api.replays.max_rate) caps the rate a replay may ask for.
+	// Defaults to DefaultMaxRate (10000).
 	MaxRate int
-	// MaxMatched refuses selectors matching more events (narrow them or
-	// split the replay). Defaults to DefaultMaxMatched (1,000,000).
+	// MaxMatched (api.replays.max_matched) refuses selectors matching more
+	// events (narrow them or split the replay), and reconciles of ranges
+	// holding more ingress messages. Defaults to DefaultMaxMatched (1,000,000).
 	MaxMatched int
-	// MaxRunning bounds the replays this replayer publishes at once; each
-	// holds a database connection for its lock. Others wait their turn.
-	// Defaults to DefaultMaxRunning (2).
+	// MaxRunning (api.replays.max_running) bounds the replays this replayer
+	// publishes at once; each holds a database connection for its lock. Others
+	// wait their turn. Defaults to DefaultMaxRunning (2).
 	MaxRunning int
-	// ReconcileMaxSpan bounds one reconcile: it checks at most this many
-	// stream messages (a wider range is refused: split it). Defaults to
-	// DefaultReconcileMaxSpan (100,000).
+	// ReconcileMaxSpan (api.reconcile.max_span) bounds one reconcile: it checks
+	// at most this many stream messages (a wider range is refused: split it).
+	// Defaults to DefaultReconcileMaxSpan (100,000).
 	ReconcileMaxSpan int
-	// ReconcileViewerMaxSpan is ReconcileMaxSpan for a viewer's token.
-	// Defaults to DefaultReconcileViewerMaxSpan (10,000); at most
-	// ReconcileMaxSpan.
+	// ReconcileViewerMaxSpan (api.reconcile.viewer_max_span) is
+	// ReconcileMaxSpan for a viewer's token. Defaults to
+	// DefaultReconcileViewerMaxSpan (10,000); at most ReconcileMaxSpan.
 	ReconcileViewerMaxSpan int
-	// MaxReconciles bounds the reconciles this replayer runs at once (each
-	// scans the stream and reads the inbox); more get ErrBusy (429 with
-	// Retry-After). Defaults to DefaultMaxReconciles (2).
+	// MaxReconciles (api.reconcile.max_running) bounds the reconciles this
+	// replayer runs at once (each scans the stream and reads the inbox); more
+	// get ErrBusy (429 with Retry-After). Defaults to DefaultMaxReconciles (2).
 	MaxReconciles int
-	// ResumeInterval is how often Run looks for running replays no replayer
-	// publishes (their replayer died). Defaults to DefaultResumeInterval (10s).
+	// ResumeInterval (api.replays.resume_interval) is how often Run looks for
+	// running replays no replayer publishes (their replayer died). Defaults to
+	// DefaultResumeInterval (10s).
 	ResumeInterval time.Duration
-	// StatsInterval is how often Run reads, for the metrics, the failed and
-	// quarantined counts of the inbox and the replays' states from
-	// Postgres. Defaults to DefaultStatsInterval (30s).
+	// StatsInterval (api.stats_interval) is how often Run reads, for the
+	// metrics, the failed and quarantined counts of the inbox and the replays'
+	// states from Postgres. Defaults to DefaultStatsInterval (30s).
 	StatsInterval time.Duration
-	// GapCheckInterval is how often Run checks INTAKE_IN for messages lost
-	// behind Intake's back (see CheckGaps). Defaults to
-	// DefaultGapCheckInterval (5m).
+	// GapCheckInterval (api.gap_check_interval) is how often Run checks
+	// INTAKE_IN for messages lost behind Intake's back (see CheckGaps).
+	// Defaults to DefaultGapCheckInterval (5m).
 	GapCheckInterval time.Duration
-	// RedriveInterval is how often Run re-drives events the processor
-	// acknowledged whose inbox row is gone — a commit lost in a Postgres
-	// failover (see RedrivePass). Defaults to DefaultRedriveInterval (1m,
-	// the api.redrive_interval default); negative turns re-driving off.
+	// RedriveInterval (api.redrive_interval) is how often Run re-drives events
+	// the processor acknowledged whose inbox row is gone — a commit lost in a
+	// Postgres failover (see RedrivePass). Defaults to DefaultRedriveInterval
+	// (1m); negative turns re-driving off.
 	RedriveInterval time.Duration
-	// RedriveLookback is how far back a pass looks at start and after a
-	// failover: it must cover the replication lag a failover can lose.
-	// Defaults to DefaultRedriveLookback (10m, the api.redrive_lookback
-	// default).
+	// RedriveLookback (api.redrive_lookback) is how far back a pass looks at
+	// start and after a failover: it must cover the replication lag a failover
+	// can lose. Defaults to DefaultRedriveLookback (10m).
 	RedriveLookback time.Duration
-	// ServerWatchInterval is how often Run reads which Postgres server
-	// answers (store.ServerWatcher), to start a lookback pass after a
-	// failover. Defaults to store.DefaultServerWatchInterval (5s).
+	// ServerWatchInterval is how often Run reads which Postgres server answers
+	// (store.ServerWatcher), to start a lookback pass after a failover.
+	// Defaults to store.DefaultServerWatchInterval (5s).
 	ServerWatchInterval time.Duration
-	// PublishTimeout bounds the wait for one batch's PubAcks. Defaults to
-	// DefaultPublishTimeout (10s).
+	// PublishTimeout (api.replays.publish_timeout) bounds the wait for one
+	// batch's PubAcks. Defaults to DefaultPublishTimeout (10s).
 	PublishTimeout time.Duration
-	// RetryFor is how long a replay keeps retrying without progress (NATS
-	// unavailable, stream full) before it fails. Defaults to DefaultRetryFor
-	// (2m).
+	// RetryFor (api.replays.retry_for) is how long a replay keeps retrying
+	// without progress (NATS unavailable, stream full) before it fails.
+	// Defaults to DefaultRetryFor (2m).
 	RetryFor time.Duration
-
-	// AfterPublish, when set, runs after a batch's PubAcks arrived and
-	// before they are recorded; an error stops publishing the replay as if
-	// the replayer died at that moment. Fault injection for tests.
-	AfterPublish func(replayID string, acked int) error
 }
 
-// Defaults of Options.
+// Defaults of Options: the api section's (pkg/config), one home for the
+// config file and a program's Options.
 const (
-	DefaultReplayRate     = 100
-	DefaultMaxRate        = 10_000
-	DefaultMaxMatched     = 1_000_000
-	DefaultMaxRunning     = 2
-	DefaultResumeInterval = 10 * time.Second
-	// DefaultGapCheckInterval: a loss is seen within minutes, not at a
-	// customer's complaint; a check is one stream info and one indexed read.
-	DefaultGapCheckInterval = 5 * time.Minute
-	// DefaultStatsInterval: two indexed reads twice a minute, fresh enough
-	// for alerts that wait minutes.
-	DefaultStatsInterval  = 30 * time.Second
-	DefaultPublishTimeout = 10 * time.Second
-	DefaultRetryFor       = 2 * time.Minute
-	// DefaultRedriveInterval and DefaultRedriveLookback are the api
-	// section's: one home for the config file and a program's Options.
-	DefaultRedriveInterval = config.DefaultRedriveInterval
-	DefaultRedriveLookback = config.DefaultRedriveLookback
+	DefaultReplayRate       = config.DefaultReplayRate
+	DefaultMaxRate          = config.DefaultMaxReplayRate
+	DefaultMaxMatched       = config.DefaultMaxMatched
+	DefaultMaxRunning       = config.DefaultMaxRunningReplays
+	DefaultResumeInterval   = config.DefaultResumeInterval
+	DefaultGapCheckInterval = config.DefaultGapCheckInterval
+	DefaultStatsInterval    = config.DefaultStatsInterval
+	DefaultPublishTimeout   = config.DefaultReplayPublishTimeout
+	DefaultRetryFor         = config.DefaultReplayRetryFor
+	DefaultRedriveInterval  = config.DefaultRedriveInterval
+	DefaultRedriveLookback  = config.DefaultRedriveLookback
 )
 
-// Defaults of the reconcile bounds of Options.
+// Defaults of the reconcile bounds of Options (api.reconcile).
 const (
-	DefaultReconcileMaxSpan       = 100_000
-	DefaultReconcileViewerMaxSpan = 10_000
-	DefaultMaxReconciles          = 2
+	DefaultReconcileMaxSpan       = config.DefaultReconcileMaxSpan
+	DefaultReconcileViewerMaxSpan = config.DefaultReconcileViewerMaxSpan
+	DefaultMaxReconciles          = config.DefaultMaxReconciles
 )
 
 // WithDefaults returns o with every unset field at its default.
@@ -155,21 +148,21 @@ func (o Options) WithDefaults() Options {
 	if o.Log == nil {
 		o.Log = telemetry.Discard()
 	}
-	setDefault(&o.DefaultRate, DefaultReplayRate)
-	setDefault(&o.MaxRate, DefaultMaxRate)
-	setDefault(&o.MaxMatched, DefaultMaxMatched)
-	setDefault(&o.MaxRunning, DefaultMaxRunning)
-	setDefault(&o.ReconcileMaxSpan, DefaultReconcileMaxSpan)
-	setDefault(&o.ReconcileViewerMaxSpan, min(DefaultReconcileViewerMaxSpan, o.ReconcileMaxSpan))
-	setDefault(&o.MaxReconciles, DefaultMaxReconciles)
-	setDefault(&o.ResumeInterval, DefaultResumeInterval)
-	setDefault(&o.GapCheckInterval, DefaultGapCheckInterval)
-	setDefault(&o.StatsInterval, DefaultStatsInterval)
-	setDefault(&o.RedriveInterval, DefaultRedriveInterval)
-	setDefault(&o.RedriveLookback, DefaultRedriveLookback)
-	setDefault(&o.ServerWatchInterval, store.DefaultServerWatchInterval)
-	setDefault(&o.PublishTimeout, DefaultPublishTimeout)
-	setDefault(&o.RetryFor, DefaultRetryFor)
+	o.DefaultRate = cmp.Or(o.DefaultRate, DefaultReplayRate)
+	o.MaxRate = cmp.Or(o.MaxRate, DefaultMaxRate)
+	o.MaxMatched = cmp.Or(o.MaxMatched, DefaultMaxMatched)
+	o.MaxRunning = cmp.Or(o.MaxRunning, DefaultMaxRunning)
+	o.ReconcileMaxSpan = cmp.Or(o.ReconcileMaxSpan, DefaultReconcileMaxSpan)
+	o.ReconcileViewerMaxSpan = cmp.Or(o.ReconcileViewerMaxSpan, min(DefaultReconcileViewerMaxSpan, o.ReconcileMaxSpan))
+	o.MaxReconciles = cmp.Or(o.MaxReconciles, DefaultMaxReconciles)
+	o.ResumeInterval = cmp.Or(o.ResumeInterval, DefaultResumeInterval)
+	o.GapCheckInterval = cmp.Or(o.GapCheckInterval, DefaultGapCheckInterval)
+	o.StatsInterval = cmp.Or(o.StatsInterval, DefaultStatsInterval)
+	o.RedriveInterval = cmp.Or(o.RedriveInterval, DefaultRedriveInterval)
+	o.RedriveLookback = cmp.Or(o.RedriveLookback, DefaultRedriveLookback)
+	o.ServerWatchInterval = cmp.Or(o.ServerWatchInterval, store.DefaultServerWatchInterval)
+	o.PublishTimeout = cmp.Or(o.PublishTimeout, DefaultPublishTimeout)
+	o.RetryFor = cmp.Or(o.RetryFor, DefaultRetryFor)
 	return o
 }
 
@@ -216,14 +209,6 @@ func (o Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// setDefault sets *v to def when it is the zero value.
-func setDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Replayer serves the operator API and publishes replays.
@@ -461,7 +446,8 @@ func (r *Replayer) wakeUp() {
 // PubAcks in flight, records them and returns; the replays stay running for
 // the next replayer. Beside publishing it checks for gaps (CheckGaps), watches
 // which Postgres server answers, and re-drives events whose commit was lost
-// (RedrivePass) unless RedriveInterval is negative.
+// (RedrivePass) unless RedriveInterval is negative. Tests inject faults
+// through ctx (internal/faults: AfterPublish).
 func (r *Replayer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -179,7 +179,7 @@ func (r *Replayer) normalizeRedelivery(req *RedeliveryRequest) error {
 		if s.StreamSeq == nil && s.Since == nil && s.Until == nil {
 			return badRequest("selector: a redelivery from the stream needs stream_seq or since/until (of INTAKE_OUT)")
 		}
-		if s.Subject != "" && s.Subject != envelope.SubjectOutAll && !strings.HasPrefix(s.Subject, "intake.out.") {
+		if s.Subject != "" && !envelope.IsSubjectOutFilter(s.Subject) {
 			return badRequest("selector.subject: must be an INTAKE_OUT subject (intake.out.…), got %q", s.Subject)
 		}
 	case SourceOutbox:

@@ -60,16 +60,12 @@ func (r *Replayer) inSubjects(integration string) []string {
 // a scan for tenant and integration (each every one when empty) reads; nil
 // for all.
 func (r *Replayer) outSubjects(tenant, integration string) []string {
-	t := "*"
-	if tenant != "" {
-		t = envelope.Token(tenant)
-	}
-	subject := func(name string) string { return "intake.out." + t + "." + envelope.Token(name) + ".>" }
+	subject := func(name string) string { return envelope.SubjectOutFilter(tenant, name) }
 	if s := r.subjects(integration, subject); s != nil {
 		return s
 	}
 	if tenant != "" {
-		return []string{"intake.out." + t + ".*.>"}
+		return []string{envelope.SubjectOutFilter(tenant, "")}
 	}
 	return nil
 }

@@ -20,19 +20,119 @@ type API struct {
 	// after a failover: at least the replication lag a failover can lose.
 	// Defaults to DefaultRedriveLookback (10m).
 	RedriveLookback time.Duration `yaml:"redrive_lookback"`
+	// StatsInterval is how often the replayer reads, for the metrics, the
+	// failed and quarantined counts of the inbox and the replays' states
+	// from Postgres. Defaults to DefaultStatsInterval (30s).
+	StatsInterval time.Duration `yaml:"stats_interval"`
+	// GapCheckInterval is how often the replayer checks INTAKE_IN for
+	// messages lost behind Intake's back (GET /api/v1/gaps). Defaults to
+	// DefaultGapCheckInterval (5m).
+	GapCheckInterval time.Duration `yaml:"gap_check_interval"`
+	// Replays bounds replays and redeliveries.
+	Replays APIReplays `yaml:"replays"`
+	// Reconcile bounds reconciles (GET /api/v1/reconcile).
+	Reconcile APIReconcile `yaml:"reconcile"`
 }
 
-// Defaults of the api section.
+// APIReplays is api.replays: the pace and bounds of replays and
+// redeliveries.
+type APIReplays struct {
+	// DefaultRate is the pace, in events per second, of a replay that asks
+	// for none. Defaults to DefaultReplayRate (100); at most MaxRate.
+	DefaultRate int `yaml:"default_rate"`
+	// MaxRate caps the rate a replay may ask for. Defaults to
+	// DefaultMaxReplayRate (10000).
+	MaxRate int `yaml:"max_rate"`
+	// MaxMatched refuses selectors matching more events (narrow them or
+	// split the replay), and reconciles of ranges holding more ingress
+	// messages. Defaults to DefaultMaxMatched (1000000).
+	MaxMatched int `yaml:"max_matched"`
+	// MaxRunning bounds the replays one replayer publishes at once; each
+	// holds a database connection for its lock. Others wait their turn.
+	// Defaults to DefaultMaxRunningReplays (2).
+	MaxRunning int `yaml:"max_running"`
+	// ResumeInterval is how often a replayer looks for running replays no
+	// replayer publishes (their replayer died). Defaults to
+	// DefaultResumeInterval (10s).
+	ResumeInterval time.Duration `yaml:"resume_interval"`
+	// PublishTimeout bounds the wait for one batch's PubAcks. Defaults to
+	// DefaultReplayPublishTimeout (10s).
+	PublishTimeout time.Duration `yaml:"publish_timeout"`
+	// RetryFor is how long a replay keeps retrying without progress (NATS
+	// unavailable, stream full) before it fails. Defaults to
+	// DefaultReplayRetryFor (2m).
+	RetryFor time.Duration `yaml:"retry_for"`
+}
+
+// APIReconcile is api.reconcile: the bounds of one reconcile.
+type APIReconcile struct {
+	// MaxSpan bounds one reconcile: it checks at most this many stream
+	// messages (a wider range is refused: split it). Defaults to
+	// DefaultReconcileMaxSpan (100000).
+	MaxSpan int `yaml:"max_span"`
+	// ViewerMaxSpan is MaxSpan for a viewer's token. Defaults to
+	// DefaultReconcileViewerMaxSpan (10000), or MaxSpan when that is
+	// lower; at most MaxSpan.
+	ViewerMaxSpan int `yaml:"viewer_max_span"`
+	// MaxRunning bounds the reconciles one replayer runs at once (each
+	// scans the stream and reads the inbox); more get 429 with
+	// Retry-After. Defaults to DefaultMaxReconciles (2).
+	MaxRunning int `yaml:"max_running"`
+}
+
+// Defaults of the api section; the replayer's Options take the same.
 const (
 	DefaultRedriveInterval = time.Minute
 	DefaultRedriveLookback = 10 * time.Minute
+	// DefaultStatsInterval: two indexed reads twice a minute, fresh enough
+	// for alerts that wait minutes.
+	DefaultStatsInterval = 30 * time.Second
+	// DefaultGapCheckInterval: a loss is seen within minutes, not at a
+	// customer's complaint; a check is one stream info and one indexed read.
+	DefaultGapCheckInterval = 5 * time.Minute
+
+	DefaultReplayRate           = 100
+	DefaultMaxReplayRate        = 10_000
+	DefaultMaxMatched           = 1_000_000
+	DefaultMaxRunningReplays    = 2
+	DefaultResumeInterval       = 10 * time.Second
+	DefaultReplayPublishTimeout = 10 * time.Second
+	DefaultReplayRetryFor       = 2 * time.Minute
+
+	DefaultReconcileMaxSpan       = 100_000
+	DefaultReconcileViewerMaxSpan = 10_000
+	DefaultMaxReconciles          = 2
 )
 
 // WithDefaults returns a with every unset field at its default.
 func (a API) WithDefaults() API {
 	setDefault(&a.RedriveInterval, DefaultRedriveInterval)
 	setDefault(&a.RedriveLookback, DefaultRedriveLookback)
+	setDefault(&a.StatsInterval, DefaultStatsInterval)
+	setDefault(&a.GapCheckInterval, DefaultGapCheckInterval)
+	a.Replays = a.Replays.WithDefaults()
+	a.Reconcile = a.Reconcile.WithDefaults()
 	return a
+}
+
+// WithDefaults returns r with every unset field at its default.
+func (r APIReplays) WithDefaults() APIReplays {
+	setDefault(&r.DefaultRate, DefaultReplayRate)
+	setDefault(&r.MaxRate, DefaultMaxReplayRate)
+	setDefault(&r.MaxMatched, DefaultMaxMatched)
+	setDefault(&r.MaxRunning, DefaultMaxRunningReplays)
+	setDefault(&r.ResumeInterval, DefaultResumeInterval)
+	setDefault(&r.PublishTimeout, DefaultReplayPublishTimeout)
+	setDefault(&r.RetryFor, DefaultReplayRetryFor)
+	return r
+}
+
+// WithDefaults returns r with every unset field at its default.
+func (r APIReconcile) WithDefaults() APIReconcile {
+	setDefault(&r.MaxSpan, DefaultReconcileMaxSpan)
+	setDefault(&r.ViewerMaxSpan, min(DefaultReconcileViewerMaxSpan, r.MaxSpan))
+	setDefault(&r.MaxRunning, DefaultMaxReconciles)
+	return r
 }
 
 // Role of an API token: viewer reads; operator also replays.
@@ -71,9 +171,17 @@ const MinTokenLength = 16
 // Validate checks the section; errors name the YAML field.
 func (a API) Validate() error {
 	var p problems
-	if a.RedriveLookback <= 0 {
-		p.add("api.redrive_lookback", "must be positive, got %s", a.RedriveLookback)
+	for _, d := range []struct {
+		field string
+		d     time.Duration
+	}{{"api.redrive_lookback", a.RedriveLookback}, {"api.stats_interval", a.StatsInterval},
+		{"api.gap_check_interval", a.GapCheckInterval}} {
+		if d.d <= 0 {
+			p.add(d.field, "must be positive, got %s", d.d)
+		}
 	}
+	p.also(a.Replays.validate())
+	p.also(a.Reconcile.validate())
 	seen := map[[sha256.Size]byte]bool{}
 	for i, t := range a.Tokens {
 		f := fmt.Sprintf("api.tokens[%d]", i)
@@ -103,6 +211,46 @@ func (a API) Validate() error {
 		if t.Role != RoleViewer && t.Role != RoleOperator {
 			p.add(f+".role", "must be viewer or operator, got %q", t.Role)
 		}
+	}
+	return p.err()
+}
+
+func (r APIReplays) validate() error {
+	var p problems
+	if r.MaxRate < 1 {
+		p.add("api.replays.max_rate", "must be at least 1, got %d", r.MaxRate)
+	}
+	if r.DefaultRate < 1 || r.DefaultRate > r.MaxRate {
+		p.add("api.replays.default_rate", "must be 1..api.replays.max_rate (%d), got %d", r.MaxRate, r.DefaultRate)
+	}
+	if r.MaxMatched < 1 {
+		p.add("api.replays.max_matched", "must be at least 1, got %d", r.MaxMatched)
+	}
+	if r.MaxRunning < 1 {
+		p.add("api.replays.max_running", "must be at least 1, got %d", r.MaxRunning)
+	}
+	for _, d := range []struct {
+		field string
+		d     time.Duration
+	}{{"api.replays.resume_interval", r.ResumeInterval}, {"api.replays.publish_timeout", r.PublishTimeout},
+		{"api.replays.retry_for", r.RetryFor}} {
+		if d.d <= 0 {
+			p.add(d.field, "must be positive, got %s", d.d)
+		}
+	}
+	return p.err()
+}
+
+func (r APIReconcile) validate() error {
+	var p problems
+	if r.MaxSpan < 1 {
+		p.add("api.reconcile.max_span", "must be at least 1, got %d", r.MaxSpan)
+	}
+	if r.ViewerMaxSpan < 1 || r.ViewerMaxSpan > r.MaxSpan {
+		p.add("api.reconcile.viewer_max_span", "must be 1..api.reconcile.max_span (%d), got %d", r.MaxSpan, r.ViewerMaxSpan)
+	}
+	if r.MaxRunning < 1 {
+		p.add("api.reconcile.max_running", "must be at least 1, got %d", r.MaxRunning)
 	}
 	return p.err()
 }

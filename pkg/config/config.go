@@ -8,6 +8,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -164,6 +165,10 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c *Config) setDefaults() { *c = c.WithDefaults() }
+
+// setDefault sets *v to def when it is the zero value (cmp.Or, in place):
+// every section's WithDefaults fills its fields with it.
+func setDefault[T comparable](v *T, def T) { *v = cmp.Or(*v, def) }
 
 // Validate checks the whole configuration, section by section; the error
 // lists every problem, each naming its field.

@@ -252,11 +252,3 @@ func (s Stream) Validate() error {
 	}
 	return p.err()
 }
-
-// setDefault sets *v to def when it is the zero value.
-func setDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
-}

@@ -61,7 +61,6 @@ const (
 	SubjectOutAll = "intake.out.>"
 	ConsumerName  = "processor"
 	DefaultType   = "unknown"
-	hashPrefixHex = 16
 )
 
 // Key identifies one logical provider event: integration, provider account
@@ -97,18 +96,6 @@ func PayloadSHA256(body []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// MsgID is the JetStream dedup id: the scoped key plus the first 16 hex
-// characters of the payload hash. With the hash in the id an exact retry is
-// stopped by the stream, while a same-id-different-payload delivery reaches
-// the inbox, where it is recorded as a conflict instead of being swallowed.
-func MsgID(k Key, payloadSHA256 string) string {
-	h := payloadSHA256
-	if len(h) > hashPrefixHex {
-		h = h[:hashPrefixHex]
-	}
-	return k.String() + "#" + h
-}
-
 // SubjectIn is the INTAKE_IN subject for a verified delivery.
 func SubjectIn(integration, eventType string) string {
 	return "intake.in." + Token(integration) + "." + Token(eventType)
@@ -131,6 +118,32 @@ func IsSubjectIn(subject, integration string) bool {
 // SubjectOut is the INTAKE_OUT subject internal services subscribe to.
 func SubjectOut(tenant, integration, eventType string) string {
 	return "intake.out." + Token(tenant) + "." + Token(integration) + "." + Token(eventType)
+}
+
+// SubjectOutPrefix is the start of every INTAKE_OUT subject of tenant: its
+// messages match SubjectOutPrefix(tenant) + ">".
+func SubjectOutPrefix(tenant string) string {
+	return "intake.out." + Token(tenant) + "."
+}
+
+// SubjectOutFilter is the INTAKE_OUT filter of tenant's messages of
+// integration, "intake.out.{tenant}.{integration}.>", where an empty tenant
+// or integration stands for any ("*"), not for Token's "unknown".
+func SubjectOutFilter(tenant, integration string) string {
+	t, in := "*", "*"
+	if tenant != "" {
+		t = Token(tenant)
+	}
+	if integration != "" {
+		in = Token(integration)
+	}
+	return "intake.out." + t + "." + in + ".>"
+}
+
+// IsSubjectOutFilter reports whether filter, a subject or a pattern with
+// wildcards, starts "intake.out.": it can match INTAKE_OUT subjects only.
+func IsSubjectOutFilter(filter string) bool {
+	return strings.HasPrefix(filter, "intake.out.")
 }
 
 // Token turns an arbitrary string into one NATS subject token, one to one:

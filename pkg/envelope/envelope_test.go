@@ -6,18 +6,18 @@ import (
 	"time"
 )
 
-func TestMsgIDIncludesHashPrefix(t *testing.T) {
+func TestDeliveryMsgIDIncludesHashPrefix(t *testing.T) {
 	k := Key{Integration: "stripe-live", Account: "acct_1", EventID: "evt_1"}
-	a := MsgID(k, PayloadSHA256([]byte(`{"a":1}`)))
-	b := MsgID(k, PayloadSHA256([]byte(`{"a":2}`)))
+	a := DeliveryMsgID(k, PayloadSHA256([]byte(`{"a":1}`)))
+	b := DeliveryMsgID(k, PayloadSHA256([]byte(`{"a":2}`)))
 	if a == b {
 		t.Fatalf("different payloads share a message id %q", a)
 	}
 	if want := "stripe-live/acct_1/evt_1#"; a[:len(want)] != want {
-		t.Fatalf("MsgID = %q, want prefix %q", a, want)
+		t.Fatalf("DeliveryMsgID = %q, want prefix %q", a, want)
 	}
 	if len(a) != len("stripe-live/acct_1/evt_1#")+16 {
-		t.Fatalf("MsgID = %q: want 16 hex characters of hash", a)
+		t.Fatalf("DeliveryMsgID = %q: want 16 hex characters of hash", a)
 	}
 }
 
@@ -203,5 +203,34 @@ func TestBoundRetryHints(t *testing.T) {
 	r, err := ParseReceipt([]byte(`{"id":"r","key":"i/a/e","status_code":200,"retry_hints":{"X-Huge":"` + huge + `"}}`))
 	if err != nil || len(r.RetryHints) != 0 {
 		t.Fatalf("receipt hints %v, %v", r.RetryHints, err)
+	}
+}
+
+// The INTAKE_OUT filters, as pkg/subscriber and the replayer spelt them by
+// hand before: a durable's filter on the server must not change.
+func TestSubjectOutFilters(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{SubjectOutPrefix("acme") + ">", "intake.out.acme.>"},
+		{SubjectOutPrefix("acme.eu") + ">", "intake.out.acme%2Eeu.>"},
+		{SubjectOutFilter("acme", "stripe-live"), "intake.out.acme.stripe-live.>"},
+		{SubjectOutFilter("", "stripe-live"), "intake.out.*.stripe-live.>"},
+		{SubjectOutFilter("acme", ""), "intake.out.acme.*.>"},
+		{SubjectOutFilter("", ""), "intake.out.*.*.>"},
+		{SubjectOutFilter("acme.eu", "a b"), "intake.out.acme%2Eeu.a%20b.>"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%q, want %q", c.got, c.want)
+		}
+	}
+	if !SubjectsCollide(SubjectOutFilter("acme", "stripe-live"), SubjectOut("acme", "stripe-live", "invoice.paid")) {
+		t.Error("SubjectOutFilter does not match the subject SubjectOut makes")
+	}
+	for filter, want := range map[string]bool{
+		SubjectOutAll: true, "intake.out.acme.>": true, SubjectOutFilter("", "x"): true,
+		SubjectInAll: false, "intake.outbox.x": false, "": false,
+	} {
+		if got := IsSubjectOutFilter(filter); got != want {
+			t.Errorf("IsSubjectOutFilter(%q) = %v, want %v", filter, got, want)
+		}
 	}
 }

@@ -44,13 +44,13 @@ func NewDelivery(k Key, tenant, eventType string, body []byte, receivedAt time.T
 		ReceivedAt: receivedAt, Body: body}
 }
 
-// Msg is the INTAKE_IN message, with Nats-Msg-Id = MsgID(key, hash).
+// Msg is the INTAKE_IN message, with Nats-Msg-Id = DeliveryMsgID(key, hash).
 func (d Delivery) Msg() *nats.Msg {
 	m := &nats.Msg{
 		Subject: SubjectIn(d.Key.Integration, d.EventType),
 		Data:    d.Body,
 		Header: nats.Header{
-			HeaderMsgID:         {MsgID(d.Key, d.PayloadSHA256)},
+			HeaderMsgID:         {DeliveryMsgID(d.Key, d.PayloadSHA256)},
 			HeaderKey:           {d.Key.String()},
 			HeaderIntegration:   {d.Key.Integration},
 			HeaderTenant:        {d.Tenant},

@@ -15,8 +15,8 @@ import (
 // OutboxRow is one message waiting for (or done with) INTAKE_OUT.
 type OutboxRow struct {
 	ID string // uuid v7, time-ordered: the row's primary key
-	// MsgID is the Nats-Msg-Id on INTAKE_OUT (OutboxMsgID); "" for a row
-	// written without one, which publishes under ID (see NatsMsgID).
+	// MsgID is the Nats-Msg-Id on INTAKE_OUT (envelope.OutboxMsgID); "" for
+	// a row written without one, which publishes under ID (see NatsMsgID).
 	MsgID   string
 	Key     envelope.Key
 	Subject string

@@ -234,7 +234,7 @@ func TestOutboxMsgIDIsStoredAndDefaultsToTheID(t *testing.T) {
 	st := open(t)
 	ctx := context.Background()
 	with := envelope.Key{Integration: "demo", Account: "main", EventID: "with"}
-	msgID := store.OutboxMsgID(with, inbox.ModeOriginal, "", 0)
+	msgID := envelope.OutboxMsgID(with, inbox.ModeOriginal, "", 0)
 	w := store.BatchWrites{Outbox: []store.OutboxRow{
 		{Key: with, MsgID: msgID, Subject: "intake.out.t.demo.x", Payload: []byte(`{}`)},
 		{Key: envelope.Key{Integration: "demo", Account: "main", EventID: "without"}, Subject: "intake.out.t.demo.x", Payload: []byte(`{}`)},

@@ -7,7 +7,7 @@
 // message carries in Intake-Key. A re-execution an operator asked for
 // arrives with a new ExecutionID and the same Key. A message's Nats-Msg-Id
 // names it by its event and its position among the handler's outputs
-// (store.OutboxMsgID): an event run again after a failover lost its commit
+// (envelope.OutboxMsgID): an event run again after a failover lost its commit
 // publishes its messages under the same ids, so past INTAKE_OUT's
 // duplicate window a service that keys on the message id drops them too.
 package subscriber
@@ -128,7 +128,7 @@ func Consume(ctx context.Context, js jetstream.JetStream, o Options, h Handler) 
 	if len(subjects) == 0 {
 		subjects = []string{envelope.SubjectOutAll}
 		if o.Tenant != "" {
-			subjects = []string{"intake.out." + envelope.Token(o.Tenant) + ".>"}
+			subjects = []string{envelope.SubjectOutPrefix(o.Tenant) + ">"}
 		}
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, envelope.StreamOut, jetstream.ConsumerConfig{

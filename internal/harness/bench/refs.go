@@ -131,7 +131,7 @@ func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers 
 						Key: k, ReceivedAt: now, Instance: "bench", StatusCode: 200, Answer: "accepted"})
 					id := store.NewID()
 					w.Executions = append(w.Executions, store.Execution{ID: id, Key: k, Mode: inbox.ModeOriginal, StreamSeq: uint64(i)})
-					w.Outbox = append(w.Outbox, store.OutboxRow{Key: k, MsgID: store.OutboxMsgID(k, inbox.ModeOriginal, "", 0), Subject: "intake.out.t.bench.bench_event",
+					w.Outbox = append(w.Outbox, store.OutboxRow{Key: k, MsgID: envelope.OutboxMsgID(k, inbox.ModeOriginal, "", 0), Subject: "intake.out.t.bench.bench_event",
 						Headers: map[string][]string{envelope.HeaderKey: {k.String()}, envelope.HeaderExecutionID: {id}}, Payload: body})
 				}
 				err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {

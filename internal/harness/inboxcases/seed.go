@@ -48,7 +48,7 @@ func (c Case) Msg(i int, asCopy bool) *nats.Msg {
 func ReplayID(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
 
 // copyMsgID is the Nats-Msg-Id of case i's copy, as the replayer names it.
-func copyMsgID(i int) string { return "replay:" + ReplayID(i) + ":" + Key(i).String() }
+func copyMsgID(i int) string { return envelope.ReplayMsgID(ReplayID(i), Key(i)) }
 
 // SeedReplay records the replay that published case i's copy, at copySeq
 // in INTAKE_IN, as the replayer records one: the processor applies a copy

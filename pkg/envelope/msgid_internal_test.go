@@ -1,4 +1,4 @@
-package store
+package envelope
 
 import (
 	"strings"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 )
 
@@ -14,12 +13,12 @@ import (
 // re-execution only, the replay; it is a version 5 UUID, the one
 // uuid.NewSHA1 makes of the same name.
 func TestOutboxMsgID(t *testing.T) {
-	k := envelope.Key{Integration: "stripe-live", Account: "acct_1", EventID: "evt_1"}
+	k := Key{Integration: "stripe-live", Account: "acct_1", EventID: "evt_1"}
 	base := OutboxMsgID(k, inbox.ModeOriginal, "", 0)
 
 	same := []struct {
 		name     string
-		k        envelope.Key
+		k        Key
 		mode     inbox.Mode
 		replayID string
 	}{
@@ -35,17 +34,17 @@ func TestOutboxMsgID(t *testing.T) {
 
 	differ := []struct {
 		name     string
-		k        envelope.Key
+		k        Key
 		mode     inbox.Mode
 		replayID string
 		pos      int
 	}{
 		{"next position", k, inbox.ModeOriginal, "", 1},
-		{"other event", envelope.Key{Integration: "stripe-live", Account: "acct_1", EventID: "evt_2"}, inbox.ModeOriginal, "", 0},
-		{"other account", envelope.Key{Integration: "stripe-live", Account: "acct_2", EventID: "evt_1"}, inbox.ModeOriginal, "", 0},
-		{"other integration", envelope.Key{Integration: "stripe-test", Account: "acct_1", EventID: "evt_1"}, inbox.ModeOriginal, "", 0},
-		{"fields split elsewhere", envelope.Key{Integration: "stripe-live", Account: "acct_1/evt_1", EventID: ""}, inbox.ModeOriginal, "", 0},
-		{"fields split elsewhere, other way", envelope.Key{Integration: "stripe-live/acct_1", Account: "", EventID: "evt_1"}, inbox.ModeOriginal, "", 0},
+		{"other event", Key{Integration: "stripe-live", Account: "acct_1", EventID: "evt_2"}, inbox.ModeOriginal, "", 0},
+		{"other account", Key{Integration: "stripe-live", Account: "acct_2", EventID: "evt_1"}, inbox.ModeOriginal, "", 0},
+		{"other integration", Key{Integration: "stripe-test", Account: "acct_1", EventID: "evt_1"}, inbox.ModeOriginal, "", 0},
+		{"fields split elsewhere", Key{Integration: "stripe-live", Account: "acct_1/evt_1", EventID: ""}, inbox.ModeOriginal, "", 0},
+		{"fields split elsewhere, other way", Key{Integration: "stripe-live/acct_1", Account: "", EventID: "evt_1"}, inbox.ModeOriginal, "", 0},
 		{"re-execution", k, inbox.ModeReexecute, "r1", 0},
 		{"re-execution without a replay id", k, inbox.ModeReexecute, "", 0},
 	}
@@ -64,7 +63,7 @@ func TestOutboxMsgID(t *testing.T) {
 		t.Error("a re-execution run again changes its ids")
 	}
 
-	long := envelope.Key{Integration: "github", Account: "", EventID: strings.Repeat("x", 1000)}
+	long := Key{Integration: "github", Account: "", EventID: strings.Repeat("x", 1000)}
 	for id, name := range seen {
 		checkV5(t, name, id)
 	}
@@ -94,9 +93,33 @@ func checkV5(t *testing.T, name, id string) {
 // BenchmarkOutboxMsgID: one per outbox row on the processor's path; the
 // id's string is its only allocation.
 func BenchmarkOutboxMsgID(b *testing.B) {
-	k := envelope.Key{Integration: "stripe-live", Account: "acct_1", EventID: "evt_1NcVfd2eZvKYlo2C3vXb3tPq"}
+	k := Key{Integration: "stripe-live", Account: "acct_1", EventID: "evt_1NcVfd2eZvKYlo2C3vXb3tPq"}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		_ = OutboxMsgID(k, inbox.ModeOriginal, "", i&7)
+	}
+}
+
+// TestMsgIDSchemesArePinned: each scheme's id for a fixed input, as the
+// code wrote it before the schemes moved here. An id is on the wire (and in
+// replay records, and in subscribers' dedup tables): changing one makes a
+// stream or a subscriber take a repeat for a new message.
+func TestMsgIDSchemesArePinned(t *testing.T) {
+	k := Key{Integration: "stripe-live", Account: "acct_1", EventID: "evt_1"}
+	for _, c := range []struct{ scheme, got, want string }{
+		{"delivery", DeliveryMsgID(k, PayloadSHA256([]byte(`{"a":1}`))), "stripe-live/acct_1/evt_1#015abd7f5cc57a2d"},
+		{"delivery, short hash", DeliveryMsgID(k, "abc"), "stripe-live/acct_1/evt_1#abc"},
+		{"replay", ReplayMsgID("0190a6f2-replay", k), "replay:0190a6f2-replay:stripe-live/acct_1/evt_1"},
+		{"replay, '/' in the event id", ReplayMsgID("r1", Key{Integration: "demo", Account: "main", EventID: "evt/1"}), "replay:r1:demo/main/evt/1"},
+		{"redelivery", RedeliveryMsgID("0190a6f2-redelivery", "4b1c2a57-0d8e-5f3a-9b6c-1e2d3f4a5b6c"),
+			"redeliver:0190a6f2-redelivery:4b1c2a57-0d8e-5f3a-9b6c-1e2d3f4a5b6c"},
+		{"redelivery of a message without an id", RedeliveryMsgID("r2", SeqMsgID(42)), "redeliver:r2:seq:42"},
+		{"outbox", OutboxMsgID(k, inbox.ModeOriginal, "", 0), "428c300f-d642-54ac-8792-80f68febae5f"},
+		{"outbox, next position", OutboxMsgID(k, inbox.ModeOriginal, "", 1), "e6d93ce1-32bc-5cfd-89c0-4e06c73be312"},
+		{"outbox, re-execution", OutboxMsgID(k, inbox.ModeReexecute, "0190a6f2-replay", 2), "b129911b-360e-5c41-a231-38507568f03a"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %q, want %q", c.scheme, c.got, c.want)
+		}
 	}
 }
