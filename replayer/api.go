@@ -49,24 +49,6 @@ func (a *Replayer) Mount(r chi.Router) {
 	})
 }
 
-// EventDetail is GET /api/v1/events/{integration}/{event_id}: the inbox row
-// and everything that happened to the event. "conflicts" stays the count
-// (as in lists); the records are in "conflict_records".
-type EventDetail struct {
-	store.Event
-	ConflictRecords []store.Conflict        `json:"conflict_records"`
-	Deliveries      []store.Delivery        `json:"deliveries"`
-	Executions      []store.ExecutionRecord `json:"executions"`
-	Replays         []store.ReplayRef       `json:"replays"`
-	// Rejections are messages claiming this event's key that the processor
-	// refused (see GET /api/v1/rejections).
-	Rejections []store.Rejection `json:"rejections"`
-	// ReplayedBodies are messages that carried this event's body under
-	// another event id and were refused by the replay guard (reason
-	// replayed_body; GET /api/v1/rejections?reason=replayed_body lists all).
-	ReplayedBodies []store.Rejection `json:"replayed_bodies"`
-}
-
 // getEvent returns one event. The account is optional (?account=):
 // integrations have one account scope unless a verified header supplies it.
 func (a *Replayer) getEvent(w http.ResponseWriter, r *http.Request) {
@@ -95,7 +77,7 @@ func (a *Replayer) getEvent(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, "get event", err)
 		return
 	}
-	d := EventDetail{Event: ev}
+	d := eventHistory{Event: ev}
 	k := envelope.Key{Integration: ev.Integration, Account: ev.Account, EventID: ev.EventID}
 	if d.ConflictRecords, err = a.o.Store.EventConflicts(ctx, k); err == nil {
 		if d.Deliveries, err = a.o.Store.EventDeliveryHistory(ctx, k); err == nil {
@@ -112,13 +94,7 @@ func (a *Replayer) getEvent(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, "get event history", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, d)
-}
-
-// EventPage is GET /api/v1/events.
-type EventPage struct {
-	Events     []store.Event `json:"events"`
-	NextCursor string        `json:"next_cursor,omitempty"`
+	writeJSON(w, http.StatusOK, d.wire())
 }
 
 func (a *Replayer) listEvents(w http.ResponseWriter, r *http.Request) {
@@ -144,13 +120,7 @@ func (a *Replayer) listEvents(w http.ResponseWriter, r *http.Request) {
 	if events == nil {
 		events = []store.Event{}
 	}
-	writeJSON(w, http.StatusOK, EventPage{Events: events, NextCursor: next})
-}
-
-// ConflictPage is GET /api/v1/conflicts.
-type ConflictPage struct {
-	Conflicts  []store.Conflict `json:"conflicts"`
-	NextCursor string           `json:"next_cursor,omitempty"`
+	writeJSON(w, http.StatusOK, eventPage(events, next))
 }
 
 func (a *Replayer) listConflicts(w http.ResponseWriter, r *http.Request) {
@@ -175,14 +145,7 @@ func (a *Replayer) listConflicts(w http.ResponseWriter, r *http.Request) {
 	if list == nil {
 		list = []store.Conflict{}
 	}
-	writeJSON(w, http.StatusOK, ConflictPage{Conflicts: list, NextCursor: next})
-}
-
-// RejectionPage is GET /api/v1/rejections: messages the processor refused
-// before the inbox decision, newest first.
-type RejectionPage struct {
-	Rejections []store.Rejection `json:"rejections"`
-	NextCursor string            `json:"next_cursor,omitempty"`
+	writeJSON(w, http.StatusOK, conflictPage(list, next))
 }
 
 func (a *Replayer) listRejections(w http.ResponseWriter, r *http.Request) {
@@ -207,13 +170,7 @@ func (a *Replayer) listRejections(w http.ResponseWriter, r *http.Request) {
 	if list == nil {
 		list = []store.Rejection{}
 	}
-	writeJSON(w, http.StatusOK, RejectionPage{Rejections: list, NextCursor: next})
-}
-
-// ReplayPage is GET /api/v1/replays: the audit log, newest first.
-type ReplayPage struct {
-	Replays    []store.Replay `json:"replays"`
-	NextCursor string         `json:"next_cursor,omitempty"`
+	writeJSON(w, http.StatusOK, rejectionPage(list, next))
 }
 
 func (a *Replayer) listReplays(w http.ResponseWriter, r *http.Request) {
@@ -235,7 +192,7 @@ func (a *Replayer) listReplays(w http.ResponseWriter, r *http.Request) {
 	if list == nil {
 		list = []store.Replay{}
 	}
-	writeJSON(w, http.StatusOK, ReplayPage{Replays: list, NextCursor: next})
+	writeJSON(w, http.StatusOK, replayPage(list, next))
 }
 
 func (a *Replayer) getReplay(w http.ResponseWriter, r *http.Request) {
@@ -248,7 +205,7 @@ func (a *Replayer) getReplay(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, "get replay", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	writeJSON(w, http.StatusOK, wireReplay(rep))
 }
 
 func (a *Replayer) postReplay(w http.ResponseWriter, r *http.Request) {
@@ -285,9 +242,9 @@ func (a *Replayer) answerStarted(w http.ResponseWriter, rep store.Replay, err er
 	case err != nil:
 		a.internal(w, "replay", err)
 	case rep.State == store.ReplayRunning:
-		writeJSON(w, http.StatusAccepted, rep)
+		writeJSON(w, http.StatusAccepted, wireReplay(rep))
 	default:
-		writeJSON(w, http.StatusOK, rep)
+		writeJSON(w, http.StatusOK, wireReplay(rep))
 	}
 }
 
@@ -304,11 +261,11 @@ func (a *Replayer) cancelReplay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !changed {
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "replay is " + rep.State + ", not running", "replay": rep})
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "replay is " + rep.State + ", not running", "replay": wireReplay(rep)})
 		return
 	}
 	a.stopLocal(id)
-	writeJSON(w, http.StatusOK, rep)
+	writeJSON(w, http.StatusOK, wireReplay(rep))
 }
 
 func (a *Replayer) reconcile(w http.ResponseWriter, r *http.Request) {

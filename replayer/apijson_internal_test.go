@@ -13,6 +13,7 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // updateAPIJSON rewrites testdata/api/*.json from the current code: run it
@@ -63,13 +64,13 @@ func fullReplay() store.Replay {
 func apiJSON() map[string]func(w http.ResponseWriter) {
 	return map[string]func(w http.ResponseWriter){
 		"event_page": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, EventPage{Events: []store.Event{fullEvent(), {}}, NextCursor: "next"})
+			writeJSON(w, http.StatusOK, eventPage([]store.Event{fullEvent(), {}}, "next"))
 		},
 		"event_page_empty": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, EventPage{Events: []store.Event{}})
+			writeJSON(w, http.StatusOK, eventPage([]store.Event{}, ""))
 		},
 		"event_detail": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, EventDetail{Event: fullEvent(),
+			writeJSON(w, http.StatusOK, eventHistory{Event: fullEvent(),
 				ConflictRecords: []store.Conflict{fullConflict()},
 				Deliveries: []store.Delivery{
 					{Key: envelope.Key{Integration: "demo"}, ReceiptID: "r1", ReceivedAt: pinAt, Instance: "ingress-0", StatusCode: 200,
@@ -82,58 +83,59 @@ func apiJSON() map[string]func(w http.ResponseWriter) {
 					CreatedAt: pinAt, ItemState: store.ItemPublished, PublishedSeq: &pinSeq}, {}},
 				Rejections:     []store.Rejection{fullRejection()},
 				ReplayedBodies: []store.Rejection{{}},
-			})
+			}.wire())
 		},
 		"event_detail_empty": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, EventDetail{Event: store.Event{}, ConflictRecords: []store.Conflict{},
+			writeJSON(w, http.StatusOK, eventHistory{Event: store.Event{}, ConflictRecords: []store.Conflict{},
 				Deliveries: []store.Delivery{}, Executions: []store.ExecutionRecord{}, Replays: []store.ReplayRef{},
-				Rejections: []store.Rejection{}, ReplayedBodies: []store.Rejection{}})
+				Rejections: []store.Rejection{}, ReplayedBodies: []store.Rejection{}}.wire())
 		},
 		"event_detail_nil": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, EventDetail{Event: fullEvent()})
+			writeJSON(w, http.StatusOK, eventHistory{Event: fullEvent()}.wire())
 		},
 		"conflict_page": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, ConflictPage{Conflicts: []store.Conflict{fullConflict(), {}}, NextCursor: "next"})
+			writeJSON(w, http.StatusOK, conflictPage([]store.Conflict{fullConflict(), {}}, "next"))
 		},
 		"conflict_page_empty": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, ConflictPage{Conflicts: []store.Conflict{}})
+			writeJSON(w, http.StatusOK, conflictPage([]store.Conflict{}, ""))
 		},
 		"rejection_page": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, RejectionPage{Rejections: []store.Rejection{fullRejection(), {}}, NextCursor: "next"})
+			writeJSON(w, http.StatusOK, rejectionPage([]store.Rejection{fullRejection(), {}}, "next"))
 		},
 		"rejection_page_empty": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, RejectionPage{Rejections: []store.Rejection{}})
+			writeJSON(w, http.StatusOK, rejectionPage([]store.Rejection{}, ""))
 		},
 		"replay_page": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, ReplayPage{Replays: []store.Replay{fullReplay(), {}}, NextCursor: "next"})
+			writeJSON(w, http.StatusOK, replayPage([]store.Replay{fullReplay(), {}}, "next"))
 		},
 		"replay_page_empty": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, ReplayPage{Replays: []store.Replay{}})
+			writeJSON(w, http.StatusOK, replayPage([]store.Replay{}, ""))
 		},
 		"replay": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusAccepted, fullReplay())
+			writeJSON(w, http.StatusAccepted, wireReplay(fullReplay()))
 		},
 		"replay_zero": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, store.Replay{})
+			writeJSON(w, http.StatusOK, wireReplay(store.Replay{}))
 		},
 		"replay_empty_lists": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, store.Replay{Outcomes: map[string]int64{}, Counts: []store.OutcomeCount{}, Sample: []string{}})
+			writeJSON(w, http.StatusOK, wireReplay(store.Replay{Outcomes: map[string]int64{}, Counts: []store.OutcomeCount{}, Sample: []string{}}))
 		},
 		"cancel_conflict": func(w http.ResponseWriter) {
 			rep := fullReplay()
-			writeJSON(w, http.StatusConflict, map[string]any{"error": "replay is " + rep.State + ", not running", "replay": rep})
+			writeJSON(w, http.StatusConflict, map[string]any{"error": "replay is " + rep.State + ", not running", "replay": wireReplay(rep)})
 		},
 		"reconcile": func(w http.ResponseWriter) {
 			missing := []MissingEvent{{Key: "demo/main/evt_2", StreamSeq: 2}}
 			no := false
-			writeJSON(w, http.StatusOK, ReconcileResult{Shard: "eu", Checked: 5, Missing: missing, Truncated: true, Pending: 1,
-				Rejected: 2, AckFloor: 4, LastSeq: 5, LostConflicts: missing,
+			writeJSON(w, http.StatusOK, ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Shard: "eu", Checked: 5,
+				Missing: missing, Truncated: true, Pending: 1, Rejected: 2, AckFloor: 4, LastSeq: 5, LostConflicts: missing,
 				Fix: &ReplayRequest{Selector: Selector{Keys: []string{"demo/main/evt_2"}, Integration: "demo", Tenant: "acme",
 					EventType: "invoice.paid", StreamSeq: &SeqRange{From: 2, To: 2}, Since: &pinAt, Until: &pinLater, Status: "failed"},
-					Mode: inbox.ReplayExact, DryRun: &no, Reason: "reconcile", Rate: 10}})
+					Mode: inbox.ReplayExact, DryRun: &no, Reason: "reconcile", Rate: 10}},
+				missingSeq: map[envelope.Key]uint64{{Integration: "demo"}: 2}})
 		},
 		"reconcile_clean": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, ReconcileResult{Checked: 5, Missing: []MissingEvent{}, AckFloor: 5, LastSeq: 5})
+			writeJSON(w, http.StatusOK, ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Checked: 5, Missing: []MissingEvent{}, AckFloor: 5, LastSeq: 5}})
 		},
 		"gaps": func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusOK, Gaps{CheckedAt: pinAt, Stream: envelope.StreamIn, FirstSeq: 1, LastSeq: 9, Deleted: 2,
@@ -178,6 +180,21 @@ func TestAPIJSONIsPinned(t *testing.T) {
 		}
 		if got := rec.Body.String(); got != string(want) {
 			t.Errorf("%s: the API's JSON changed\ngot:\n%s\nwant (%s):\n%s", name, got, golden, want)
+		}
+	}
+}
+
+// TestWireVocabularyIsTheStores: the replayer passes the values of
+// intake.replays through as they are; apiclient's names for them must be
+// the same values.
+func TestWireVocabularyIsTheStores(t *testing.T) {
+	for _, c := range [][2]string{
+		{apiclient.ReplayRunning, store.ReplayRunning}, {apiclient.ReplayDone, store.ReplayDone},
+		{apiclient.ReplayFailed, store.ReplayFailed}, {apiclient.ReplayCancelled, store.ReplayCancelled},
+		{apiclient.ReplayRedeliver, store.ReplayRedeliver}, {apiclient.OutcomeMissing, Missing},
+	} {
+		if c[0] != c[1] {
+			t.Errorf("apiclient says %q where intake.replays holds %q", c[0], c[1])
 		}
 	}
 }

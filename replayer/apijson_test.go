@@ -18,6 +18,7 @@ import (
 
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 var updateAPIShape = flag.Bool("update-api-shape", false, "rewrite testdata/api/http/*.txt")
@@ -54,7 +55,7 @@ func TestAPIAnswersKeepTheirShape(t *testing.T) {
 		return b
 	}
 	call("replay_dry_run", http.MethodPost, "/api/v1/replays", map[string]any{"selector": sel("keys", keysOf("evt_c"))}, http.StatusOK)
-	var started store.Replay
+	var started apiclient.Replay
 	b := call("replay_started", http.MethodPost, "/api/v1/replays",
 		map[string]any{"selector": sel("keys", keysOf("evt_c")), "dry_run": false, "reason": "shape"}, http.StatusAccepted)
 	if err := json.Unmarshal(b, &started); err != nil {

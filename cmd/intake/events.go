@@ -3,17 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/intakehq/intake/pkg/envelope"
-	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 func newEventsCmd() *cobra.Command {
@@ -30,7 +27,7 @@ time of first receipt (--since/--until) and scoped-key prefix. "events show KEY"
 one event with its conflicts, deliveries, executions and the replays that touched it.`,
 		Args: cobra.NoArgs,
 	}
-	c := addClientFlags(cmd)
+	af := addAPIFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&integration, "integration", "", "only this integration")
 	f.StringVar(&tenant, "tenant", "", "only this tenant")
@@ -43,65 +40,51 @@ one event with its conflicts, deliveries, executions and the replays that touche
 	f.StringVar(&cursor, "cursor", "", "continue after a previous page")
 	f.BoolVar(&all, "all", false, "follow every page")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := c.check(); err != nil {
+		api, err := af.client()
+		if err != nil {
 			return err
 		}
-		q := url.Values{}
-		for k, v := range map[string]string{"integration": integration, "tenant": tenant, "event_type": eventType,
-			"status": status, "key_prefix": prefix} {
-			if v != "" {
-				q.Set(k, v)
-			}
+		from, to, err := parseSpan(since, until, time.Now())
+		if err != nil {
+			return err
 		}
-		now := time.Now()
-		for name, v := range map[string]string{"since": since, "until": until} {
-			t, err := parseWhen(name, v, now)
-			if err != nil {
-				return err
-			}
-			if t != nil {
-				q.Set(name, t.Format(time.RFC3339Nano))
-			}
-		}
-		q.Set("limit", strconv.Itoa(limit))
+		q := apiclient.EventQuery{Integration: integration, Tenant: tenant, EventType: eventType, Status: status,
+			Since: from, Until: to, KeyPrefix: prefix, Limit: limit, Cursor: cursor}
 		out := cmd.OutOrStdout()
-		var events []any
+		var events []apiclient.Event
 		tw := newTable(out)
-		if c.output == outputTable {
+		if af.output == outputTable {
 			fmt.Fprintln(tw, "KEY\tSTATUS\tTYPE\tTENANT\tDELIVERIES\tATTEMPTS\tCONFLICTS\tFIRST RECEIVED\tSTREAM SEQ")
 		}
 		for {
-			if cursor != "" {
-				q.Set("cursor", cursor)
-			}
-			var page replayer.EventPage
-			if _, err := c.do(cmd.Context(), http.MethodGet, "/api/v1/events?"+q.Encode(), nil, &page); err != nil {
+			page, err := api.Events(cmd.Context(), q)
+			if err != nil {
 				return fail(cmd, err)
 			}
 			for _, e := range page.Events {
-				if c.output == outputJSON {
+				if af.output == outputJSON {
 					events = append(events, e)
 					continue
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\n", e.Key, e.Status, e.EventType, e.Tenant,
 					e.DeliveryCount, e.Attempts, e.Conflicts, fmtTime(e.FirstReceivedAt), e.StreamSeq)
 			}
-			cursor = page.NextCursor
-			if !all || cursor == "" {
+			q.Cursor = page.NextCursor
+			if !all || q.Cursor == "" {
 				break
 			}
 		}
-		if c.output == outputJSON {
+		if af.output == outputJSON {
 			if events == nil {
-				events = []any{}
+				events = []apiclient.Event{}
 			}
-			return printJSON(out, map[string]any{"events": events, "next_cursor": cursor})
+			return printJSON(out, map[string]any{"events": events, "next_cursor": q.Cursor})
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		if cursor != "" {
-			fmt.Fprintf(out, "more: add --cursor %s (or --all)\n", cursor)
+		if q.Cursor != "" {
+			fmt.Fprintf(out, "more: add --cursor %s (or --all)\n", q.Cursor)
 		}
 		return nil
 	}
@@ -117,22 +100,21 @@ func newEventShowCmd() *cobra.Command {
 empty: "partner//ord_1").`,
 		Args: cobra.ExactArgs(1),
 	}
-	c := addClientFlags(cmd)
+	af := addAPIFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := c.check(); err != nil {
+		api, err := af.client()
+		if err != nil {
 			return err
 		}
 		k, ok := envelope.ParseKey(args[0])
 		if !ok {
 			return fmt.Errorf("%q is not a scoped key {integration}/{account}/{event_id}", args[0])
 		}
-		path := "/api/v1/events/" + url.PathEscape(k.Integration) + "/" + url.PathEscape(k.EventID) +
-			"?account=" + url.QueryEscape(k.Account)
-		var ev replayer.EventDetail
-		if _, err := c.do(cmd.Context(), http.MethodGet, path, nil, &ev); err != nil {
+		ev, err := api.EventInAccount(cmd.Context(), k.Integration, k.Account, k.EventID)
+		if err != nil {
 			return fail(cmd, err)
 		}
-		if c.output == outputJSON {
+		if af.output == outputJSON {
 			return printJSON(cmd.OutOrStdout(), ev)
 		}
 		return printEvent(cmd.OutOrStdout(), ev)
@@ -140,7 +122,7 @@ empty: "partner//ord_1").`,
 	return cmd
 }
 
-func printEvent(w io.Writer, ev replayer.EventDetail) error {
+func printEvent(w io.Writer, ev apiclient.EventDetail) error {
 	tw := newTable(w)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
 	row("key", ev.Key)
