@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -13,12 +14,36 @@ import (
 	"github.com/intakehq/intake/replayer/apiclient"
 )
 
+// eventFlags are the filters and paging of `intake events`.
+type eventFlags struct {
+	integration, tenant, eventType, status, prefix, since, until, cursor string
+	limit                                                                int
+	all                                                                  bool
+}
+
+func (f *eventFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.integration, "integration", "", "only this integration")
+	fs.StringVar(&f.tenant, "tenant", "", "only this tenant")
+	fs.StringVar(&f.eventType, "type", "", "only this event type")
+	fs.StringVar(&f.status, "status", "", "only this status: processed, stale, failed, quarantined")
+	fs.StringVar(&f.prefix, "prefix", "", "scoped-key prefix, e.g. stripe-live/acct_1/evt_")
+	fs.StringVar(&f.since, "since", "", "first received at or after (RFC 3339, or a duration ago such as 2h)")
+	fs.StringVar(&f.until, "until", "", "first received before (RFC 3339, or a duration ago)")
+	fs.IntVar(&f.limit, "limit", 50, "rows per page (at most 1000)")
+	fs.StringVar(&f.cursor, "cursor", "", "continue after a previous page")
+	fs.BoolVar(&f.all, "all", false, "follow every page")
+}
+
+// query is the API's filter for the flags, durations counted back from now.
+func (f *eventFlags) query(now time.Time) (apiclient.EventQuery, error) {
+	since, until, err := parseSpan(f.since, f.until, now)
+	return apiclient.EventQuery{Integration: f.integration, Tenant: f.tenant, EventType: f.eventType, Status: f.status,
+		Since: since, Until: until, KeyPrefix: f.prefix, Limit: f.limit, Cursor: f.cursor}, err
+}
+
 func newEventsCmd() *cobra.Command {
-	var (
-		integration, tenant, eventType, status, prefix, since, until, cursor string
-		limit                                                                int
-		all                                                                  bool
-	)
+	var ef eventFlags
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "List events from the inbox, newest first (or: events show KEY)",
@@ -28,68 +53,65 @@ one event with its conflicts, deliveries, executions and the replays that touche
 		Args: cobra.NoArgs,
 	}
 	af := addAPIFlags(cmd)
-	f := cmd.Flags()
-	f.StringVar(&integration, "integration", "", "only this integration")
-	f.StringVar(&tenant, "tenant", "", "only this tenant")
-	f.StringVar(&eventType, "type", "", "only this event type")
-	f.StringVar(&status, "status", "", "only this status: processed, stale, failed, quarantined")
-	f.StringVar(&prefix, "prefix", "", "scoped-key prefix, e.g. stripe-live/acct_1/evt_")
-	f.StringVar(&since, "since", "", "first received at or after (RFC 3339, or a duration ago such as 2h)")
-	f.StringVar(&until, "until", "", "first received before (RFC 3339, or a duration ago)")
-	f.IntVar(&limit, "limit", 50, "rows per page (at most 1000)")
-	f.StringVar(&cursor, "cursor", "", "continue after a previous page")
-	f.BoolVar(&all, "all", false, "follow every page")
+	ef.add(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		api, err := af.client()
 		if err != nil {
 			return err
 		}
-		from, to, err := parseSpan(since, until, time.Now())
+		q, err := ef.query(time.Now())
 		if err != nil {
 			return err
 		}
-		q := apiclient.EventQuery{Integration: integration, Tenant: tenant, EventType: eventType, Status: status,
-			Since: from, Until: to, KeyPrefix: prefix, Limit: limit, Cursor: cursor}
-		out := cmd.OutOrStdout()
-		var events []apiclient.Event
-		tw := newTable(out)
-		if af.output == outputTable {
-			fmt.Fprintln(tw, "KEY\tSTATUS\tTYPE\tTENANT\tDELIVERIES\tATTEMPTS\tCONFLICTS\tFIRST RECEIVED\tSTREAM SEQ")
+		events, next, err := listEvents(cmd.Context(), api, q, ef.all)
+		if err != nil {
+			return fail(cmd, err)
 		}
-		for {
-			page, err := api.Events(cmd.Context(), q)
-			if err != nil {
-				return fail(cmd, err)
-			}
-			for _, e := range page.Events {
-				if af.output == outputJSON {
-					events = append(events, e)
-					continue
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\n", e.Key, e.Status, e.EventType, e.Tenant,
-					e.DeliveryCount, e.Attempts, e.Conflicts, fmtTime(e.FirstReceivedAt), e.StreamSeq)
-			}
-			q.Cursor = page.NextCursor
-			if !all || q.Cursor == "" {
-				break
-			}
-		}
-		if af.output == outputJSON {
-			if events == nil {
-				events = []apiclient.Event{}
-			}
-			return printJSON(out, map[string]any{"events": events, "next_cursor": q.Cursor})
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		if q.Cursor != "" {
-			fmt.Fprintf(out, "more: add --cursor %s (or --all)\n", q.Cursor)
-		}
-		return nil
+		return printEvents(cmd.OutOrStdout(), af.output, events, next)
 	}
 	cmd.AddCommand(newEventShowCmd())
 	return cmd
+}
+
+// listEvents reads the page q names, and with all every page after it. It
+// returns the events and the cursor after the last page read ("" at the end).
+func listEvents(ctx context.Context, api *apiclient.Client, q apiclient.EventQuery, all bool) ([]apiclient.Event, string, error) {
+	var events []apiclient.Event
+	for {
+		page, err := api.Events(ctx, q)
+		if err != nil {
+			return nil, "", err
+		}
+		events = append(events, page.Events...)
+		q.Cursor = page.NextCursor
+		if !all || q.Cursor == "" {
+			return events, q.Cursor, nil
+		}
+	}
+}
+
+// printEvents writes a table with the way to the next page, or for JSON
+// one page of all the events read.
+func printEvents(w io.Writer, output string, events []apiclient.Event, next string) error {
+	if output == outputJSON {
+		if events == nil {
+			events = []apiclient.Event{}
+		}
+		return printJSON(w, map[string]any{"events": events, "next_cursor": next})
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "KEY\tSTATUS\tTYPE\tTENANT\tDELIVERIES\tATTEMPTS\tCONFLICTS\tFIRST RECEIVED\tSTREAM SEQ")
+	for _, e := range events {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\n", e.Key, e.Status, e.EventType, e.Tenant,
+			e.DeliveryCount, e.Attempts, e.Conflicts, fmtTime(e.FirstReceivedAt), e.StreamSeq)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(w, "more: add --cursor %s (or --all)\n", next)
+	}
+	return nil
 }
 
 func newEventShowCmd() *cobra.Command {
