@@ -26,6 +26,7 @@ import (
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -126,11 +127,11 @@ func (p *pipeline) post(d delivery) (int, ingress.Answer, http.Header) {
 	return resp.StatusCode, a, resp.Header
 }
 
-func (p *pipeline) getEvent(token, integration, id string) (int, store.Event) {
+func (p *pipeline) getEvent(token, integration, id string) (int, apiclient.Event) {
 	p.t.Helper()
-	d, err := testrig.NewClient(p.base, token).Event(context.Background(), integration, id)
-	if code := testrig.Status(err); code != 0 {
-		return code, store.Event{}
+	d, err := apiclient.New(p.base, token, nil).Event(context.Background(), integration, id)
+	if code := apiclient.StatusCode(err); code != 0 {
+		return code, apiclient.Event{}
 	}
 	if err != nil {
 		p.t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/store"
-	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 const guardConfig = `
@@ -121,13 +121,13 @@ func TestCapturedBodyUnderFreshIDsAppliesOnce(t *testing.T) {
 		t.Errorf("%d inbox rows for guarded integrations, want %d (a replayed body reserves no id)", n, len(guarded))
 	}
 
-	c := testrig.NewClient(tr.App.URL, viewerToken)
+	c := tr.App.Client(viewerToken)
 	ctx := context.Background()
 	for name := range guarded {
 		// The honest retry, stopped by the stream window, is counted when
 		// its receipt is folded.
 		var (
-			d       replayer.EventDetail
+			d       apiclient.EventDetail
 			lastErr error
 		)
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -147,10 +147,8 @@ func TestCapturedBodyUnderFreshIDsAppliesOnce(t *testing.T) {
 				break
 			}
 		}
-		var page struct {
-			Rejections []store.Rejection `json:"rejections"`
-		}
-		if _, err := c.Do(ctx, http.MethodGet, "/api/v1/rejections?reason=replayed_body&integration="+name, nil, &page); err != nil {
+		page, err := c.Rejections(ctx, apiclient.RejectionQuery{Reason: store.RejectReplayedBody, Integration: name})
+		if err != nil {
 			t.Fatal(err)
 		}
 		if len(page.Rejections) != fresh+otherTypes {

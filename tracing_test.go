@@ -27,7 +27,7 @@ import (
 	"github.com/intakehq/intake/pkg/subscriber"
 	"github.com/intakehq/intake/pkg/telemetry"
 	"github.com/intakehq/intake/pkg/telemetry/otlp"
-	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // span is one span the OTLP receiver got, ids in hex.
@@ -322,13 +322,13 @@ func TestAReplayLinksToTheOriginalTrace(t *testing.T) {
 	}), "intake.ingress.publish", "")
 
 	no := false
-	c := testrig.NewClient(p.apiBase, operatorToken)
-	rep, err := c.StartReplay(context.Background(), replayer.ReplayRequest{Selector: replayer.Selector{Keys: []string{"demo/main/evt_replayed"}},
+	c := apiclient.New(p.apiBase, operatorToken, nil)
+	rep, err := c.StartReplay(context.Background(), apiclient.ReplayRequest{Selector: apiclient.Selector{Keys: []string{"demo/main/evt_replayed"}},
 		Mode: envelope.ReplayReexecute, DryRun: &no, Reason: "tracing test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.WaitReplay(t, rep.ID, 30*time.Second)
+	testrig.WaitReplay(t, c, rep.ID, 30*time.Second)
 	var again trace.SpanContext
 	select {
 	case again = <-p.handled:

@@ -49,24 +49,6 @@ func (r *Replayer) Mount(router chi.Router) {
 	})
 }
 
-// EventDetail is GET /api/v1/events/{integration}/{event_id}: the inbox row
-// and everything that happened to the event. "conflicts" stays the count
-// (as in lists); the records are in "conflict_records".
-type EventDetail struct {
-	store.Event
-	ConflictRecords []store.Conflict        `json:"conflict_records"`
-	Deliveries      []store.Delivery        `json:"deliveries"`
-	Executions      []store.ExecutionRecord `json:"executions"`
-	Replays         []store.ReplayRef       `json:"replays"`
-	// Rejections are messages claiming this event's key that the processor
-	// refused (see GET /api/v1/rejections).
-	Rejections []store.Rejection `json:"rejections"`
-	// ReplayedBodies are messages that carried this event's body under
-	// another event id and were refused by the replay guard (reason
-	// replayed_body; GET /api/v1/rejections?reason=replayed_body lists all).
-	ReplayedBodies []store.Rejection `json:"replayed_bodies"`
-}
-
 // getEvent returns one event. The account is optional (?account=):
 // integrations have one account scope unless a verified header supplies it.
 func (r *Replayer) getEvent(w http.ResponseWriter, req *http.Request) {
@@ -91,7 +73,7 @@ func (r *Replayer) getEvent(w http.ResponseWriter, req *http.Request) {
 		r.writeFailure(w, failure{call: "get event", notFound: "no such event"}, err)
 		return
 	}
-	d := EventDetail{Event: ev}
+	d := eventHistory{Event: ev}
 	k := envelope.Key{Integration: ev.Integration, Account: ev.Account, EventID: ev.EventID}
 	if d.ConflictRecords, err = r.o.Store.EventConflicts(ctx, k); err == nil {
 		if d.Deliveries, err = r.o.Store.EventDeliveryHistory(ctx, k); err == nil {
@@ -108,13 +90,7 @@ func (r *Replayer) getEvent(w http.ResponseWriter, req *http.Request) {
 		r.writeFailure(w, failure{call: "get event history"}, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, d)
-}
-
-// EventPage is GET /api/v1/events.
-type EventPage struct {
-	Events     []store.Event `json:"events"`
-	NextCursor string        `json:"next_cursor,omitempty"`
+	writeJSON(w, http.StatusOK, d.wire())
 }
 
 func (r *Replayer) listEvents(w http.ResponseWriter, req *http.Request) {
@@ -136,13 +112,7 @@ func (r *Replayer) listEvents(w http.ResponseWriter, req *http.Request) {
 	if events == nil {
 		events = []store.Event{}
 	}
-	writeJSON(w, http.StatusOK, EventPage{Events: events, NextCursor: next})
-}
-
-// ConflictPage is GET /api/v1/conflicts.
-type ConflictPage struct {
-	Conflicts  []store.Conflict `json:"conflicts"`
-	NextCursor string           `json:"next_cursor,omitempty"`
+	writeJSON(w, http.StatusOK, eventPage(events, next))
 }
 
 func (r *Replayer) listConflicts(w http.ResponseWriter, req *http.Request) {
@@ -163,14 +133,7 @@ func (r *Replayer) listConflicts(w http.ResponseWriter, req *http.Request) {
 	if list == nil {
 		list = []store.Conflict{}
 	}
-	writeJSON(w, http.StatusOK, ConflictPage{Conflicts: list, NextCursor: next})
-}
-
-// RejectionPage is GET /api/v1/rejections: messages the processor refused
-// before the inbox decision, newest first.
-type RejectionPage struct {
-	Rejections []store.Rejection `json:"rejections"`
-	NextCursor string            `json:"next_cursor,omitempty"`
+	writeJSON(w, http.StatusOK, conflictPage(list, next))
 }
 
 func (r *Replayer) listRejections(w http.ResponseWriter, req *http.Request) {
@@ -191,13 +154,7 @@ func (r *Replayer) listRejections(w http.ResponseWriter, req *http.Request) {
 	if list == nil {
 		list = []store.Rejection{}
 	}
-	writeJSON(w, http.StatusOK, RejectionPage{Rejections: list, NextCursor: next})
-}
-
-// ReplayPage is GET /api/v1/replays: the audit log, newest first.
-type ReplayPage struct {
-	Replays    []store.Replay `json:"replays"`
-	NextCursor string         `json:"next_cursor,omitempty"`
+	writeJSON(w, http.StatusOK, rejectionPage(list, next))
 }
 
 func (r *Replayer) listReplays(w http.ResponseWriter, req *http.Request) {
@@ -215,7 +172,7 @@ func (r *Replayer) listReplays(w http.ResponseWriter, req *http.Request) {
 	if list == nil {
 		list = []store.Replay{}
 	}
-	writeJSON(w, http.StatusOK, ReplayPage{Replays: list, NextCursor: next})
+	writeJSON(w, http.StatusOK, replayPage(list, next))
 }
 
 func (r *Replayer) getReplay(w http.ResponseWriter, req *http.Request) {
@@ -224,7 +181,7 @@ func (r *Replayer) getReplay(w http.ResponseWriter, req *http.Request) {
 		r.writeFailure(w, failure{call: "get replay", notFound: "no such replay"}, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	writeJSON(w, http.StatusOK, wireReplay(rep))
 }
 
 func (r *Replayer) postReplay(w http.ResponseWriter, req *http.Request) {
@@ -256,9 +213,9 @@ func (r *Replayer) answerStarted(w http.ResponseWriter, rep store.Replay, err er
 	case err != nil:
 		r.writeFailure(w, failure{call: "replay", tooMany: "selector matches more than %d events: narrow it or split the replay"}, err)
 	case rep.State == store.ReplayRunning:
-		writeJSON(w, http.StatusAccepted, rep)
+		writeJSON(w, http.StatusAccepted, wireReplay(rep))
 	default:
-		writeJSON(w, http.StatusOK, rep)
+		writeJSON(w, http.StatusOK, wireReplay(rep))
 	}
 }
 
@@ -271,11 +228,11 @@ func (r *Replayer) cancelReplay(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if !changed {
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "replay is " + rep.State + ", not running", "replay": rep})
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "replay is " + rep.State + ", not running", "replay": wireReplay(rep)})
 		return
 	}
 	r.stopLocal(id)
-	writeJSON(w, http.StatusOK, rep)
+	writeJSON(w, http.StatusOK, wireReplay(rep))
 }
 
 func (r *Replayer) reconcile(w http.ResponseWriter, req *http.Request) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/intakehq/intake/internal/harness/inboxcases"
 	"github.com/intakehq/intake/pkg/inbox"
-	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // TestDryRunPredictsAsTheTable puts every replay case of the inbox decision
@@ -63,7 +63,7 @@ func TestDryRunPredictsAsTheTable(t *testing.T) {
 	// predicted runs a dry run and returns its prediction by integration.
 	predicted := func(how string, mode inbox.ReplayMode, selector map[string]any, want int) map[string]string {
 		t.Helper()
-		var rep store.Replay
+		var rep apiclient.Replay
 		r.api(http.MethodPost, "/api/v1/replays", map[string]any{"selector": selector, "mode": mode,
 			"reason": "what would happen", "dry_run": true}, http.StatusOK, &rep)
 		if !rep.DryRun || rep.Matched != int64(want) {

@@ -11,6 +11,7 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 func TestListEventsFiltersAndPages(t *testing.T) {
@@ -24,10 +25,10 @@ func TestListEventsFiltersAndPages(t *testing.T) {
 	r.publish("evt_f")
 	r.settled()
 
-	var all []store.Event
+	var all []apiclient.Event
 	cursor := ""
 	for range 10 {
-		var page replayer.EventPage
+		var page apiclient.EventPage
 		r.api(http.MethodGet, "/api/v1/events?limit=2&integration=demo&cursor="+url.QueryEscape(cursor), nil, http.StatusOK, &page)
 		all = append(all, page.Events...)
 		if cursor = page.NextCursor; cursor == "" {
@@ -61,7 +62,7 @@ func TestListEventsFiltersAndPages(t *testing.T) {
 		{"until=" + url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339)), 6},
 	}
 	for _, tt := range tests {
-		var page replayer.EventPage
+		var page apiclient.EventPage
 		r.api(http.MethodGet, "/api/v1/events?"+tt.query, nil, http.StatusOK, &page)
 		if len(page.Events) != tt.want {
 			t.Errorf("?%s: %d events, want %d", tt.query, len(page.Events), tt.want)
@@ -87,7 +88,7 @@ func TestConflictsAndEventDetail(t *testing.T) {
 	}
 	r.settled()
 
-	var page replayer.ConflictPage
+	var page apiclient.ConflictPage
 	r.api(http.MethodGet, "/api/v1/conflicts?integration=demo", nil, http.StatusOK, &page)
 	if len(page.Conflicts) != 1 {
 		t.Fatalf("conflicts = %+v", page)
@@ -98,13 +99,13 @@ func TestConflictsAndEventDetail(t *testing.T) {
 		c.ConflictingStreamSeq != int64(ack.Sequence) || c.DetectedAt.IsZero() {
 		t.Fatalf("conflict = %+v", c)
 	}
-	var none replayer.ConflictPage
+	var none apiclient.ConflictPage
 	r.api(http.MethodGet, "/api/v1/conflicts?tenant=other", nil, http.StatusOK, &none)
 	if len(none.Conflicts) != 0 {
 		t.Fatalf("tenant filter: %+v", none)
 	}
 
-	var ev replayer.EventDetail
+	var ev apiclient.EventDetail
 	r.api(http.MethodGet, "/api/v1/events/demo/evt_c", nil, http.StatusOK, &ev)
 	if ev.Conflicts != 1 || len(ev.ConflictRecords) != 1 || ev.ConflictRecords[0].ID != c.ID ||
 		len(ev.Executions) != 1 || ev.Executions[0].Mode != "original" || ev.Replays == nil || ev.Deliveries == nil {
@@ -131,7 +132,7 @@ func TestRedeliveryRepublishesProcessedMessages(t *testing.T) {
 	}
 	before := r.streamLastSeq(envelope.StreamOut)
 
-	var dry store.Replay
+	var dry apiclient.Replay
 	req := map[string]any{"selector": sel("stream_seq", map[string]any{"from": 1}), "reason": "billing restored a backup"}
 	r.api(http.MethodPost, "/api/v1/redeliveries", req, http.StatusOK, &dry)
 	if dry.Matched != 3 || dry.Outcomes[replayer.WouldRedeliver] != 3 || r.streamLastSeq(envelope.StreamOut) != before {
@@ -139,7 +140,7 @@ func TestRedeliveryRepublishesProcessedMessages(t *testing.T) {
 	}
 
 	req["dry_run"] = false
-	var rep store.Replay
+	var rep apiclient.Replay
 	r.api(http.MethodPost, "/api/v1/redeliveries", req, http.StatusAccepted, &rep)
 	rep = r.waitReplay(rep.ID, store.ReplayDone)
 	if rep.Published != 3 || rep.Mode != "redeliver" {
@@ -168,7 +169,7 @@ func TestRedeliveryRepublishesProcessedMessages(t *testing.T) {
 
 	// Again, inside the duplicate window: a new redelivery is not swallowed,
 	// and the copies of the first are not selected again.
-	var again store.Replay
+	var again apiclient.Replay
 	r.api(http.MethodPost, "/api/v1/redeliveries", req, http.StatusAccepted, &again)
 	again = r.waitReplay(again.ID, store.ReplayDone)
 	if again.Matched != 3 || again.Published != 3 {
@@ -176,7 +177,7 @@ func TestRedeliveryRepublishesProcessedMessages(t *testing.T) {
 	}
 
 	// From the outbox, by key.
-	var fromOutbox store.Replay
+	var fromOutbox apiclient.Replay
 	r.api(http.MethodPost, "/api/v1/redeliveries", map[string]any{"source": "outbox", "selector": sel("keys", keysOf("evt_2")),
 		"dry_run": false}, http.StatusAccepted, &fromOutbox)
 	fromOutbox = r.waitReplay(fromOutbox.ID, store.ReplayDone)

@@ -12,6 +12,7 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // ReconcileRequest is a range of INTAKE_IN to compare with the inbox:
@@ -33,46 +34,15 @@ var ErrBusy = errors.New("replayer: too many reconciles running")
 // may check; the error says the bound. Split the range.
 var ErrSpanTooLarge = errors.New("replayer: reconcile range too large")
 
-// MissingEvent is an accepted message whose event has no inbox row.
-type MissingEvent struct {
-	Key       string `json:"key"`
-	StreamSeq uint64 `json:"stream_seq"`
-}
+// MissingEvent is apiclient.MissingEvent: an accepted message whose event
+// has no inbox row.
+type MissingEvent = apiclient.MissingEvent
 
-// ReconcileResult is the answer of GET /api/v1/reconcile.
+// ReconcileResult is a reconcile's answer, as GET /api/v1/reconcile sends
+// it (apiclient.ReconcileResult), and what the re-drive needs besides to
+// act on it.
 type ReconcileResult struct {
-	// Shard is the replayer's processor.shard: the range was checked for
-	// the shard's integrations only, against its durable's ack floor.
-	Shard string `json:"shard,omitempty"`
-	// Checked counts the ingress messages in the range (replay copies are
-	// not deliveries and are skipped); a shard's replayer counts its
-	// integrations' only (other shards' messages are not read).
-	Checked int `json:"checked"`
-	// Missing lists, once per key, messages acknowledged to the provider
-	// (and acked by the processor) whose event has no inbox row.
-	Missing []MissingEvent `json:"missing"`
-	// Truncated is set when Missing was cut at its limit.
-	Truncated bool `json:"truncated,omitempty"`
-	// Pending counts messages without an inbox row that the processor has
-	// not acknowledged yet: in flight, not missing.
-	Pending int `json:"pending"`
-	// Rejected counts messages without an inbox row that the processor
-	// refused on purpose (GET /api/v1/rejections): not missing.
-	Rejected int `json:"rejected"`
-	// AckFloor is the processor consumer's ack floor (stream sequence; the
-	// shard's durable for a shard's replayer):
-	// every message up to it has been acked or terminated.
-	AckFloor uint64 `json:"ack_floor"`
-	// LastSeq is the stream's last sequence when the check started.
-	LastSeq uint64 `json:"last_seq"`
-	// Fix is the replay that would process the missing events (POST it to
-	// /api/v1/replays, with "dry_run": false to start it).
-	Fix *ReplayRequest `json:"fix,omitempty"`
-	// LostConflicts lists conflicting deliveries the processor acknowledged
-	// whose conflict record is gone (a commit lost in a Postgres failover).
-	// A replay cannot bring them back (it runs the message the key's row
-	// names); the re-drive writes the records itself.
-	LostConflicts []MissingEvent `json:"lost_conflicts,omitempty"`
+	apiclient.ReconcileResult
 
 	lostConflicts []store.ConflictRow
 	// missingSeq is each Missing key's message the fix replays (the first
@@ -99,7 +69,7 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 		return ReconcileResult{}, ErrBusy
 	}
 
-	res := ReconcileResult{Shard: r.o.Shard, Missing: []MissingEvent{}}
+	res := ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Shard: r.o.Shard, Missing: []MissingEvent{}}}
 	// The ack floor first: a message at or below it was settled before the
 	// scan read the inbox, so no inbox row then means missing.
 	ackFloor, err := r.ackFloor(ctx)

@@ -12,6 +12,7 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // With asynchronous streaming replication, a commit the old primary
@@ -31,20 +32,14 @@ import (
 // purpose (rejected) are never re-driven. A shard's replayer re-drives its
 // shard's: the ack floor of processor-{shard}, its integrations' messages.
 
-// RedriveTrigger says why a re-drive pass ran.
-type RedriveTrigger string
+// RedriveTrigger is apiclient.RedriveTrigger: why a re-drive pass ran.
+type RedriveTrigger = apiclient.RedriveTrigger
 
-// Re-drive triggers.
+// Re-drive triggers (apiclient's).
 const (
-	// RedriveStart: the replayer started; the pass looks back
-	// RedriveLookback.
-	RedriveStart RedriveTrigger = "start"
-	// RedriveScheduled: every RedriveInterval, from where the previous pass
-	// stopped.
-	RedriveScheduled RedriveTrigger = "scheduled"
-	// RedriveFailover: another Postgres server answers (or the same one
-	// restarted); the pass looks back RedriveLookback.
-	RedriveFailover RedriveTrigger = "failover"
+	RedriveStart     = apiclient.RedriveStart
+	RedriveScheduled = apiclient.RedriveScheduled
+	RedriveFailover  = apiclient.RedriveFailover
 )
 
 // RedriveRequester is the requested_by of the replays re-drive passes start.
@@ -70,36 +65,9 @@ const (
 	redriveUnfixableLogged = 100
 )
 
-// Redrive is the record of one re-drive pass (GET /api/v1/redrive).
-type Redrive struct {
-	Trigger RedriveTrigger `json:"trigger"`
-	At      time.Time      `json:"at"`
-	// FromSeq..ToSeq is the INTAKE_IN range checked; empty (0..0) when the
-	// processor had acked nothing new.
-	FromSeq uint64 `json:"from_seq"`
-	ToSeq   uint64 `json:"to_seq"`
-	// Checked counts ingress messages in the range; Missing those acked
-	// without an inbox row; Redriven the events the pass replayed (Missing
-	// minus keys a running replay is about to publish and messages gone
-	// from the stream).
-	Checked  int `json:"checked"`
-	Missing  int `json:"missing"`
-	Redriven int `json:"redriven"`
-	// Truncated: more were missing than one reconcile lists; the next pass
-	// goes on from ToSeq.
-	Truncated bool `json:"truncated,omitempty"`
-	// ConflictsRecorded counts conflict records the pass wrote again:
-	// conflicting deliveries the processor acknowledged whose record is
-	// gone (ReconcileResult.LostConflicts).
-	ConflictsRecorded int `json:"conflicts_recorded"`
-	// Unfixable counts missing messages a re-drive replay of this replayer
-	// already ran for that are still missing (a rejection or termination
-	// the processor kept no record of): not replayed again; the first time
-	// each is found, an error log names its stream sequence.
-	Unfixable int      `json:"unfixable"`
-	ReplayIDs []string `json:"replay_ids"`
-	Error     string   `json:"error,omitempty"`
-}
+// Redrive is apiclient.Redrive, the record of one re-drive pass (GET
+// /api/v1/redrive).
+type Redrive = apiclient.Redrive
 
 // redriveState is a replayer's re-drive memory: in-process only; a new
 // replayer starts with a lookback pass.
@@ -508,16 +476,8 @@ func (r *Replayer) serverChanged(c store.ServerChange) {
 	}
 }
 
-// RedriveStatus is GET /api/v1/redrive.
-type RedriveStatus struct {
-	Enabled  bool   `json:"enabled"`
-	Interval string `json:"interval"`
-	Lookback string `json:"lookback"`
-	// Cursor is the highest INTAKE_IN sequence a pass has checked.
-	Cursor uint64 `json:"cursor"`
-	// Passes are the last passes of this replayer, newest first.
-	Passes []Redrive `json:"passes"`
-}
+// RedriveStatus is apiclient.RedriveStatus, GET /api/v1/redrive.
+type RedriveStatus = apiclient.RedriveStatus
 
 // RedriveStatus reports this replayer's re-drive settings and last passes.
 func (r *Replayer) RedriveStatus() RedriveStatus {

@@ -21,6 +21,7 @@ import (
 	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // TestRedriveReplaysLostCommits is issue 15's acceptance: events the
@@ -93,7 +94,7 @@ func TestRedriveReplaysLostCommits(t *testing.T) {
 	if pass.Missing != 0 || pass.Redriven != 0 || len(pass.ReplayIDs) != 0 || pass.ToSeq >= pendingSeq {
 		t.Fatalf("second pass: %+v, want nothing re-driven and the pending message (seq %d) unchecked", pass, pendingSeq)
 	}
-	var page replayer.ReplayPage
+	var page apiclient.ReplayPage
 	r.api(http.MethodGet, "/api/v1/replays?limit=100", nil, http.StatusOK, &page)
 	redrives := 0
 	for _, rep := range page.Replays {
@@ -126,8 +127,8 @@ intake_redrive_passes_total{trigger="scheduled"} 1
 	rp.Mount(router)
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)
-	var st replayer.RedriveStatus
-	if _, err := testrig.NewClient(srv.URL, viewerToken).Do(ctx, http.MethodGet, "/api/v1/redrive", nil, &st); err != nil {
+	st, err := apiclient.New(srv.URL, viewerToken, nil).Redrive(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Enabled || len(st.Passes) != 2 || st.Passes[0].Trigger != replayer.RedriveScheduled ||
@@ -520,7 +521,7 @@ func TestRedriveUnfixable(t *testing.T) {
 		t.Fatalf("failover pass: %+v, %v; want evt_bad unfixable, no replay", pass, err)
 	}
 
-	var page replayer.ReplayPage
+	var page apiclient.ReplayPage
 	r.api(http.MethodGet, "/api/v1/replays?limit=100", nil, http.StatusOK, &page)
 	if len(page.Replays) != 1 {
 		t.Fatalf("%d replays, want the first pass's only", len(page.Replays))

@@ -15,6 +15,7 @@ import (
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 func sel(kv ...any) map[string]any {
@@ -70,7 +71,7 @@ func TestFailedEventReplayedAfterFixIsProcessedOnce(t *testing.T) {
 	}
 
 	r.failing.Delete(bug) // the fix is deployed
-	var dry store.Replay
+	var dry apiclient.Replay
 	r.api(http.MethodPost, "/api/v1/replays", map[string]any{"selector": sel("status", "failed")}, http.StatusOK, &dry)
 	if !dry.DryRun || dry.Matched != 1 || dry.Outcomes[replayer.WouldRetry] != 1 || len(dry.Sample) != 1 || dry.Sample[0] != bug {
 		t.Fatalf("dry run = %+v", dry)
@@ -132,7 +133,7 @@ func TestReexecuteRecordsALinkedExecution(t *testing.T) {
 		t.Fatalf("effects = %v, want the original and a re-execution linked to %s", modes, rep.ID)
 	}
 
-	var ev replayer.EventDetail
+	var ev apiclient.EventDetail
 	r.api(http.MethodGet, "/api/v1/events/demo/evt_re", nil, http.StatusOK, &ev)
 	if len(ev.Executions) != 2 || ev.Executions[0].Mode != "original" || ev.Executions[1].Mode != "reexecute" ||
 		ev.Executions[1].ReplayID == nil || *ev.Executions[1].ReplayID != rep.ID {
@@ -165,7 +166,7 @@ func TestRangeReplayOf1000EventsHasNoDuplicateEffects(t *testing.T) {
 	if rep.Matched != n || rep.Published != n || rep.Duplicates != 0 || rep.Outcomes[replayer.WouldDeduplicate] != n || len(rep.Outcomes) != 1 {
 		t.Fatalf("replay matched %d published %d duplicates %d outcomes %v; want %d each deduplicated", rep.Matched, rep.Published, rep.Duplicates, rep.Outcomes, n)
 	}
-	if len(rep.Counts) != 1 || rep.Counts[0] != (store.OutcomeCount{Tenant: "acme", Integration: "demo", EventType: "invoice.paid", Outcome: replayer.WouldDeduplicate, Count: n}) {
+	if len(rep.Counts) != 1 || rep.Counts[0] != (apiclient.OutcomeCount{Tenant: "acme", Integration: "demo", EventType: "invoice.paid", Outcome: replayer.WouldDeduplicate, Count: n}) {
 		t.Fatalf("counts = %+v", rep.Counts)
 	}
 	r.settled()
@@ -226,7 +227,7 @@ func TestDryRunPredictsAndPublishesNothing(t *testing.T) {
 			map[string]int64{replayer.WouldDeduplicate: 1, replayer.WouldRetry: 1, replayer.WouldApply: 1}},
 	}
 	for _, tt := range tests {
-		var rep store.Replay
+		var rep apiclient.Replay
 		r.api(http.MethodPost, "/api/v1/replays", tt.req, http.StatusOK, &rep)
 		if !rep.DryRun || rep.State != store.ReplayDone || rep.Published != 0 {
 			t.Errorf("%s: %+v, want a finished dry run", tt.name, rep)
@@ -316,25 +317,25 @@ func TestEveryReplayIsAudited(t *testing.T) {
 	r.start()
 	r.publish("evt_a")
 	r.settled()
-	var dry store.Replay
+	var dry apiclient.Replay
 	r.api(http.MethodPost, "/api/v1/replays", map[string]any{"selector": sel("keys", keysOf("evt_a")), "reason": "look first"}, http.StatusOK, &dry)
 	real := r.replay(map[string]any{"selector": sel("keys", keysOf("evt_a")), "reason": "then do it"})
-	var redeliv store.Replay
+	var redeliv apiclient.Replay
 	r.api(http.MethodPost, "/api/v1/redeliveries", map[string]any{"selector": sel("stream_seq", map[string]any{"from": 1}), "reason": "billing lost data"},
 		http.StatusOK, &redeliv)
 
-	var page replayer.ReplayPage
+	var page apiclient.ReplayPage
 	r.api(http.MethodGet, "/api/v1/replays?limit=2", nil, http.StatusOK, &page)
 	if len(page.Replays) != 2 || page.NextCursor == "" {
 		t.Fatalf("first page = %d replays, cursor %q", len(page.Replays), page.NextCursor)
 	}
-	var rest replayer.ReplayPage
+	var rest apiclient.ReplayPage
 	r.api(http.MethodGet, "/api/v1/replays?limit=2&cursor="+page.NextCursor, nil, http.StatusOK, &rest)
 	all := append(page.Replays, rest.Replays...)
 	if len(all) != 3 || rest.NextCursor != "" {
 		t.Fatalf("audit log has %d replays, want 3", len(all))
 	}
-	byID := map[string]store.Replay{}
+	byID := map[string]apiclient.Replay{}
 	for _, rp := range all {
 		byID[rp.ID] = rp
 		if rp.RequestedBy != "ops" || rp.CreatedAt.IsZero() || len(rp.Selector) == 0 {
@@ -411,14 +412,14 @@ func TestCancelStopsAReplay(t *testing.T) {
 	r.publish(ids...)
 	r.settled()
 	// 1,000 events at 10/s take 100s: the cancel lands long before the end.
-	var rep store.Replay
+	var rep apiclient.Replay
 	r.api(http.MethodPost, "/api/v1/replays", map[string]any{"selector": sel("stream_seq", map[string]any{"from": 1}),
 		"rate": 10, "dry_run": false}, http.StatusAccepted, &rep)
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		r.api(http.MethodGet, "/api/v1/replays/"+rep.ID, nil, http.StatusOK, &rep)
 		return rep.Published > 0
 	}, "replay never published")
-	var cancelled store.Replay
+	var cancelled apiclient.Replay
 	r.api(http.MethodPost, "/api/v1/replays/"+rep.ID+"/cancel", nil, http.StatusOK, &cancelled)
 	if cancelled.State != store.ReplayCancelled || cancelled.CancelledBy == nil || *cancelled.CancelledBy != "ops" {
 		t.Fatalf("cancel = %+v", cancelled)

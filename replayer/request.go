@@ -9,81 +9,32 @@ import (
 
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
-// SeqRange is an inclusive range of stream sequences; To 0 means "to the
-// end of the stream as it is when the replay is created".
-type SeqRange struct {
-	From uint64 `json:"from"`
-	To   uint64 `json:"to,omitempty"`
-}
+// The requests' wire types are the API's own, defined once in apiclient
+// (the client sends what the server decodes); the engine keeps these names
+// for them.
+type (
+	// SeqRange is apiclient.SeqRange: an inclusive range of stream sequences.
+	SeqRange = apiclient.SeqRange
+	// Selector is apiclient.Selector: which events a replay republishes.
+	Selector = apiclient.Selector
+	// ReplayRequest is apiclient.ReplayRequest, the body of POST /api/v1/replays.
+	ReplayRequest = apiclient.ReplayRequest
+	// RedeliverySelector is apiclient.RedeliverySelector: which processed
+	// messages a redelivery publishes again.
+	RedeliverySelector = apiclient.RedeliverySelector
+	// RedeliveryRequest is apiclient.RedeliveryRequest, the body of POST
+	// /api/v1/redeliveries.
+	RedeliveryRequest = apiclient.RedeliveryRequest
+)
 
-// Selector says which events a replay republishes. The source is, in order
-// of precedence:
-//   - a stream range (stream_seq and/or since/until, INTAKE_IN message
-//     time): every event with a message in the range, one copy per key;
-//   - keys: those events' original messages (via the inbox row's stream_seq);
-//   - status (with the other filters): the inbox rows in that status.
-//
-// Keys, integration, tenant, event_type and status also filter the other
-// sources. A selector without keys, a range or a status is refused: replay
-// everything is never what an operator means.
-type Selector struct {
-	Keys        []string   `json:"keys,omitempty"`
-	Integration string     `json:"integration,omitempty"`
-	Tenant      string     `json:"tenant,omitempty"`
-	EventType   string     `json:"event_type,omitempty"`
-	StreamSeq   *SeqRange  `json:"stream_seq,omitempty"`
-	Since       *time.Time `json:"since,omitempty"`
-	Until       *time.Time `json:"until,omitempty"`
-	Status      string     `json:"status,omitempty"`
-}
-
-// ReplayRequest is the body of POST /api/v1/replays.
-type ReplayRequest struct {
-	Selector Selector `json:"selector"`
-	// Mode is exact (the default: the inbox decides) or reexecute (the
-	// handler runs again; requires a reason).
-	Mode inbox.ReplayMode `json:"mode,omitempty"`
-	// DryRun defaults to true: without "dry_run": false nothing is published.
-	DryRun *bool  `json:"dry_run,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	// Rate in events per second; 0 takes the replayer's default.
-	Rate int `json:"rate,omitempty"`
-}
-
-// RedeliverySelector says which processed messages a redelivery publishes
-// again. From the stream (the default) it needs a range of INTAKE_OUT
-// (stream_seq and/or since/until); from the outbox, keys or since/until
-// (outbox created_at). Subject (stream only) filters with NATS wildcards,
-// e.g. "intake.out.acme.>".
-type RedeliverySelector struct {
-	Keys        []string   `json:"keys,omitempty"`
-	Integration string     `json:"integration,omitempty"`
-	Tenant      string     `json:"tenant,omitempty"`
-	EventType   string     `json:"event_type,omitempty"`
-	Subject     string     `json:"subject,omitempty"`
-	StreamSeq   *SeqRange  `json:"stream_seq,omitempty"`
-	Since       *time.Time `json:"since,omitempty"`
-	Until       *time.Time `json:"until,omitempty"`
-}
-
-// Redelivery sources.
+// Redelivery sources (apiclient's).
 const (
-	SourceStream = "stream"
-	SourceOutbox = "outbox"
+	SourceStream = apiclient.SourceStream
+	SourceOutbox = apiclient.SourceOutbox
 )
-
-// RedeliveryRequest is the body of POST /api/v1/redeliveries.
-type RedeliveryRequest struct {
-	// Source is stream (INTAKE_OUT, the default) or outbox.
-	Source   string             `json:"source,omitempty"`
-	Selector RedeliverySelector `json:"selector"`
-	// DryRun defaults to true, as for replays.
-	DryRun *bool  `json:"dry_run,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	Rate   int    `json:"rate,omitempty"`
-}
 
 // recordedRedelivery is what intake.replays.selector holds for a
 // redelivery: the source next to the selector, so the audit says where the

@@ -23,6 +23,7 @@ import (
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/processor"
 	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -149,8 +150,8 @@ func (r *rig) settled() {
 func (r *rig) do(method, path, token string, in any) (int, []byte) {
 	r.t.Helper()
 	var raw json.RawMessage
-	code, err := testrig.NewClient(r.base, token).Do(context.Background(), method, path, in, &raw)
-	if ae := (*testrig.APIError)(nil); errors.As(err, &ae) {
+	code, err := apiclient.New(r.base, token, nil).Do(context.Background(), method, path, in, &raw)
+	if ae := (*apiclient.Error)(nil); errors.As(err, &ae) {
 		return ae.Status, ae.Body
 	}
 	if err != nil {
@@ -175,17 +176,17 @@ func (r *rig) api(method, path string, in any, want int, out any) {
 }
 
 // replay starts a replay (dry_run false) and waits until it is done.
-func (r *rig) replay(req map[string]any) store.Replay {
+func (r *rig) replay(req map[string]any) apiclient.Replay {
 	r.t.Helper()
 	req["dry_run"] = false
-	var rep store.Replay
+	var rep apiclient.Replay
 	r.api(http.MethodPost, "/api/v1/replays", req, http.StatusAccepted, &rep)
 	return r.waitReplay(rep.ID, store.ReplayDone)
 }
 
-func (r *rig) waitReplay(id, state string) store.Replay {
+func (r *rig) waitReplay(id, state string) apiclient.Replay {
 	r.t.Helper()
-	rep := testrig.NewClient(r.base, operatorToken).WaitReplay(r.t, id, 60*time.Second)
+	rep := testrig.WaitReplay(r.t, apiclient.New(r.base, operatorToken, nil), id, 60*time.Second)
 	if rep.State != state {
 		r.t.Fatalf("replay %s ended %s (error %v), want %s", id, rep.State, rep.Error, state)
 	}

@@ -3,7 +3,6 @@ package replayer_test
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
@@ -11,10 +10,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
-	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // copyOf returns the ingress message of id in INTAKE_IN, to publish again.
@@ -76,16 +74,16 @@ func TestRejectedMessagesInTheAPI(t *testing.T) {
 	}
 
 	// GET /api/v1/rejections, as a viewer.
-	c := testrig.NewClient(r.base, viewerToken)
-	list := func(q url.Values) replayer.RejectionPage {
+	c := apiclient.New(r.base, viewerToken, nil)
+	list := func(q apiclient.RejectionQuery) apiclient.RejectionPage {
 		t.Helper()
-		var page replayer.RejectionPage
-		if _, err := c.Do(context.Background(), http.MethodGet, "/api/v1/rejections?"+q.Encode(), nil, &page); err != nil {
-			t.Fatalf("GET /api/v1/rejections?%s: %v", q.Encode(), err)
+		page, err := c.Rejections(context.Background(), q)
+		if err != nil {
+			t.Fatalf("GET /api/v1/rejections %+v: %v", q, err)
 		}
 		return page
 	}
-	all := list(url.Values{})
+	all := list(apiclient.RejectionQuery{})
 	got := map[uint64]string{}
 	for _, rj := range all.Rejections {
 		got[uint64(rj.StreamSeq)] = rj.Reason
@@ -98,21 +96,21 @@ func TestRejectedMessagesInTheAPI(t *testing.T) {
 			t.Errorf("message %d: %q, want %q", seq, got[seq], reason)
 		}
 	}
-	if p := list(url.Values{"reason": {store.RejectTenantMismatch}}); len(p.Rejections) != 1 || p.Rejections[0].Tenant != "globex" {
+	if p := list(apiclient.RejectionQuery{Reason: store.RejectTenantMismatch}); len(p.Rejections) != 1 || p.Rejections[0].Tenant != "globex" {
 		t.Errorf("reason=tenant_mismatch: %+v", p.Rejections)
 	}
-	if p := list(url.Values{"integration": {"ghost"}}); len(p.Rejections) != 1 || p.Rejections[0].Reason != store.RejectUnknownIntegration {
+	if p := list(apiclient.RejectionQuery{Integration: "ghost"}); len(p.Rejections) != 1 || p.Rejections[0].Reason != store.RejectUnknownIntegration {
 		t.Errorf("integration=ghost: %+v", p.Rejections)
 	}
-	if p := list(url.Values{"replay_id": {rep.ID}}); len(p.Rejections) != 1 || p.Rejections[0].Key != key("evt_b").String() {
+	if p := list(apiclient.RejectionQuery{ReplayID: rep.ID}); len(p.Rejections) != 1 || p.Rejections[0].Key != key("evt_b").String() {
 		t.Errorf("replay_id=%s: %+v", rep.ID, p.Rejections)
 	}
 	// Pages.
-	first := list(url.Values{"limit": {"3"}})
+	first := list(apiclient.RejectionQuery{Limit: 3})
 	if len(first.Rejections) != 3 || first.NextCursor == "" {
 		t.Fatalf("limit=3: %d rejections, cursor %q", len(first.Rejections), first.NextCursor)
 	}
-	if rest := list(url.Values{"limit": {"3"}, "cursor": {first.NextCursor}}); len(rest.Rejections) != 2 || rest.NextCursor != "" {
+	if rest := list(apiclient.RejectionQuery{Limit: 3, Cursor: first.NextCursor}); len(rest.Rejections) != 2 || rest.NextCursor != "" {
 		t.Errorf("second page: %d rejections, cursor %q", len(rest.Rejections), rest.NextCursor)
 	}
 	if code, _ := r.do(http.MethodGet, "/api/v1/rejections", "", nil); code != http.StatusUnauthorized {
@@ -131,7 +129,7 @@ func TestRejectedMessagesInTheAPI(t *testing.T) {
 
 	// Reconcile: a rejected message has no inbox row on purpose; it is not
 	// missing, and no fix replays it.
-	res, err := c.Reconcile(context.Background(), replayer.ReconcileRequest{FromSeq: 1})
+	res, err := c.Reconcile(context.Background(), apiclient.ReconcileQuery{FromSeq: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

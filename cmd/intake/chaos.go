@@ -9,6 +9,7 @@ import (
 	"github.com/intakehq/intake"
 	"github.com/intakehq/intake/internal/faults"
 	"github.com/intakehq/intake/internal/harness/chaos"
+	"github.com/intakehq/intake/pkg/config"
 )
 
 // newChaosCmd is `intake bench chaos`: the chaos and soak harness (internal/harness/chaos).
@@ -137,7 +138,7 @@ func newChaosProcessorCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "http-addr", defaultProcessorHTTPAddr, "listen address for /metrics, /healthz, /readyz")
+	f.StringVar(&addr, "http-addr", config.DefaultProcessorHTTPAddr, "listen address for /metrics, /healthz, /readyz")
 	f.StringVar(&handler, "handler", "effects", "effects: one row per applied event in chaos.effects, in the inbox transaction; effects-outside-tx: its negative control")
 	return cmd
 }

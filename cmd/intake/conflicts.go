@@ -2,14 +2,11 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 func newConflictsCmd() *cobra.Command {
@@ -22,7 +19,7 @@ func newConflictsCmd() *cobra.Command {
 		Short: "List same-id-different-payload deliveries: both hashes, both stream sequences, when",
 		Args:  cobra.NoArgs,
 	}
-	c := addClientFlags(cmd)
+	af := addAPIFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&integration, "integration", "", "only this integration")
 	f.StringVar(&tenant, "tenant", "", "only this tenant")
@@ -32,31 +29,21 @@ func newConflictsCmd() *cobra.Command {
 	f.IntVar(&limit, "limit", 50, "rows per page (at most 1000)")
 	f.StringVar(&cursor, "cursor", "", "continue after a previous page")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := c.check(); err != nil {
+		api, err := af.client()
+		if err != nil {
 			return err
 		}
-		q := url.Values{"limit": {strconv.Itoa(limit)}}
-		for k, v := range map[string]string{"integration": integration, "tenant": tenant, "key_prefix": prefix, "cursor": cursor} {
-			if v != "" {
-				q.Set(k, v)
-			}
+		from, to, err := parseSpan(since, until, time.Now())
+		if err != nil {
+			return err
 		}
-		now := time.Now()
-		for name, v := range map[string]string{"since": since, "until": until} {
-			t, err := parseWhen(name, v, now)
-			if err != nil {
-				return err
-			}
-			if t != nil {
-				q.Set(name, t.Format(time.RFC3339Nano))
-			}
-		}
-		var page replayer.ConflictPage
-		if _, err := c.do(cmd.Context(), http.MethodGet, "/api/v1/conflicts?"+q.Encode(), nil, &page); err != nil {
+		page, err := api.Conflicts(cmd.Context(), apiclient.ConflictQuery{Integration: integration, Tenant: tenant,
+			Since: from, Until: to, KeyPrefix: prefix, Limit: limit, Cursor: cursor})
+		if err != nil {
 			return fail(cmd, err)
 		}
 		out := cmd.OutOrStdout()
-		if c.output == outputJSON {
+		if af.output == outputJSON {
 			return printJSON(out, page)
 		}
 		tw := newTable(out)

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/internal/harness/testenv"
-	"github.com/intakehq/intake/internal/harness/testenv/testrig"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -94,7 +94,7 @@ func TestDevQuickstart(t *testing.T) {
 		t.Fatalf("second send:\n%s", out)
 	}
 
-	api := testrig.NewClient(base, "dev-operator-token-change-me")
+	api := apiclient.New(base, "dev-operator-token-change-me", nil)
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		ev, err := api.Event(context.Background(), "demo", "evt_quickstart")
 		return err == nil && ev.Status == "processed"

@@ -1,27 +1,49 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/intakehq/intake/pkg/envelope"
-	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
+// eventFlags are the filters and paging of `intake events`.
+type eventFlags struct {
+	integration, tenant, eventType, status, prefix, since, until, cursor string
+	limit                                                                int
+	all                                                                  bool
+}
+
+func (f *eventFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.integration, "integration", "", "only this integration")
+	fs.StringVar(&f.tenant, "tenant", "", "only this tenant")
+	fs.StringVar(&f.eventType, "type", "", "only this event type")
+	fs.StringVar(&f.status, "status", "", "only this status: processed, stale, failed, quarantined")
+	fs.StringVar(&f.prefix, "prefix", "", "scoped-key prefix, e.g. stripe-live/acct_1/evt_")
+	fs.StringVar(&f.since, "since", "", "first received at or after (RFC 3339, or a duration ago such as 2h)")
+	fs.StringVar(&f.until, "until", "", "first received before (RFC 3339, or a duration ago)")
+	fs.IntVar(&f.limit, "limit", 50, "rows per page (at most 1000)")
+	fs.StringVar(&f.cursor, "cursor", "", "continue after a previous page")
+	fs.BoolVar(&f.all, "all", false, "follow every page")
+}
+
+// query is the API's filter for the flags, durations counted back from now.
+func (f *eventFlags) query(now time.Time) (apiclient.EventQuery, error) {
+	since, until, err := parseSpan(f.since, f.until, now)
+	return apiclient.EventQuery{Integration: f.integration, Tenant: f.tenant, EventType: f.eventType, Status: f.status,
+		Since: since, Until: until, KeyPrefix: f.prefix, Limit: f.limit, Cursor: f.cursor}, err
+}
+
 func newEventsCmd() *cobra.Command {
-	var (
-		integration, tenant, eventType, status, prefix, since, until, cursor string
-		limit                                                                int
-		all                                                                  bool
-	)
+	var ef eventFlags
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "List events from the inbox, newest first (or: events show KEY)",
@@ -30,83 +52,66 @@ time of first receipt (--since/--until) and scoped-key prefix. "events show KEY"
 one event with its conflicts, deliveries, executions and the replays that touched it.`,
 		Args: cobra.NoArgs,
 	}
-	c := addClientFlags(cmd)
-	f := cmd.Flags()
-	f.StringVar(&integration, "integration", "", "only this integration")
-	f.StringVar(&tenant, "tenant", "", "only this tenant")
-	f.StringVar(&eventType, "type", "", "only this event type")
-	f.StringVar(&status, "status", "", "only this status: processed, stale, failed, quarantined")
-	f.StringVar(&prefix, "prefix", "", "scoped-key prefix, e.g. stripe-live/acct_1/evt_")
-	f.StringVar(&since, "since", "", "first received at or after (RFC 3339, or a duration ago such as 2h)")
-	f.StringVar(&until, "until", "", "first received before (RFC 3339, or a duration ago)")
-	f.IntVar(&limit, "limit", 50, "rows per page (at most 1000)")
-	f.StringVar(&cursor, "cursor", "", "continue after a previous page")
-	f.BoolVar(&all, "all", false, "follow every page")
+	af := addAPIFlags(cmd)
+	ef.add(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := c.check(); err != nil {
+		api, err := af.client()
+		if err != nil {
 			return err
 		}
-		q := url.Values{}
-		for k, v := range map[string]string{"integration": integration, "tenant": tenant, "event_type": eventType,
-			"status": status, "key_prefix": prefix} {
-			if v != "" {
-				q.Set(k, v)
-			}
-		}
-		now := time.Now()
-		for name, v := range map[string]string{"since": since, "until": until} {
-			t, err := parseWhen(name, v, now)
-			if err != nil {
-				return err
-			}
-			if t != nil {
-				q.Set(name, t.Format(time.RFC3339Nano))
-			}
-		}
-		q.Set("limit", strconv.Itoa(limit))
-		out := cmd.OutOrStdout()
-		var events []any
-		tw := newTable(out)
-		if c.output == outputTable {
-			fmt.Fprintln(tw, "KEY\tSTATUS\tTYPE\tTENANT\tDELIVERIES\tATTEMPTS\tCONFLICTS\tFIRST RECEIVED\tSTREAM SEQ")
-		}
-		for {
-			if cursor != "" {
-				q.Set("cursor", cursor)
-			}
-			var page replayer.EventPage
-			if _, err := c.do(cmd.Context(), http.MethodGet, "/api/v1/events?"+q.Encode(), nil, &page); err != nil {
-				return fail(cmd, err)
-			}
-			for _, e := range page.Events {
-				if c.output == outputJSON {
-					events = append(events, e)
-					continue
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\n", e.Key, e.Status, e.EventType, e.Tenant,
-					e.DeliveryCount, e.Attempts, e.Conflicts, fmtTime(e.FirstReceivedAt), e.StreamSeq)
-			}
-			cursor = page.NextCursor
-			if !all || cursor == "" {
-				break
-			}
-		}
-		if c.output == outputJSON {
-			if events == nil {
-				events = []any{}
-			}
-			return printJSON(out, map[string]any{"events": events, "next_cursor": cursor})
-		}
-		if err := tw.Flush(); err != nil {
+		q, err := ef.query(time.Now())
+		if err != nil {
 			return err
 		}
-		if cursor != "" {
-			fmt.Fprintf(out, "more: add --cursor %s (or --all)\n", cursor)
+		events, next, err := listEvents(cmd.Context(), api, q, ef.all)
+		if err != nil {
+			return fail(cmd, err)
 		}
-		return nil
+		return printEvents(cmd.OutOrStdout(), af.output, events, next)
 	}
 	cmd.AddCommand(newEventShowCmd())
 	return cmd
+}
+
+// listEvents reads the page q names, and with all every page after it. It
+// returns the events and the cursor after the last page read ("" at the end).
+func listEvents(ctx context.Context, api *apiclient.Client, q apiclient.EventQuery, all bool) ([]apiclient.Event, string, error) {
+	var events []apiclient.Event
+	for {
+		page, err := api.Events(ctx, q)
+		if err != nil {
+			return nil, "", err
+		}
+		events = append(events, page.Events...)
+		q.Cursor = page.NextCursor
+		if !all || q.Cursor == "" {
+			return events, q.Cursor, nil
+		}
+	}
+}
+
+// printEvents writes a table with the way to the next page, or for JSON
+// one page of all the events read.
+func printEvents(w io.Writer, output string, events []apiclient.Event, next string) error {
+	if output == outputJSON {
+		if events == nil {
+			events = []apiclient.Event{}
+		}
+		return printJSON(w, map[string]any{"events": events, "next_cursor": next})
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "KEY\tSTATUS\tTYPE\tTENANT\tDELIVERIES\tATTEMPTS\tCONFLICTS\tFIRST RECEIVED\tSTREAM SEQ")
+	for _, e := range events {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\n", e.Key, e.Status, e.EventType, e.Tenant,
+			e.DeliveryCount, e.Attempts, e.Conflicts, fmtTime(e.FirstReceivedAt), e.StreamSeq)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(w, "more: add --cursor %s (or --all)\n", next)
+	}
+	return nil
 }
 
 func newEventShowCmd() *cobra.Command {
@@ -117,22 +122,21 @@ func newEventShowCmd() *cobra.Command {
 empty: "partner//ord_1").`,
 		Args: cobra.ExactArgs(1),
 	}
-	c := addClientFlags(cmd)
+	af := addAPIFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := c.check(); err != nil {
+		api, err := af.client()
+		if err != nil {
 			return err
 		}
 		k, ok := envelope.ParseKey(args[0])
 		if !ok {
 			return fmt.Errorf("%q is not a scoped key {integration}/{account}/{event_id}", args[0])
 		}
-		path := "/api/v1/events/" + url.PathEscape(k.Integration) + "/" + url.PathEscape(k.EventID) +
-			"?account=" + url.QueryEscape(k.Account)
-		var ev replayer.EventDetail
-		if _, err := c.do(cmd.Context(), http.MethodGet, path, nil, &ev); err != nil {
+		ev, err := api.EventInAccount(cmd.Context(), k.Integration, k.Account, k.EventID)
+		if err != nil {
 			return fail(cmd, err)
 		}
-		if c.output == outputJSON {
+		if af.output == outputJSON {
 			return printJSON(cmd.OutOrStdout(), ev)
 		}
 		return printEvent(cmd.OutOrStdout(), ev)
@@ -140,7 +144,7 @@ empty: "partner//ord_1").`,
 	return cmd
 }
 
-func printEvent(w io.Writer, ev replayer.EventDetail) error {
+func printEvent(w io.Writer, ev apiclient.EventDetail) error {
 	tw := newTable(w)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
 	row("key", ev.Key)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/intakehq/intake/internal/harness/dev"
 	"github.com/intakehq/intake/pkg/config"
 )
@@ -24,5 +26,17 @@ func TestFlagDefaultsAreTheNamedDefaults(t *testing.T) {
 	}
 	if usage := newIngressCmd(g).Flags().Lookup("http-addr").Usage; !strings.Contains(usage, config.DefaultIngressAddr) {
 		t.Errorf("intake ingress --http-addr usage %q does not name ingress.addr's default %q", usage, config.DefaultIngressAddr)
+	}
+	for name, c := range map[string]struct {
+		cmd  *cobra.Command
+		want string
+	}{
+		"processor":       {newProcessorCmd(g), config.DefaultProcessorHTTPAddr},
+		"replayer":        {newReplayerCmd(g), config.DefaultReplayerHTTPAddr},
+		"chaos processor": {newChaosProcessorCmd(g), config.DefaultProcessorHTTPAddr},
+	} {
+		if got := c.cmd.Flags().Lookup("http-addr").DefValue; got != c.want {
+			t.Errorf("intake %s --http-addr defaults to %q, want %q", name, got, c.want)
+		}
 	}
 }

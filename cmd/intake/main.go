@@ -1,6 +1,11 @@
 // Command intake is the one Intake binary: every role and the operator tools
-// are subcommands. This package only parses flags, loads the configuration
-// and runs a service through package intake (the module root); the work lives in the packages.
+// are subcommands, and the work lives in the packages. A role's command
+// parses flags, loads the configuration and runs the service through package
+// intake (the module root). The operator commands (replay, redeliver,
+// reconcile, events, conflicts) call the replayer's API through
+// replayer/apiclient; printing its answers, as tables or JSON, is this
+// package's own work (operator.go and each command's file). dev, nats and
+// bench start harness code (internal/harness).
 package main
 
 import (

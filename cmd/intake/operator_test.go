@@ -17,8 +17,7 @@ import (
 	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/envelope"
-	"github.com/intakehq/intake/pkg/store"
-	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 const (
@@ -117,8 +116,8 @@ func TestReplayCommand(t *testing.T) {
 
 	// Confirmed on stdin, followed to the end, JSON for scripts.
 	out, errOut, code = r.cli("y\n", cliOperator, "replay", "--from-seq", "1", "--reason", "cli test", "--rate", "1000", "-o", "json")
-	var rep store.Replay
-	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.State != store.ReplayDone || rep.Published != 3 || rep.Reason != "cli test" {
+	var rep apiclient.Replay
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.State != apiclient.ReplayDone || rep.Published != 3 || rep.Reason != "cli test" {
 		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if !strings.Contains(errOut, "Start this replay: publish 3 messages") || !strings.Contains(errOut, "started") {
@@ -171,7 +170,7 @@ func TestEventsConflictsReconcileCommands(t *testing.T) {
 	r.publish("evt_1", "evt_2", "evt_3")
 
 	out, _, code := r.cli("", cliViewer, "events", "-o", "json", "--all", "--limit", "2")
-	var page replayer.EventPage
+	var page apiclient.EventPage
 	if code != 0 || json.Unmarshal([]byte(out), &page) != nil || len(page.Events) != 3 {
 		t.Fatalf("events: exit %d\n%s", code, out)
 	}

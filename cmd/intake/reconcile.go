@@ -2,15 +2,12 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 func newReconcileCmd() *cobra.Command {
@@ -28,7 +25,7 @@ Messages the processor has not acknowledged yet are counted as pending, not miss
 Exit codes: 0 nothing missing; 2 the API refused; 3 missing events found.`,
 		Args: cobra.NoArgs,
 	}
-	c := addClientFlags(cmd)
+	af := addAPIFlags(cmd)
 	f := cmd.Flags()
 	f.Uint64Var(&fromSeq, "from-seq", 0, "first INTAKE_IN sequence")
 	f.Uint64Var(&toSeq, "to-seq", 0, "last INTAKE_IN sequence (default: the end)")
@@ -36,38 +33,24 @@ Exit codes: 0 nothing missing; 2 the API refused; 3 missing events found.`,
 	f.StringVar(&until, "until", "", "messages stored before")
 	f.StringVar(&integration, "integration", "", "only this integration")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := c.check(); err != nil {
+		api, err := af.client()
+		if err != nil {
 			return err
 		}
-		q := url.Values{}
-		if fromSeq > 0 {
-			q.Set("from_seq", strconv.FormatUint(fromSeq, 10))
+		from, to, err := parseSpan(since, until, time.Now())
+		if err != nil {
+			return err
 		}
-		if toSeq > 0 {
-			q.Set("to_seq", strconv.FormatUint(toSeq, 10))
-		}
-		if integration != "" {
-			q.Set("integration", integration)
-		}
-		now := time.Now()
-		for name, v := range map[string]string{"since": since, "until": until} {
-			t, err := parseWhen(name, v, now)
-			if err != nil {
-				return err
-			}
-			if t != nil {
-				q.Set(name, t.Format(time.RFC3339Nano))
-			}
-		}
-		if len(q) == 0 || (len(q) == 1 && integration != "") {
+		q := apiclient.ReconcileQuery{FromSeq: fromSeq, ToSeq: toSeq, Since: from, Until: to, Integration: integration}
+		if q.FromSeq == 0 && q.ToSeq == 0 && q.Since.IsZero() && q.Until.IsZero() {
 			return fmt.Errorf("give --from-seq/--to-seq or --since/--until")
 		}
-		var res replayer.ReconcileResult
-		if _, err := c.do(cmd.Context(), http.MethodGet, "/api/v1/reconcile?"+q.Encode(), nil, &res); err != nil {
+		res, err := api.Reconcile(cmd.Context(), q)
+		if err != nil {
 			return fail(cmd, err)
 		}
 		out := cmd.OutOrStdout()
-		if c.output == outputJSON {
+		if af.output == outputJSON {
 			if err := printJSON(out, res); err != nil {
 				return err
 			}
@@ -101,7 +84,7 @@ Exit codes: 0 nothing missing; 2 the API refused; 3 missing events found.`,
 
 // fixCommand renders the fix as an `intake replay` command line; long key
 // lists go through a file.
-func fixCommand(fix *replayer.ReplayRequest) string {
+func fixCommand(fix *apiclient.ReplayRequest) string {
 	var b strings.Builder
 	b.WriteString("intake replay")
 	if s := fix.Selector.StreamSeq; s != nil {

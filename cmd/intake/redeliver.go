@@ -1,11 +1,12 @@
 package main
 
 import (
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 func newRedeliverCmd() *cobra.Command {
@@ -35,7 +36,7 @@ for outbox.retention).
 Exit codes as for replay.`,
 		Args: cobra.NoArgs,
 	}
-	c := addClientFlags(cmd)
+	af := addAPIFlags(cmd)
 	sel.add(cmd, "INTAKE_OUT")
 	run.add(cmd)
 	f := cmd.Flags()
@@ -44,22 +45,23 @@ Exit codes as for replay.`,
 	f.StringVar(&reason, "reason", "", "why: recorded in the audit log")
 	f.IntVar(&rate, "rate", 0, "messages per second (default: the replayer's, 100)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := c.check(); err != nil {
+		api, err := af.client()
+		if err != nil {
 			return err
 		}
 		keys, seq, since, until, err := sel.resolve(time.Now())
 		if err != nil {
 			return err
 		}
-		req := replayer.RedeliveryRequest{
+		req := apiclient.RedeliveryRequest{
 			Source: source,
-			Selector: replayer.RedeliverySelector{Keys: keys, Integration: sel.integration, Tenant: sel.tenant,
+			Selector: apiclient.RedeliverySelector{Keys: keys, Integration: sel.integration, Tenant: sel.tenant,
 				EventType: sel.eventType, Subject: subject, StreamSeq: seq, Since: since, Until: until},
 			Reason: reason, Rate: rate,
 		}
-		return run.run(cmd, c, "/api/v1/redeliveries", func(dry bool) any {
+		return run.run(cmd, api, af.output, func(ctx context.Context, dry bool) (apiclient.Replay, error) {
 			req.DryRun = &dry
-			return req
+			return api.StartRedelivery(ctx, req)
 		})
 	}
 	return cmd

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -14,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/intakehq/intake/pkg/inbox"
-	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // rangeFlags are the selector flags replay and redeliver share.
@@ -44,7 +43,7 @@ func (r *rangeFlags) add(cmd *cobra.Command, stream string) {
 	f.StringVar(&r.until, "until", "", "before this time (RFC 3339, or a duration ago)")
 }
 
-func (r *rangeFlags) resolve(now time.Time) (keys []string, seq *replayer.SeqRange, since, until *time.Time, err error) {
+func (r *rangeFlags) resolve(now time.Time) (keys []string, seq *apiclient.SeqRange, since, until *time.Time, err error) {
 	keys = append(keys, r.keys...)
 	if r.keysFile != "" {
 		b, err := os.ReadFile(r.keysFile)
@@ -58,7 +57,7 @@ func (r *rangeFlags) resolve(now time.Time) (keys []string, seq *replayer.SeqRan
 		}
 	}
 	if r.fromSeq > 0 || r.toSeq > 0 {
-		seq = &replayer.SeqRange{From: max(r.fromSeq, 1), To: r.toSeq}
+		seq = &apiclient.SeqRange{From: max(r.fromSeq, 1), To: r.toSeq}
 	}
 	if since, err = parseWhen("since", r.since, now); err != nil {
 		return
@@ -107,7 +106,7 @@ Exit codes: 0 done; 1 error or not confirmed; 2 the API refused; 3 finished part
 (events missing from the stream, or cancelled); 4 failed.`,
 		Args: cobra.NoArgs,
 	}
-	c := addClientFlags(cmd)
+	af := addAPIFlags(cmd)
 	sel.add(cmd, "INTAKE_IN")
 	run.add(cmd)
 	f := cmd.Flags()
@@ -116,41 +115,44 @@ Exit codes: 0 done; 1 error or not confirmed; 2 the API refused; 3 finished part
 	f.StringVar(&reason, "reason", "", "why: recorded in the audit log (required for reexecute)")
 	f.IntVar(&rate, "rate", 0, "events per second (default: the replayer's, "+strconv.Itoa(replayer.DefaultReplayRate)+")")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := c.check(); err != nil {
+		api, err := af.client()
+		if err != nil {
 			return err
 		}
 		keys, seq, since, until, err := sel.resolve(time.Now())
 		if err != nil {
 			return err
 		}
-		req := replayer.ReplayRequest{
-			Selector: replayer.Selector{Keys: keys, Integration: sel.integration, Tenant: sel.tenant, EventType: sel.eventType,
+		req := apiclient.ReplayRequest{
+			Selector: apiclient.Selector{Keys: keys, Integration: sel.integration, Tenant: sel.tenant, EventType: sel.eventType,
 				StreamSeq: seq, Since: since, Until: until, Status: status},
 			Mode: inbox.ReplayMode(mode), Reason: reason, Rate: rate,
 		}
-		return run.run(cmd, c, "/api/v1/replays", func(dry bool) any {
+		return run.run(cmd, api, af.output, func(ctx context.Context, dry bool) (apiclient.Replay, error) {
 			req.DryRun = &dry
-			return req
+			return api.StartReplay(ctx, req)
 		})
 	}
 	cmd.AddCommand(newReplayStatusCmd(), newReplayCancelCmd(), newReplayListCmd())
 	return cmd
 }
 
-// run is the operator flow: dry run, show, confirm, start, follow.
-func (o *runOptions) run(cmd *cobra.Command, c *client, path string, body func(dryRun bool) any) error {
+// run is the operator flow: dry run, show, confirm, start, follow. start
+// posts the request as a dry run or for real.
+func (o *runOptions) run(cmd *cobra.Command, api *apiclient.Client, output string,
+	start func(ctx context.Context, dryRun bool) (apiclient.Replay, error)) error {
 	ctx := cmd.Context()
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	var dry store.Replay
-	if _, err := c.do(ctx, http.MethodPost, path, body(true), &dry); err != nil {
+	dry, err := start(ctx, true)
+	if err != nil {
 		return fail(cmd, err)
 	}
-	if o.dryRun || c.output == outputTable {
-		if err := printReplay(out, c.output, dry); err != nil {
+	if o.dryRun || output == outputTable {
+		if err := printReplay(out, output, dry); err != nil {
 			return err
 		}
 	}
-	publishable := dry.Matched - dry.Outcomes[replayer.Missing]
+	publishable := dry.Publishable()
 	if o.dryRun {
 		return nil
 	}
@@ -169,8 +171,8 @@ func (o *runOptions) run(cmd *cobra.Command, c *client, path string, body func(d
 			return exitError{code: codeError}
 		}
 	}
-	var rep store.Replay
-	if _, err := c.do(ctx, http.MethodPost, path, body(false), &rep); err != nil {
+	rep, err := start(ctx, false)
+	if err != nil {
 		return fail(cmd, err)
 	}
 	if rep.Matched != dry.Matched {
@@ -178,20 +180,20 @@ func (o *runOptions) run(cmd *cobra.Command, c *client, path string, body func(d
 	}
 	fmt.Fprintf(errw, "%s %s started: %d events\n", o.what, rep.ID, rep.Matched)
 	if o.detach {
-		if c.output == outputJSON {
+		if output == outputJSON {
 			return printJSON(out, rep)
 		}
 		fmt.Fprintf(out, "follow: intake replay status %s\n", rep.ID)
 		return nil
 	}
-	final, err := follow(ctx, c, errw, rep)
+	final, err := follow(ctx, api, errw, rep)
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(errw, "\nstopped following; the %s continues on the server (intake replay cancel %s stops it)\n", o.what, rep.ID)
 		}
 		return fail(cmd, err)
 	}
-	if err := printReplay(out, c.output, final); err != nil {
+	if err := printReplay(out, output, final); err != nil {
 		return err
 	}
 	return replayExit(final)
@@ -199,18 +201,19 @@ func (o *runOptions) run(cmd *cobra.Command, c *client, path string, body func(d
 
 // follow polls a replay until it ends, writing progress (count, rate, ETA)
 // to w: one rewritten line on a terminal, a line every few seconds otherwise.
-func follow(ctx context.Context, c *client, w io.Writer, rep store.Replay) (store.Replay, error) {
+func follow(ctx context.Context, api *apiclient.Client, w io.Writer, rep apiclient.Replay) (apiclient.Replay, error) {
 	tty := isTerminal(w)
 	start, startPublished := time.Now(), rep.Published
 	lastLine := time.Time{}
-	total := rep.Matched - rep.Outcomes[replayer.Missing]
+	total := rep.Publishable()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
-		if _, err := c.do(ctx, http.MethodGet, "/api/v1/replays/"+rep.ID, nil, &rep); err != nil {
+		latest, err := api.Replay(ctx, rep.ID)
+		if err != nil {
 			return rep, err
 		}
-		if rep.State != store.ReplayRunning {
+		if rep = latest; rep.State != apiclient.ReplayRunning {
 			if tty {
 				fmt.Fprintln(w)
 			}
@@ -256,13 +259,13 @@ func percent(done, total int64) string {
 }
 
 // replayExit maps a finished replay to the command's exit code.
-func replayExit(rep store.Replay) error {
+func replayExit(rep apiclient.Replay) error {
 	switch {
-	case rep.State == store.ReplayFailed:
+	case rep.State == apiclient.ReplayFailed:
 		return exitError{code: codeFailed}
-	case rep.State == store.ReplayCancelled || rep.Outcomes[replayer.Missing] > 0:
+	case rep.State == apiclient.ReplayCancelled || rep.Outcomes[apiclient.OutcomeMissing] > 0:
 		return exitError{code: codePartial}
-	case rep.State == store.ReplayRunning:
+	case rep.State == apiclient.ReplayRunning:
 		return nil
 	}
 	return nil
@@ -270,12 +273,12 @@ func replayExit(rep store.Replay) error {
 
 // printReplay shows a replay (or dry run): a summary, counts by tenant,
 // integration, type and outcome, and sample keys.
-func printReplay(w io.Writer, output string, rep store.Replay) error {
+func printReplay(w io.Writer, output string, rep apiclient.Replay) error {
 	if output == outputJSON {
 		return printJSON(w, rep)
 	}
 	kind := rep.Mode + " replay"
-	if rep.Mode == store.ReplayRedeliver {
+	if rep.Mode == apiclient.ReplayRedeliver {
 		kind = "redelivery"
 	}
 	if rep.DryRun {
@@ -315,24 +318,24 @@ func newReplayStatusCmd() *cobra.Command {
 		Short: "Show a replay or redelivery (add --follow to wait for it)",
 		Args:  cobra.ExactArgs(1),
 	}
-	c := addClientFlags(cmd)
+	af := addAPIFlags(cmd)
 	var wait bool
 	cmd.Flags().BoolVarP(&wait, "follow", "f", false, "follow progress until it ends")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := c.check(); err != nil {
+		api, err := af.client()
+		if err != nil {
 			return err
 		}
-		var rep store.Replay
-		if _, err := c.do(cmd.Context(), http.MethodGet, "/api/v1/replays/"+args[0], nil, &rep); err != nil {
+		rep, err := api.Replay(cmd.Context(), args[0])
+		if err != nil {
 			return fail(cmd, err)
 		}
-		if wait && rep.State == store.ReplayRunning {
-			var err error
-			if rep, err = follow(cmd.Context(), c, cmd.ErrOrStderr(), rep); err != nil {
+		if wait && rep.State == apiclient.ReplayRunning {
+			if rep, err = follow(cmd.Context(), api, cmd.ErrOrStderr(), rep); err != nil {
 				return fail(cmd, err)
 			}
 		}
-		if err := printReplay(cmd.OutOrStdout(), c.output, rep); err != nil {
+		if err := printReplay(cmd.OutOrStdout(), af.output, rep); err != nil {
 			return err
 		}
 		return replayExit(rep)
@@ -346,16 +349,17 @@ func newReplayCancelCmd() *cobra.Command {
 		Short: "Cancel a running replay or redelivery (what was published stays published)",
 		Args:  cobra.ExactArgs(1),
 	}
-	c := addClientFlags(cmd)
+	af := addAPIFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := c.check(); err != nil {
+		api, err := af.client()
+		if err != nil {
 			return err
 		}
-		var rep store.Replay
-		if _, err := c.do(cmd.Context(), http.MethodPost, "/api/v1/replays/"+args[0]+"/cancel", nil, &rep); err != nil {
+		rep, err := api.CancelReplay(cmd.Context(), args[0])
+		if err != nil {
 			return fail(cmd, err)
 		}
-		return printReplay(cmd.OutOrStdout(), c.output, rep)
+		return printReplay(cmd.OutOrStdout(), af.output, rep)
 	}
 	return cmd
 }
@@ -366,22 +370,22 @@ func newReplayListCmd() *cobra.Command {
 		Short: "The audit log: every replay, redelivery and dry run, newest first",
 		Args:  cobra.NoArgs,
 	}
-	c := addClientFlags(cmd)
+	af := addAPIFlags(cmd)
 	var limit int
 	var cursor string
 	cmd.Flags().IntVar(&limit, "limit", 20, "rows per page")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after a previous page")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := c.check(); err != nil {
+		api, err := af.client()
+		if err != nil {
 			return err
 		}
-		var page replayer.ReplayPage
-		path := fmt.Sprintf("/api/v1/replays?limit=%d&cursor=%s", limit, cursor)
-		if _, err := c.do(cmd.Context(), http.MethodGet, path, nil, &page); err != nil {
+		page, err := api.Replays(cmd.Context(), apiclient.ReplayQuery{Limit: limit, Cursor: cursor})
+		if err != nil {
 			return fail(cmd, err)
 		}
 		out := cmd.OutOrStdout()
-		if c.output == outputJSON {
+		if af.output == outputJSON {
 			return printJSON(out, page)
 		}
 		tw := newTable(out)

@@ -5,10 +5,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/pkg/config"
 )
-
-// defaultReplayerHTTPAddr is `intake replayer --http-addr` when unset.
-const defaultReplayerHTTPAddr = ":8081"
 
 func newReplayerCmd(g *globals) *cobra.Command {
 	var addr string
@@ -35,6 +33,6 @@ Postgres advisory lock), and one whose replayer stopped is resumed by another.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http-addr", defaultReplayerHTTPAddr, "listen address for /api/v1, /healthz, /readyz and /metrics (unless http.internal_addr moves /metrics there)")
+	cmd.Flags().StringVar(&addr, "http-addr", config.DefaultReplayerHTTPAddr, "listen address for /api/v1, /healthz, /readyz and /metrics (unless http.internal_addr moves /metrics there)")
 	return cmd
 }

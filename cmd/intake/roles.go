@@ -59,9 +59,6 @@ func setGCPercent(p int) {
 	}
 }
 
-// defaultProcessorHTTPAddr is `intake processor --http-addr` when unset.
-const defaultProcessorHTTPAddr = ":9090"
-
 func newProcessorCmd(g *globals) *cobra.Command {
 	var addr string
 	cmd := &cobra.Command{
@@ -84,7 +81,7 @@ func newProcessorCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http-addr", defaultProcessorHTTPAddr, "listen address for /healthz, /readyz and /metrics (unless http.internal_addr moves /metrics there)")
+	cmd.Flags().StringVar(&addr, "http-addr", config.DefaultProcessorHTTPAddr, "listen address for /healthz, /readyz and /metrics (unless http.internal_addr moves /metrics there)")
 	return cmd
 }
 

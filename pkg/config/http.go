@@ -18,6 +18,14 @@ type HTTP struct {
 	TLS TLS `yaml:"tls"`
 }
 
+// The public listener of the roles whose address is not in the file:
+// `intake processor` and `intake replayer` listen here unless --http-addr
+// says otherwise (ingress listens on ingress.addr, DefaultIngressAddr).
+const (
+	DefaultProcessorHTTPAddr = ":9090"
+	DefaultReplayerHTTPAddr  = ":8081"
+)
+
 // TLS names a PEM certificate (chain) and its key. Both or neither are set.
 // They are read at start (a bad pair fails the start) and again on the first
 // handshake after either file changes (mtime, size or inode: an atomic

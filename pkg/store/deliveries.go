@@ -80,11 +80,11 @@ const recountDeliveries = `
 
 // Delivery is one row of an event's delivery history.
 type Delivery struct {
-	Key        envelope.Key      `json:"-"`
-	ReceiptID  string            `json:"receipt_id"`
-	ReceivedAt time.Time         `json:"received_at"`
-	Instance   string            `json:"instance"`
-	StatusCode int               `json:"status_code"`
-	Answer     string            `json:"answer"`
-	RetryHints map[string]string `json:"retry_hints,omitempty"`
+	Key        envelope.Key
+	ReceiptID  string
+	ReceivedAt time.Time
+	Instance   string
+	StatusCode int
+	Answer     string
+	RetryHints map[string]string
 }

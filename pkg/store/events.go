@@ -14,24 +14,25 @@ import (
 	"github.com/intakehq/intake/pkg/inbox"
 )
 
-// Event is an inbox row as the operator API shows it.
+// Event is an inbox row with its conflict count, as the operator API lists
+// it (the replayer encodes it as its wire type, apiclient.Event).
 type Event struct {
-	Key             string       `json:"key"`
-	Integration     string       `json:"integration"`
-	Account         string       `json:"account"`
-	EventID         string       `json:"event_id"`
-	Tenant          string       `json:"tenant"`
-	EventType       string       `json:"event_type"`
-	Status          inbox.Status `json:"status"`
-	PayloadSHA256   string       `json:"payload_sha256"`
-	DeliveryCount   int          `json:"delivery_count"`
-	Attempts        int          `json:"attempts"`
-	StreamSeq       int64        `json:"stream_seq"`
-	FirstReceivedAt time.Time    `json:"first_received_at"`
-	LastReceivedAt  time.Time    `json:"last_received_at"`
-	ProcessedAt     *time.Time   `json:"processed_at"`
-	Error           *string      `json:"error"`
-	Conflicts       int          `json:"conflicts"`
+	Key             string
+	Integration     string
+	Account         string
+	EventID         string
+	Tenant          string
+	EventType       string
+	Status          inbox.Status
+	PayloadSHA256   string
+	DeliveryCount   int
+	Attempts        int
+	StreamSeq       int64
+	FirstReceivedAt time.Time
+	LastReceivedAt  time.Time
+	ProcessedAt     *time.Time
+	Error           *string
+	Conflicts       int
 }
 
 // GetEvent reads one inbox row with its conflict count. The account may be
@@ -182,18 +183,18 @@ func decodeCursor(s string, v any) error {
 // Conflict is a same-key-other-payload delivery: both hashes, both stream
 // sequences, when it arrived and when the processor saw it.
 type Conflict struct {
-	ID                   int64     `json:"id"`
-	Key                  string    `json:"key"`
-	Integration          string    `json:"integration"`
-	Account              string    `json:"account"`
-	EventID              string    `json:"event_id"`
-	Tenant               string    `json:"tenant"`
-	OriginalSHA256       string    `json:"original_sha256"`
-	ConflictingSHA256    string    `json:"conflicting_sha256"`
-	OriginalStreamSeq    int64     `json:"original_stream_seq"`
-	ConflictingStreamSeq int64     `json:"conflicting_stream_seq"`
-	ReceivedAt           time.Time `json:"received_at"`
-	DetectedAt           time.Time `json:"detected_at"`
+	ID                   int64
+	Key                  string
+	Integration          string
+	Account              string
+	EventID              string
+	Tenant               string
+	OriginalSHA256       string
+	ConflictingSHA256    string
+	OriginalStreamSeq    int64
+	ConflictingStreamSeq int64
+	ReceivedAt           time.Time
+	DetectedAt           time.Time
 }
 
 // ConflictFilter selects conflicts for ListConflicts. Zero fields do not filter.
@@ -283,13 +284,14 @@ func (s *Store) EventDeliveryHistory(ctx context.Context, k envelope.Key) ([]Del
 	return out, nil
 }
 
-// ExecutionRecord is one handler run of an event as the API shows it.
+// ExecutionRecord is one handler run of an event, as the operator API
+// lists it.
 type ExecutionRecord struct {
-	ID         string    `json:"id"`
-	Mode       string    `json:"mode"`
-	ReplayID   *string   `json:"replay_id"`
-	StreamSeq  int64     `json:"stream_seq"`
-	ExecutedAt time.Time `json:"executed_at"`
+	ID         string
+	Mode       string
+	ReplayID   *string
+	StreamSeq  int64
+	ExecutedAt time.Time
 }
 
 // EventExecutions lists the handler runs of one event, oldest first.

@@ -33,28 +33,28 @@ const (
 
 // Rejection is one message the processor refused before the inbox decision.
 type Rejection struct {
-	ID            int64      `json:"id"`
-	Key           string     `json:"key"`
-	Integration   string     `json:"integration"`
-	Account       string     `json:"account"`
-	EventID       string     `json:"event_id"`
-	Tenant        string     `json:"tenant"`
-	EventType     string     `json:"event_type"`
-	PayloadSHA256 string     `json:"payload_sha256"`
-	StreamSeq     int64      `json:"stream_seq"`
-	Subject       string     `json:"subject"`
-	MsgID         string     `json:"msg_id"`
-	ReplayID      *string    `json:"replay_id"`
-	ReplayMode    *string    `json:"replay_mode"`
-	Reason        string     `json:"reason"`
-	Detail        string     `json:"detail"`
-	ReceivedAt    *time.Time `json:"received_at"`
-	RejectedAt    time.Time  `json:"rejected_at"`
+	ID            int64
+	Key           string
+	Integration   string
+	Account       string
+	EventID       string
+	Tenant        string
+	EventType     string
+	PayloadSHA256 string
+	StreamSeq     int64
+	Subject       string
+	MsgID         string
+	ReplayID      *string
+	ReplayMode    *string
+	Reason        string
+	Detail        string
+	ReceivedAt    *time.Time
+	RejectedAt    time.Time
 	// Original is, for a replayed body (RejectReplayedBody), the key of
 	// the event whose body the message carries; nil otherwise.
-	Original *envelope.Key `json:"-"`
+	Original *envelope.Key
 	// OriginalKey is Original as a scoped key string ("" when nil).
-	OriginalKey string `json:"original_key,omitempty"`
+	OriginalKey string
 }
 
 // ReplayCopy is what a message carrying Intake-Replay-Id claims: that the

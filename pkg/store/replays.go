@@ -40,31 +40,32 @@ const OutcomeMissing = "missing"
 // Replay is one row of intake.replays: the audit record and the progress of
 // a replay or redelivery.
 type Replay struct {
-	ID          string           `json:"id"`
-	RequestedBy string           `json:"requested_by"`
-	CreatedAt   time.Time        `json:"created_at"`
-	Selector    json.RawMessage  `json:"selector"`
-	Mode        string           `json:"mode"`
-	Reason      string           `json:"reason"`
-	DryRun      bool             `json:"dry_run"`
-	Rate        int              `json:"rate"`
-	State       string           `json:"state"`
-	Matched     int64            `json:"matched"`
-	Published   int64            `json:"published"`
-	Duplicates  int64            `json:"duplicates"`
-	Outcomes    map[string]int64 `json:"outcomes"`
-	Counts      []OutcomeCount   `json:"counts"`
-	Sample      []string         `json:"sample"`
-	CancelledBy *string          `json:"cancelled_by,omitempty"`
-	Error       *string          `json:"error,omitempty"`
-	FinishedAt  *time.Time       `json:"finished_at"`
+	ID          string
+	RequestedBy string
+	CreatedAt   time.Time
+	Selector    json.RawMessage
+	Mode        string
+	Reason      string
+	DryRun      bool
+	Rate        int
+	State       string
+	Matched     int64
+	Published   int64
+	Duplicates  int64
+	Outcomes    map[string]int64
+	Counts      []OutcomeCount
+	Sample      []string
+	CancelledBy *string
+	Error       *string
+	FinishedAt  *time.Time
 
 	// ResumeFromSeq: see the column in migration 00003.
-	ResumeFromSeq uint64 `json:"-"`
+	ResumeFromSeq uint64
 }
 
 // OutcomeCount is the number of selected events of one tenant, integration
-// and type with one predicted outcome.
+// and type with one predicted outcome. Its json names are the keys of the
+// objects in intake.replays.counts (jsonb): pgx writes and reads them so.
 type OutcomeCount struct {
 	Tenant      string `json:"tenant"`
 	Integration string `json:"integration"`
@@ -237,14 +238,14 @@ func (s *Store) RunningReplays(ctx context.Context) ([]string, error) {
 
 // ReplayRef is a replay that republished (or was to republish) one event.
 type ReplayRef struct {
-	ID           string    `json:"id"`
-	Mode         string    `json:"mode"`
-	State        string    `json:"state"`
-	RequestedBy  string    `json:"requested_by"`
-	Reason       string    `json:"reason"`
-	CreatedAt    time.Time `json:"created_at"`
-	ItemState    string    `json:"item_state"` // pending, published or missing
-	PublishedSeq *int64    `json:"published_seq"`
+	ID           string
+	Mode         string
+	State        string
+	RequestedBy  string
+	Reason       string
+	CreatedAt    time.Time
+	ItemState    string // pending, published or missing
+	PublishedSeq *int64
 }
 
 // ReplaysOfEvent lists the replays and redeliveries that selected one

@@ -29,5 +29,7 @@ func NewLogger(w io.Writer, format, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// Discard is a logger that drops everything (tests).
+// Discard is a logger that drops everything: the Log every constructor
+// takes when given none (a library embedded without a logger stays quiet),
+// and a quiet logger for tests.
 func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

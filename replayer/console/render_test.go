@@ -11,6 +11,7 @@ import (
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // pages are every page's content, from data: the tests render each.
@@ -50,7 +51,7 @@ func pages(d func(string) string) map[string]content {
 		"replays": replaysData{Replays: []store.Replay{rep}, Next: d("cursor")},
 		"replay":  replayData{Replay: rep, Selector: d(`{"keys": []}`)},
 		"reconcile": reconcileData{FromSeq: d("1"), ToSeq: d("2"), Since: d("since"), Until: d("until"), Integration: d("demo"), Ran: true,
-			Result: replayer.ReconcileResult{Missing: missing, LostConflicts: missing}, FixJSON: d(`{"keys":["demo/main/evt_2"]}`)},
+			Result: replayer.ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Missing: missing, LostConflicts: missing}}, FixJSON: d(`{"keys":["demo/main/evt_2"]}`)},
 		"overview": overviewData{Windows: overviewWindows, At: at, Integrations: []integrationOverview{{Name: d("demo"),
 			Windows: make([]stats, len(overviewWindows)), Hourly: []bucket{{At: at, Accepted: 3, FailedOrQ: 1, Height: 40, Bad: 13.3}}, Max: 3}}},
 	}

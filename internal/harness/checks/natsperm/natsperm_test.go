@@ -22,7 +22,7 @@ import (
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/stream"
-	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -237,23 +237,23 @@ func TestEveryRoleWithItsOwnUser(t *testing.T) {
 
 	// The replayer scans the stream, gets the message and publishes it again.
 	dry := false
-	rep, err := api.StartReplay(ctx, replayer.ReplayRequest{Selector: replayer.Selector{Keys: []string{key}}, DryRun: &dry, Reason: "natsperm"})
+	rep, err := api.StartReplay(ctx, apiclient.ReplayRequest{Selector: apiclient.Selector{Keys: []string{key}}, DryRun: &dry, Reason: "natsperm"})
 	if err != nil {
 		t.Fatalf("replay: %v\n%s", err, logs.String())
 	}
-	if done := api.WaitReplay(t, rep.ID, 30*time.Second); done.State != "done" || done.Published != 1 {
+	if done := testrig.WaitReplay(t, api, rep.ID, 30*time.Second); done.State != "done" || done.Published != 1 {
 		t.Fatalf("replay ended %s with %d published, want done with 1\n%s", done.State, done.Published, logs.String())
 	}
 	// A redelivery scans INTAKE_OUT and publishes the processed event again.
-	red, err := api.StartRedelivery(ctx, replayer.RedeliveryRequest{Selector: replayer.RedeliverySelector{
-		StreamSeq: &replayer.SeqRange{From: 1, To: 10}}, DryRun: &dry, Reason: "natsperm"})
+	red, err := api.StartRedelivery(ctx, apiclient.RedeliveryRequest{Selector: apiclient.RedeliverySelector{
+		StreamSeq: &apiclient.SeqRange{From: 1, To: 10}}, DryRun: &dry, Reason: "natsperm"})
 	if err != nil {
 		t.Fatalf("redelivery: %v\n%s", err, logs.String())
 	}
-	if done := api.WaitReplay(t, red.ID, 30*time.Second); done.State != "done" || done.Published < 1 {
+	if done := testrig.WaitReplay(t, api, red.ID, 30*time.Second); done.State != "done" || done.Published < 1 {
 		t.Fatalf("redelivery ended %s with %d published, want done\n%s", done.State, done.Published, logs.String())
 	}
-	if rec, err := api.Reconcile(ctx, replayer.ReconcileRequest{FromSeq: 1, ToSeq: 10}); err != nil || rec.Checked != 1 {
+	if rec, err := api.Reconcile(ctx, apiclient.ReconcileQuery{FromSeq: 1, ToSeq: 10}); err != nil || rec.Checked != 1 {
 		t.Fatalf("reconcile: %+v, %v\n%s", rec, err, logs.String())
 	}
 	if strings.Contains(logs.String(), permDenied) {
@@ -587,9 +587,9 @@ func TestShardReplayerReadsItsShardsDurable(t *testing.T) {
 
 	api := rp.Client(operatorToken)
 	ctx := context.Background()
-	var rec replayer.ReconcileResult
+	var rec apiclient.ReconcileResult
 	testenv.Eventually(t, 30*time.Second, func() bool {
-		rec, err = api.Reconcile(ctx, replayer.ReconcileRequest{FromSeq: 1, ToSeq: 10})
+		rec, err = api.Reconcile(ctx, apiclient.ReconcileQuery{FromSeq: 1, ToSeq: 10})
 		return err == nil && rec.AckFloor >= 1
 	}, "the shard's replayer never read its durable's ack floor (last: %+v, %v):\n%s", &rec, &err, &logs)
 	if rec.Shard != shard || rec.Checked != 1 || rec.Pending != 0 || len(rec.Missing) != 0 {

@@ -69,8 +69,3 @@ func StartApp(t testing.TB, cfg *config.Config, o intake.Options) *App {
 	}
 	return nil
 }
-
-// Client is a client of the app's operator API with token.
-func (a *App) Client(token string) *Client {
-	return NewClient(a.URL, token)
-}

@@ -1,12 +1,12 @@
 // Package testrig is the one test rig of Intake's integration tests: an
 // embedded nats-server with the streams ensured and a client on it, a fresh
 // migrated Postgres database per test, optionally the app (app.Run with
-// chosen roles) serving HTTP, and a typed client for the operator API
-// (/api/v1). Everything it starts is stopped in t.Cleanup.
+// chosen roles) serving HTTP, and the operator API's client (apiclient, the
+// CLI's) on it. Everything it starts is stopped in t.Cleanup.
 //
-//	r := testrig.New(t, testrig.Options{Config: yaml, App: &app.Options{Roles: app.Roles{Processor: true, API: true}}})
+//	r := testrig.New(t, testrig.Options{Config: yaml, App: &intake.Options{Roles: intake.Roles{Processor: true, API: true}}})
 //	r.Publish(t, msg)
-//	page, err := r.App.Client(token).Events(ctx, testrig.EventQuery{Status: "processed"})
+//	page, err := r.App.Client(token).Events(ctx, apiclient.EventQuery{Status: "processed"})
 //
 // Databases are copies of a template migrated once per test binary
 // (testenv.PostgresFrom): CREATE DATABASE … TEMPLATE takes milliseconds where

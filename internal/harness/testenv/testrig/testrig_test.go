@@ -11,7 +11,7 @@ import (
 	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
-	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -62,7 +62,7 @@ func TestAppAndClient(t *testing.T) {
 
 	ctx := context.Background()
 	c := r.App.Client(viewer)
-	page, err := c.Events(ctx, testrig.EventQuery{Status: "processed"})
+	page, err := c.Events(ctx, apiclient.EventQuery{Status: "processed"})
 	if err != nil || len(page.Events) != 1 || page.Events[0].EventID != "evt_1" {
 		t.Fatalf("events = %+v, %v", page, err)
 	}
@@ -70,16 +70,16 @@ func TestAppAndClient(t *testing.T) {
 	if err != nil || ev.Status != "processed" || len(ev.Executions) != 1 {
 		t.Fatalf("event = %+v, %v", ev, err)
 	}
-	if _, err := c.Event(ctx, "demo", "nope"); testrig.Status(err) != http.StatusNotFound {
+	if _, err := c.Event(ctx, "demo", "nope"); apiclient.StatusCode(err) != http.StatusNotFound {
 		t.Fatalf("unknown event: %v, want 404", err)
 	}
-	res, err := c.Reconcile(ctx, replayer.ReconcileRequest{FromSeq: 1})
+	res, err := c.Reconcile(ctx, apiclient.ReconcileQuery{FromSeq: 1})
 	if err != nil || res.Checked != 1 || len(res.Missing) != 0 {
 		t.Fatalf("reconcile = %+v, %v", res, err)
 	}
 	no := false
-	req := replayer.ReplayRequest{Selector: replayer.Selector{Keys: []string{k.String()}}, DryRun: &no}
-	if _, err := c.StartReplay(ctx, req); testrig.Status(err) != http.StatusForbidden {
+	req := apiclient.ReplayRequest{Selector: apiclient.Selector{Keys: []string{k.String()}}, DryRun: &no}
+	if _, err := c.StartReplay(ctx, req); apiclient.StatusCode(err) != http.StatusForbidden {
 		t.Fatalf("viewer replay: %v, want 403", err)
 	}
 	ops := r.App.Client(operator)
@@ -87,17 +87,17 @@ func TestAppAndClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep = ops.WaitReplay(t, rep.ID, 30*time.Second); rep.State != store.ReplayDone || rep.Published != 1 {
+	if rep = testrig.WaitReplay(t, ops, rep.ID, 30*time.Second); rep.State != apiclient.ReplayDone || rep.Published != 1 {
 		t.Fatalf("replay = %+v", rep)
 	}
-	list, err := c.Replays(ctx, 0, "")
+	list, err := c.Replays(ctx, apiclient.ReplayQuery{})
 	if err != nil || len(list.Replays) != 1 || list.Replays[0].ID != rep.ID {
 		t.Fatalf("replays = %+v, %v", list, err)
 	}
-	if _, err := ops.CancelReplay(ctx, rep.ID); testrig.Status(err) != http.StatusConflict {
+	if _, err := ops.CancelReplay(ctx, rep.ID); apiclient.StatusCode(err) != http.StatusConflict {
 		t.Fatalf("cancel a finished replay: %v, want 409", err)
 	}
-	if conf, err := c.Conflicts(ctx, testrig.ConflictQuery{}); err != nil || len(conf.Conflicts) != 0 {
+	if conf, err := c.Conflicts(ctx, apiclient.ConflictQuery{}); err != nil || len(conf.Conflicts) != 0 {
 		t.Fatalf("conflicts = %+v, %v", conf, err)
 	}
 }

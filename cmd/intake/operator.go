@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/intakehq/intake/replayer/apiclient"
+)
+
+// The operator commands (replay, redeliver, reconcile, events, conflicts)
+// call the replayer's API through apiclient and print its answers; what
+// they share lives here: the API flags, the exit codes and the printers.
+
+// Exit codes of the operator commands. Scripts tell "the API said no" from
+// "it ran but not fully".
+const (
+	codeError    = 1 // usage, connection, or a declined confirmation
+	codeRefused  = 2 // the API answered an error (4xx/5xx)
+	codePartial  = 3 // finished, but not everything: events missing from the stream, cancelled; reconcile found missing events
+	codeFailed   = 4 // the replay failed
+	outputTable  = "table"
+	outputJSON   = "json"
+	pollInterval = 500 * time.Millisecond
+	// apiTimeout bounds one API call: dry runs of large ranges take a while.
+	apiTimeout = 5 * time.Minute
+)
+
+// apiFlags are --server, --token and -o, which every operator command takes.
+type apiFlags struct {
+	server string
+	token  string
+	output string
+}
+
+// addAPIFlags adds --server, --token and -o to cmd; defaults come from
+// INTAKE_SERVER and INTAKE_TOKEN.
+func addAPIFlags(cmd *cobra.Command) *apiFlags {
+	a := &apiFlags{}
+	server := os.Getenv("INTAKE_SERVER")
+	if server == "" {
+		server = defaultAPI
+	}
+	f := cmd.Flags()
+	f.StringVar(&a.server, "server", server, "replayer API base URL (env INTAKE_SERVER)")
+	f.StringVar(&a.token, "token", "", "API bearer token (default: env INTAKE_TOKEN)")
+	f.StringVarP(&a.output, "output", "o", outputTable, "output: table or json")
+	return a
+}
+
+// client checks the flags and returns a client of the API they name.
+func (a *apiFlags) client() (*apiclient.Client, error) {
+	if a.token == "" {
+		a.token = os.Getenv("INTAKE_TOKEN") // not a flag default: --help would print it
+	}
+	if a.token == "" {
+		return nil, errors.New("no API token: pass --token or set INTAKE_TOKEN")
+	}
+	if a.output != outputTable && a.output != outputJSON {
+		return nil, fmt.Errorf("--output: table or json, got %q", a.output)
+	}
+	return apiclient.New(a.server, a.token, &http.Client{Timeout: apiTimeout}), nil
+}
+
+// fail turns an API call's error into what the command returns: an answer
+// outside 2xx is printed and exits codeRefused; no connection names the
+// flag to check.
+func fail(cmd *cobra.Command, err error) error {
+	var ae *apiclient.Error
+	if errors.As(err, &ae) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "intake:", err)
+		return exitError{code: codeRefused}
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%w (is the replayer running? --server)", err)
+	}
+	return err
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// parseWhen reads a time flag: RFC 3339, or a duration meaning that long
+// ago ("2h" is two hours before now).
+func parseWhen(flag, s string, now time.Time) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return &t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		t := now.Add(-d)
+		return &t, nil
+	}
+	return nil, fmt.Errorf("--%s: an RFC 3339 time or a duration ago (e.g. 2h), got %q", flag, s)
+}
+
+// parseSpan reads --since and --until as parseWhen does; an unset one is
+// the zero time (the API's "no bound").
+func parseSpan(since, until string, now time.Time) (from, to time.Time, err error) {
+	s, err := parseWhen("since", since, now)
+	if err != nil {
+		return from, to, err
+	}
+	u, err := parseWhen("until", until, now)
+	if err != nil {
+		return from, to, err
+	}
+	if s != nil {
+		from = *s
+	}
+	if u != nil {
+		to = *u
+	}
+	return from, to, nil
+}
+
+func short(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// isTerminal reports whether w is a character device (progress may then
+// rewrite its line).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

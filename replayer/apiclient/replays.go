@@ -1,0 +1,198 @@
+package apiclient
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/intakehq/intake/pkg/inbox"
+)
+
+// Replay is a replay or redelivery (or the dry run of one): the audit
+// record and its progress. POST /api/v1/replays and /api/v1/redeliveries
+// answer one, GET /api/v1/replays/{id} reads one.
+type Replay struct {
+	ID          string    `json:"id"`
+	RequestedBy string    `json:"requested_by"` // the token's name
+	CreatedAt   time.Time `json:"created_at"`
+	// Selector is the request's selector as recorded; a redelivery's also
+	// names its source.
+	Selector json.RawMessage `json:"selector"`
+	Mode     string          `json:"mode"` // exact, reexecute, or ReplayRedeliver
+	Reason   string          `json:"reason"`
+	DryRun   bool            `json:"dry_run"`
+	Rate     int             `json:"rate"` // events per second
+	State    string          `json:"state"`
+	Matched  int64           `json:"matched"`
+	// Published counts the copies published so far; Duplicates those the
+	// stream's duplicate window dropped.
+	Published  int64 `json:"published"`
+	Duplicates int64 `json:"duplicates"`
+	// Outcomes counts the selected events by predicted outcome
+	// (would_deduplicate, would_retry, … and OutcomeMissing); Counts splits
+	// them by tenant, integration and type; Sample names some keys.
+	Outcomes    map[string]int64 `json:"outcomes"`
+	Counts      []OutcomeCount   `json:"counts"`
+	Sample      []string         `json:"sample"`
+	CancelledBy *string          `json:"cancelled_by,omitempty"`
+	Error       *string          `json:"error,omitempty"`
+	FinishedAt  *time.Time       `json:"finished_at"`
+}
+
+// Replay states, modes and outcomes the CLI acts on (the replayer writes
+// the values of intake.replays as they are).
+const (
+	ReplayRunning   = "running"
+	ReplayDone      = "done"
+	ReplayFailed    = "failed"
+	ReplayCancelled = "cancelled"
+	// ReplayRedeliver is the mode of a redelivery.
+	ReplayRedeliver = "redeliver"
+	// OutcomeMissing: the event's source message is gone; it is not
+	// published.
+	OutcomeMissing = "missing"
+)
+
+// Publishable is the number of selected events the replay publishes: those
+// with a source message.
+func (r Replay) Publishable() int64 { return r.Matched - r.Outcomes[OutcomeMissing] }
+
+// OutcomeCount is the number of selected events of one tenant, integration
+// and type with one predicted outcome.
+type OutcomeCount struct {
+	Tenant      string `json:"tenant"`
+	Integration string `json:"integration"`
+	EventType   string `json:"event_type"`
+	Outcome     string `json:"outcome"`
+	Count       int64  `json:"count"`
+}
+
+// ReplayPage is GET /api/v1/replays: the audit log (redeliveries and dry
+// runs included), newest first.
+type ReplayPage struct {
+	Replays    []Replay `json:"replays"`
+	NextCursor string   `json:"next_cursor,omitempty"`
+}
+
+// SeqRange is an inclusive range of stream sequences; To 0 means "to the
+// end of the stream as it is when the replay is created".
+type SeqRange struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to,omitempty"`
+}
+
+// Selector says which events a replay republishes. The source is, in order
+// of precedence:
+//   - a stream range (stream_seq and/or since/until, INTAKE_IN message
+//     time): every event with a message in the range, one copy per key;
+//   - keys: those events' original messages (via the inbox row's stream_seq);
+//   - status (with the other filters): the inbox rows in that status.
+//
+// Keys, integration, tenant, event_type and status also filter the other
+// sources. A selector without keys, a range or a status is refused: replay
+// everything is never what an operator means.
+type Selector struct {
+	Keys        []string   `json:"keys,omitempty"`
+	Integration string     `json:"integration,omitempty"`
+	Tenant      string     `json:"tenant,omitempty"`
+	EventType   string     `json:"event_type,omitempty"`
+	StreamSeq   *SeqRange  `json:"stream_seq,omitempty"`
+	Since       *time.Time `json:"since,omitempty"`
+	Until       *time.Time `json:"until,omitempty"`
+	Status      string     `json:"status,omitempty"`
+}
+
+// ReplayRequest is the body of POST /api/v1/replays.
+type ReplayRequest struct {
+	Selector Selector `json:"selector"`
+	// Mode is exact (the default: the inbox decides) or reexecute (the
+	// handler runs again; requires a reason).
+	Mode inbox.ReplayMode `json:"mode,omitempty"`
+	// DryRun defaults to true: without "dry_run": false nothing is published.
+	DryRun *bool  `json:"dry_run,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Rate in events per second; 0 takes the replayer's default.
+	Rate int `json:"rate,omitempty"`
+}
+
+// RedeliverySelector says which processed messages a redelivery publishes
+// again. From the stream (the default) it needs a range of INTAKE_OUT
+// (stream_seq and/or since/until); from the outbox, keys or since/until
+// (outbox created_at). Subject (stream only) filters with NATS wildcards,
+// e.g. "intake.out.acme.>".
+type RedeliverySelector struct {
+	Keys        []string   `json:"keys,omitempty"`
+	Integration string     `json:"integration,omitempty"`
+	Tenant      string     `json:"tenant,omitempty"`
+	EventType   string     `json:"event_type,omitempty"`
+	Subject     string     `json:"subject,omitempty"`
+	StreamSeq   *SeqRange  `json:"stream_seq,omitempty"`
+	Since       *time.Time `json:"since,omitempty"`
+	Until       *time.Time `json:"until,omitempty"`
+}
+
+// Redelivery sources.
+const (
+	SourceStream = "stream"
+	SourceOutbox = "outbox"
+)
+
+// RedeliveryRequest is the body of POST /api/v1/redeliveries.
+type RedeliveryRequest struct {
+	// Source is stream (INTAKE_OUT, the default) or outbox.
+	Source   string             `json:"source,omitempty"`
+	Selector RedeliverySelector `json:"selector"`
+	// DryRun defaults to true, as for replays.
+	DryRun *bool  `json:"dry_run,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Rate   int    `json:"rate,omitempty"`
+}
+
+// ReplayQuery pages GET /api/v1/replays.
+type ReplayQuery struct {
+	Limit  int // rows per page; 0 takes the API's default (100), at most 1000
+	Cursor string
+}
+
+// Replays is GET /api/v1/replays.
+func (c *Client) Replays(ctx context.Context, q ReplayQuery) (ReplayPage, error) {
+	v := query{}
+	v.int("limit", q.Limit)
+	v.str("cursor", q.Cursor)
+	var page ReplayPage
+	err := c.get(ctx, "/api/v1/replays", url.Values(v), &page)
+	return page, err
+}
+
+// Replay is GET /api/v1/replays/{id}; it reads redeliveries too.
+func (c *Client) Replay(ctx context.Context, id string) (Replay, error) {
+	var rep Replay
+	err := c.get(ctx, "/api/v1/replays/"+url.PathEscape(id), nil, &rep)
+	return rep, err
+}
+
+// StartReplay is POST /api/v1/replays: a dry run's result (the default), or
+// the replay, running, or done when it had nothing to publish.
+func (c *Client) StartReplay(ctx context.Context, req ReplayRequest) (Replay, error) {
+	var rep Replay
+	_, err := c.Do(ctx, http.MethodPost, "/api/v1/replays", req, &rep)
+	return rep, err
+}
+
+// StartRedelivery is POST /api/v1/redeliveries, answered as StartReplay.
+func (c *Client) StartRedelivery(ctx context.Context, req RedeliveryRequest) (Replay, error) {
+	var rep Replay
+	_, err := c.Do(ctx, http.MethodPost, "/api/v1/redeliveries", req, &rep)
+	return rep, err
+}
+
+// CancelReplay is POST /api/v1/replays/{id}/cancel (redeliveries too); what
+// was published stays published. A replay no longer running is a 409 whose
+// Error.Body holds it.
+func (c *Client) CancelReplay(ctx context.Context, id string) (Replay, error) {
+	var rep Replay
+	_, err := c.Do(ctx, http.MethodPost, "/api/v1/replays/"+url.PathEscape(id)+"/cancel", nil, &rep)
+	return rep, err
+}
