@@ -471,6 +471,12 @@ func TestNATSValuesRenderWithTheChart(t *testing.T) {
 	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 3 {
 		t.Errorf("StatefulSet replicas %v, want 3", sts.Spec.Replicas)
 	}
+	// nats-networkpolicy.yaml selects the servers by these labels.
+	for k, v := range natsServerLabels {
+		if got := sts.Spec.Template.Labels[k]; got != v {
+			t.Errorf("the StatefulSet's pods have %s=%q, want %q (nats-networkpolicy.yaml selects them so)", k, got, v)
+		}
+	}
 	// The server's environment as the kubelet makes it from the rendered
 	// container's env (in its order: $(VAR) sees only the entries before).
 	var env []envVar

@@ -30,6 +30,11 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"helm.sh/helm/v3/pkg/releaseutil"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
 
@@ -883,4 +888,150 @@ func dnsNameMatches(pattern, host string) bool {
 		return found && label != "" && domain == rest
 	}
 	return pattern == host
+}
+
+// natsServerLabels are the labels of the NATS chart's server pods for
+// release "nats" (its nats.selectorLabels).
+var natsServerLabels = map[string]string{
+	"app.kubernetes.io/name":      "nats",
+	"app.kubernetes.io/instance":  natsRelease,
+	"app.kubernetes.io/component": "nats",
+}
+
+// peerAdmits: the NetworkPolicy peer admits a pod with podLabels in a
+// namespace with nsLabels, when the policy is in namespace policyNS.
+func peerAdmits(t *testing.T, p networkingv1.NetworkPolicyPeer, policyNS string, nsLabels, podLabels map[string]string) bool {
+	t.Helper()
+	if p.IPBlock != nil {
+		return true // an address range admits pods too; refused below
+	}
+	matches := func(s *metav1.LabelSelector, l map[string]string) bool {
+		sel, err := metav1.LabelSelectorAsSelector(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sel.Matches(labels.Set(l))
+	}
+	if p.NamespaceSelector == nil {
+		if nsLabels["kubernetes.io/metadata.name"] != policyNS {
+			return false
+		}
+	} else if !matches(p.NamespaceSelector, nsLabels) {
+		return false
+	}
+	return p.PodSelector == nil || matches(p.PodSelector, podLabels)
+}
+
+func nsLabels(name string, more ...string) map[string]string {
+	l := map[string]string{"kubernetes.io/metadata.name": name}
+	for i := 0; i+1 < len(more); i += 2 {
+		l[more[i]] = more[i+1]
+	}
+	return l
+}
+
+// TestNATSNetworkPolicy checks deploy/engines/nats-networkpolicy.yaml: in
+// namespace nats nothing is admitted but what the servers' policy opens;
+// the route port only to the NATS servers, the client port to Intake's pods
+// (as the chart renders them) and the subscribers' namespaces, monitoring
+// to Prometheus and KEDA; every rule names its peers, none by address.
+func TestNATSNetworkPolicy(t *testing.T) {
+	const ns = "nats"
+	var policies []*networkingv1.NetworkPolicy
+	for _, doc := range releaseutil.SplitManifests(readFile(t, filepath.Join(enginesDir, "nats-networkpolicy.yaml"))) {
+		var p networkingv1.NetworkPolicy
+		if err := decodeStrict([]byte(doc), &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.APIVersion != "networking.k8s.io/v1" || p.Kind != "NetworkPolicy" {
+			t.Fatalf("unexpected %s %s", p.APIVersion, p.Kind)
+		}
+		policies = append(policies, &p)
+	}
+	// admitted: the ports a pod (podLabels in namespace nsl) may reach on
+	// a pod of the nats namespace with target labels.
+	admitted := func(target, nsl, podLabels map[string]string) map[int32]bool {
+		ports := map[int32]bool{}
+		isolated := false
+		for _, p := range policies {
+			sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sel.Matches(labels.Set(target)) || !slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+				continue
+			}
+			isolated = true
+			for _, r := range p.Spec.Ingress {
+				if !slices.ContainsFunc(r.From, func(peer networkingv1.NetworkPolicyPeer) bool {
+					return peerAdmits(t, peer, ns, nsl, podLabels)
+				}) {
+					continue
+				}
+				for _, port := range r.Ports {
+					ports[port.Port.IntVal] = true
+				}
+			}
+		}
+		if !isolated {
+			t.Errorf("no policy isolates pods labelled %v: everything reaches them", target)
+		}
+		return ports
+	}
+	for _, p := range policies {
+		for i, r := range p.Spec.Ingress {
+			if len(r.From) == 0 || len(r.Ports) == 0 {
+				t.Errorf("NetworkPolicy %s rule %d: want both ports and from (an empty one admits every source or port)", p.Name, i)
+			}
+			for _, peer := range r.From {
+				if peer.IPBlock != nil {
+					t.Errorf("NetworkPolicy %s rule %d: an ipBlock admits pods by address; name them by labels", p.Name, i)
+				}
+			}
+		}
+	}
+	vals := loadNATSValues(t)
+	route := int32(num(dig(vals, "config", "cluster", "port"), 6222))
+	client := int32(num(dig(vals, "config", "nats", "port"), 4222))
+	monitor := int32(num(dig(vals, "config", "monitor", "port"), 8222))
+	want := func(who string, got map[int32]bool, ports ...int32) {
+		t.Helper()
+		var g []int32
+		for p := range got {
+			g = append(g, p)
+		}
+		slices.Sort(g)
+		slices.Sort(ports)
+		if !slices.Equal(g, ports) {
+			t.Errorf("%s may reach the NATS servers on %v, want %v", who, g, ports)
+		}
+	}
+	want("another NATS server", admitted(natsServerLabels, nsLabels(ns), natsServerLabels), route)
+	nonServer := map[string]string{"app.kubernetes.io/name": "nats", "app.kubernetes.io/instance": natsRelease, "app.kubernetes.io/component": "nats-box"}
+	want("nats-box (a pod of the namespace that is no server)", admitted(natsServerLabels, nsLabels(ns), nonServer))
+	want("a pod of namespace nats", admitted(nonServer, nsLabels(ns), natsServerLabels))
+	want("a pod of another namespace", admitted(natsServerLabels, nsLabels("default"), map[string]string{"app": "x"}))
+	want("a pod of namespace intake that is not Intake's", admitted(natsServerLabels, nsLabels("intake"), map[string]string{"app": "x"}))
+	want("a pod labelled as a NATS server in another namespace", admitted(natsServerLabels, nsLabels("default"), natsServerLabels))
+	want("a subscriber", admitted(natsServerLabels, nsLabels("billing", "intakehq.github.io/nats-client", "true"), map[string]string{"app": "billing"}), client)
+	want("Prometheus", admitted(natsServerLabels, nsLabels("monitoring"), map[string]string{"app": "prometheus"}), monitor)
+	want("KEDA", admitted(natsServerLabels, nsLabels("keda"), map[string]string{"app": "keda-operator"}), monitor)
+	// Every pod the Intake chart renders (its defaults, namespace intake).
+	objs, err := render(map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := map[string]map[string]string{}
+	for _, d := range byKind[*appsv1.Deployment](objs) {
+		pods["Deployment "+d.Name] = d.Spec.Template.Labels
+	}
+	for _, j := range byKind[*batchv1.Job](objs) {
+		pods["Job "+j.Name] = j.Spec.Template.Labels
+	}
+	if len(pods) != 4 {
+		t.Fatalf("the Intake chart renders %d workloads, want 4", len(pods))
+	}
+	for name, l := range pods {
+		want("Intake's "+name, admitted(natsServerLabels, nsLabels(namespace), l), client)
+	}
 }
