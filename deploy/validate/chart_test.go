@@ -46,7 +46,7 @@ type valuesCase struct {
 	name string
 	file string // relative to chartDir; "" for the defaults
 	// what the values turn on
-	optional      bool   // HPA, KEDA, ServiceMonitor, PrometheusRule, NetworkPolicies
+	optional      bool   // HPA, KEDA, ServiceMonitor, PrometheusRule
 	processorReps int    // the config's processor.replicas
 	consumer      string // the processors' durable
 }
@@ -194,9 +194,10 @@ func TestChartRenders(t *testing.T) {
 				}
 			}
 			t.Logf("rendered: %v", counts)
-			want := map[string]int{"Deployment": 3, "Job": 1, "ConfigMap": 2, "Service": 3, "ServiceAccount": 1, "PodDisruptionBudget": 3}
+			// NetworkPolicies are on by default: one per role and the egress one.
+			want := map[string]int{"Deployment": 3, "Job": 1, "ConfigMap": 2, "Service": 3, "ServiceAccount": 1, "PodDisruptionBudget": 3, "NetworkPolicy": 4}
 			if c.optional {
-				want["HorizontalPodAutoscaler"], want["ScaledObject"], want["ServiceMonitor"], want["PrometheusRule"], want["NetworkPolicy"] = 1, 1, 1, 1, 4
+				want["HorizontalPodAutoscaler"], want["ScaledObject"], want["ServiceMonitor"], want["PrometheusRule"] = 1, 1, 1, 1
 			}
 			for k, n := range want {
 				if counts[k] != n {
@@ -637,6 +638,106 @@ func checkReferences(t *testing.T, c valuesCase, objs []object) {
 				}
 			}
 		}
+	}
+}
+
+// TestNetworkPoliciesOnByDefault: the default render isolates every pod of
+// the release both ways (issue 30, item 11). Each role's pods are selected
+// by an ingress policy that opens only the role's own ports — the webhook
+// port (to anyone by default: webhooks come from the internet), the API
+// port to apiFrom, the internal port to metricsFrom — and every pod, the
+// migrate Job's too, by an egress policy that allows DNS, NATS and Postgres
+// only, each to named peers. Turned off, none is rendered.
+func TestNetworkPoliciesOnByDefault(t *testing.T) {
+	objs, err := render(map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies := byKind[*networkingv1.NetworkPolicy](objs)
+	type workload struct {
+		name   string
+		labels map[string]string
+		ports  map[string]int32 // container ports by name
+	}
+	var workloads []workload
+	for _, d := range byKind[*appsv1.Deployment](objs) {
+		ports := map[string]int32{}
+		for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+			ports[p.Name] = p.ContainerPort
+		}
+		workloads = append(workloads, workload{"Deployment " + d.Name, d.Spec.Template.Labels, ports})
+	}
+	for _, j := range byKind[*batchv1.Job](objs) {
+		workloads = append(workloads, workload{"Job " + j.Name, j.Spec.Template.Labels, nil})
+	}
+	if len(workloads) != 4 {
+		t.Fatalf("%d workloads, want the 3 Deployments and the migrate Job", len(workloads))
+	}
+	selecting := func(l map[string]string, typ networkingv1.PolicyType) []*networkingv1.NetworkPolicy {
+		var out []*networkingv1.NetworkPolicy
+		for _, p := range policies {
+			sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sel.Matches(labels.Set(l)) && slices.Contains(p.Spec.PolicyTypes, typ) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	wantFrom := map[string]bool{ // port name → whether the default names its peers
+		"http":    true, // the replayer's API (apiFrom); ingress's webhooks are open, below
+		"metrics": true,
+	}
+	for _, w := range workloads {
+		role := w.labels["app.kubernetes.io/component"]
+		if role != "migrate" {
+			in := selecting(w.labels, networkingv1.PolicyTypeIngress)
+			if len(in) == 0 {
+				t.Errorf("%s: no NetworkPolicy limits what reaches it", w.name)
+			}
+			for _, p := range in {
+				for i, r := range p.Spec.Ingress {
+					if len(r.Ports) == 0 {
+						t.Errorf("NetworkPolicy %s rule %d: no ports (every port)", p.Name, i)
+					}
+					for _, port := range r.Ports {
+						name := port.Port.String()
+						if _, ok := w.ports[name]; !ok {
+							t.Errorf("NetworkPolicy %s opens port %s, which %s does not serve", p.Name, name, w.name)
+						}
+						open := len(r.From) == 0
+						if open && !(role == "ingress" && name == "http") && wantFrom[name] {
+							t.Errorf("NetworkPolicy %s: port %s of %s is open to anyone by default", p.Name, name, w.name)
+						}
+					}
+				}
+			}
+		}
+		out := selecting(w.labels, networkingv1.PolicyTypeEgress)
+		if len(out) == 0 {
+			t.Errorf("%s: no NetworkPolicy limits where it connects", w.name)
+		}
+		for _, p := range out {
+			for i, r := range p.Spec.Egress {
+				for _, port := range r.Ports {
+					if n := port.Port.IntVal; n != 53 && n != 4222 && n != 5432 {
+						t.Errorf("NetworkPolicy %s egress rule %d: port %d by default, want DNS, NATS and Postgres only", p.Name, i, n)
+					}
+				}
+				if len(r.Ports) == 0 || len(r.To) == 0 {
+					t.Errorf("NetworkPolicy %s egress rule %d: want ports and named peers by default", p.Name, i)
+				}
+			}
+		}
+	}
+	off, err := render(map[string]any{"networkPolicy": map[string]any{"enabled": false}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(byKind[*networkingv1.NetworkPolicy](off)); n != 0 {
+		t.Errorf("networkPolicy.enabled: false renders %d NetworkPolicies", n)
 	}
 }
 
