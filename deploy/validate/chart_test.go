@@ -784,28 +784,63 @@ func TestDrainOff(t *testing.T) {
 }
 
 // TestChartRefusesSecretsInValues: the chart fails rather than render a
-// secret written into values.
+// secret written into values — a literal, text beside a ${VAR}, or the
+// default of a ${VAR:-…} (compose's ${VAR-…} too), which the config's
+// ConfigMap would hold for whoever reads it (issue 30, item 11) — under any
+// secret-shaped key, and a URL's password; the message names the key and
+// never the value. References alone, digests and defaults of other keys
+// render.
 func TestChartRefusesSecretsInValues(t *testing.T) {
+	const secret = "whsec_real_live_secret"
 	for _, c := range []struct {
-		name string
-		cfg  string
-		want string
+		name   string
+		values string // values; the config below config:
+		want   string
 	}{
-		{"postgres url", `postgres: {url: "postgres://intake:hunter2@db/intake"}`, "config.postgres.url"},
-		{"nats password", `nats: {password: hunter2}`, "config.nats.password"},
-		{"integration secret", `integrations: [{name: a, provider: hmac, tenant: t, secrets: [hunter2hunter2]}]`, "config.integrations[0].secrets[0]"},
-		{"api token", `api: {tokens: [{name: ops, token: hunter2hunter2hunter2, role: operator}]}`, "config.api.tokens[0].token"},
+		{"postgres url", `config: {postgres: {url: "postgres://intake:hunter2@db/intake"}}`, "config.postgres.url"},
+		{"nats password", `config: {nats: {password: hunter2}}`, "config.nats.password"},
+		{"integration secret", `config: {integrations: [{name: a, provider: hmac, tenant: t, secrets: [hunter2hunter2]}]}`, "config.integrations[0].secrets[0]"},
+		{"api token", `config: {api: {tokens: [{name: ops, token: hunter2hunter2hunter2, role: operator}]}}`, "config.api.tokens[0].token"},
+		{"integration secret as a default", `config: {integrations: [{name: a, provider: standard, tenant: t, secrets: ["${STRIPE_WHSEC}", "${X:-` + secret + `}"]}]}`, "config.integrations[0].secrets[1]: ${X:-…} has a default"},
+		{"integration secret as compose's default", `config: {integrations: [{name: a, provider: standard, tenant: t, secrets: ["${X-` + secret + `}"]}]}`, "config.integrations[0].secrets[0]: ${X-…} has a default"},
+		{"api token as a default", `config: {api: {tokens: [{name: ops, token: "${INTAKE_OPERATOR_TOKEN:-` + secret + `}", role: operator}]}}`, "config.api.tokens[0].token: ${INTAKE_OPERATOR_TOKEN:-…} has a default"},
+		{"nats password as a default", `config: {nats: {password: "${INTAKE_NATS_PASSWORD:-` + secret + `}"}}`, "config.nats.password: ${INTAKE_NATS_PASSWORD:-…} has a default"},
+		{"text beside a reference", `config: {integrations: [{name: a, provider: hmac, tenant: t, secrets: ["` + secret + `${X}"]}]}`, "config.integrations[0].secrets[0]: literal text"},
+		{"another secret-shaped key", `config: {console: {session_key: "${K:-` + secret + `}"}}`, "config.console.session_key: ${K:-…} has a default"},
+		{"a URL's password in the config", `config: {tracing: {endpoint: "https://intake:` + secret + `@otel:4318"}}`, "config.tracing.endpoint: the URL's password"},
+		{"a URL's password in nats.url", `nats: {url: "nats://ingress:` + secret + `@nats:4222"}`, "nats.url: a password in the URL"},
+		{"a URL's password as a default", `nats: {url: "nats://ingress:${P:-` + secret + `}@nats:4222"}`, "nats.url: a password in the URL"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var cfg map[string]any
-			if err := yaml.Unmarshal([]byte(c.cfg), &cfg); err != nil {
+			var vals map[string]any
+			if err := yaml.Unmarshal([]byte(c.values), &vals); err != nil {
 				t.Fatal(err)
 			}
-			_, err := render(map[string]any{"config": cfg})
+			_, err := render(vals)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("render: %v, want an error naming %s", err, c.want)
 			}
+			t.Logf("refused: %v", err)
+			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("the error repeats the secret: %v", err)
+			}
 		})
+	}
+	// What may be written: references alone, a digest, another key's default.
+	ok := `config:
+  api:
+    tokens:
+      - {name: ops, token: "${INTAKE_OPERATOR_TOKEN}", role: operator}
+      - {name: dash, token_sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8, role: viewer}
+  integrations:
+    - {name: a, provider: standard, tenant: "${TENANT:-acme}", secrets: ["${A}", "${A_OLD}${A_SUFFIX}"]}
+`
+	var vals map[string]any
+	if err := yaml.Unmarshal([]byte(ok), &vals); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := render(vals); err != nil {
+		t.Errorf("the chart refuses references, a digest and a tenant's default: %v", err)
 	}
 }
 
