@@ -46,7 +46,7 @@ type valuesCase struct {
 	name string
 	file string // relative to chartDir; "" for the defaults
 	// what the values turn on
-	optional      bool   // HPA, KEDA, ServiceMonitor, PrometheusRule, NetworkPolicies
+	optional      bool   // HPA, KEDA, ServiceMonitor, PrometheusRule
 	processorReps int    // the config's processor.replicas
 	consumer      string // the processors' durable
 }
@@ -194,9 +194,10 @@ func TestChartRenders(t *testing.T) {
 				}
 			}
 			t.Logf("rendered: %v", counts)
-			want := map[string]int{"Deployment": 3, "Job": 1, "ConfigMap": 2, "Service": 3, "ServiceAccount": 1, "PodDisruptionBudget": 3}
+			// NetworkPolicies are on by default: one per role and the egress one.
+			want := map[string]int{"Deployment": 3, "Job": 1, "ConfigMap": 2, "Service": 3, "ServiceAccount": 1, "PodDisruptionBudget": 3, "NetworkPolicy": 4}
 			if c.optional {
-				want["HorizontalPodAutoscaler"], want["ScaledObject"], want["ServiceMonitor"], want["PrometheusRule"], want["NetworkPolicy"] = 1, 1, 1, 1, 4
+				want["HorizontalPodAutoscaler"], want["ScaledObject"], want["ServiceMonitor"], want["PrometheusRule"] = 1, 1, 1, 1
 			}
 			for k, n := range want {
 				if counts[k] != n {
@@ -640,6 +641,106 @@ func checkReferences(t *testing.T, c valuesCase, objs []object) {
 	}
 }
 
+// TestNetworkPoliciesOnByDefault: the default render isolates every pod of
+// the release both ways (issue 30, item 11). Each role's pods are selected
+// by an ingress policy that opens only the role's own ports — the webhook
+// port (to anyone by default: webhooks come from the internet), the API
+// port to apiFrom, the internal port to metricsFrom — and every pod, the
+// migrate Job's too, by an egress policy that allows DNS, NATS and Postgres
+// only, each to named peers. Turned off, none is rendered.
+func TestNetworkPoliciesOnByDefault(t *testing.T) {
+	objs, err := render(map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies := byKind[*networkingv1.NetworkPolicy](objs)
+	type workload struct {
+		name   string
+		labels map[string]string
+		ports  map[string]int32 // container ports by name
+	}
+	var workloads []workload
+	for _, d := range byKind[*appsv1.Deployment](objs) {
+		ports := map[string]int32{}
+		for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+			ports[p.Name] = p.ContainerPort
+		}
+		workloads = append(workloads, workload{"Deployment " + d.Name, d.Spec.Template.Labels, ports})
+	}
+	for _, j := range byKind[*batchv1.Job](objs) {
+		workloads = append(workloads, workload{"Job " + j.Name, j.Spec.Template.Labels, nil})
+	}
+	if len(workloads) != 4 {
+		t.Fatalf("%d workloads, want the 3 Deployments and the migrate Job", len(workloads))
+	}
+	selecting := func(l map[string]string, typ networkingv1.PolicyType) []*networkingv1.NetworkPolicy {
+		var out []*networkingv1.NetworkPolicy
+		for _, p := range policies {
+			sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sel.Matches(labels.Set(l)) && slices.Contains(p.Spec.PolicyTypes, typ) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	wantFrom := map[string]bool{ // port name → whether the default names its peers
+		"http":    true, // the replayer's API (apiFrom); ingress's webhooks are open, below
+		"metrics": true,
+	}
+	for _, w := range workloads {
+		role := w.labels["app.kubernetes.io/component"]
+		if role != "migrate" {
+			in := selecting(w.labels, networkingv1.PolicyTypeIngress)
+			if len(in) == 0 {
+				t.Errorf("%s: no NetworkPolicy limits what reaches it", w.name)
+			}
+			for _, p := range in {
+				for i, r := range p.Spec.Ingress {
+					if len(r.Ports) == 0 {
+						t.Errorf("NetworkPolicy %s rule %d: no ports (every port)", p.Name, i)
+					}
+					for _, port := range r.Ports {
+						name := port.Port.String()
+						if _, ok := w.ports[name]; !ok {
+							t.Errorf("NetworkPolicy %s opens port %s, which %s does not serve", p.Name, name, w.name)
+						}
+						open := len(r.From) == 0
+						if open && !(role == "ingress" && name == "http") && wantFrom[name] {
+							t.Errorf("NetworkPolicy %s: port %s of %s is open to anyone by default", p.Name, name, w.name)
+						}
+					}
+				}
+			}
+		}
+		out := selecting(w.labels, networkingv1.PolicyTypeEgress)
+		if len(out) == 0 {
+			t.Errorf("%s: no NetworkPolicy limits where it connects", w.name)
+		}
+		for _, p := range out {
+			for i, r := range p.Spec.Egress {
+				for _, port := range r.Ports {
+					if n := port.Port.IntVal; n != 53 && n != 4222 && n != 5432 {
+						t.Errorf("NetworkPolicy %s egress rule %d: port %d by default, want DNS, NATS and Postgres only", p.Name, i, n)
+					}
+				}
+				if len(r.Ports) == 0 || len(r.To) == 0 {
+					t.Errorf("NetworkPolicy %s egress rule %d: want ports and named peers by default", p.Name, i)
+				}
+			}
+		}
+	}
+	off, err := render(map[string]any{"networkPolicy": map[string]any{"enabled": false}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(byKind[*networkingv1.NetworkPolicy](off)); n != 0 {
+		t.Errorf("networkPolicy.enabled: false renders %d NetworkPolicies", n)
+	}
+}
+
 // TestConfigMapFollowsTheConfig: another config is another ConfigMap (and
 // pod template), the same config the same one.
 func TestConfigMapFollowsTheConfig(t *testing.T) {
@@ -683,28 +784,63 @@ func TestDrainOff(t *testing.T) {
 }
 
 // TestChartRefusesSecretsInValues: the chart fails rather than render a
-// secret written into values.
+// secret written into values — a literal, text beside a ${VAR}, or the
+// default of a ${VAR:-…} (compose's ${VAR-…} too), which the config's
+// ConfigMap would hold for whoever reads it (issue 30, item 11) — under any
+// secret-shaped key, and a URL's password; the message names the key and
+// never the value. References alone, digests and defaults of other keys
+// render.
 func TestChartRefusesSecretsInValues(t *testing.T) {
+	const secret = "whsec_real_live_secret"
 	for _, c := range []struct {
-		name string
-		cfg  string
-		want string
+		name   string
+		values string // values; the config below config:
+		want   string
 	}{
-		{"postgres url", `postgres: {url: "postgres://intake:hunter2@db/intake"}`, "config.postgres.url"},
-		{"nats password", `nats: {password: hunter2}`, "config.nats.password"},
-		{"integration secret", `integrations: [{name: a, provider: hmac, tenant: t, secrets: [hunter2hunter2]}]`, "config.integrations[0].secrets[0]"},
-		{"api token", `api: {tokens: [{name: ops, token: hunter2hunter2hunter2, role: operator}]}`, "config.api.tokens[0].token"},
+		{"postgres url", `config: {postgres: {url: "postgres://intake:hunter2@db/intake"}}`, "config.postgres.url"},
+		{"nats password", `config: {nats: {password: hunter2}}`, "config.nats.password"},
+		{"integration secret", `config: {integrations: [{name: a, provider: hmac, tenant: t, secrets: [hunter2hunter2]}]}`, "config.integrations[0].secrets[0]"},
+		{"api token", `config: {api: {tokens: [{name: ops, token: hunter2hunter2hunter2, role: operator}]}}`, "config.api.tokens[0].token"},
+		{"integration secret as a default", `config: {integrations: [{name: a, provider: standard, tenant: t, secrets: ["${STRIPE_WHSEC}", "${X:-` + secret + `}"]}]}`, "config.integrations[0].secrets[1]: ${X:-…} has a default"},
+		{"integration secret as compose's default", `config: {integrations: [{name: a, provider: standard, tenant: t, secrets: ["${X-` + secret + `}"]}]}`, "config.integrations[0].secrets[0]: ${X-…} has a default"},
+		{"api token as a default", `config: {api: {tokens: [{name: ops, token: "${INTAKE_OPERATOR_TOKEN:-` + secret + `}", role: operator}]}}`, "config.api.tokens[0].token: ${INTAKE_OPERATOR_TOKEN:-…} has a default"},
+		{"nats password as a default", `config: {nats: {password: "${INTAKE_NATS_PASSWORD:-` + secret + `}"}}`, "config.nats.password: ${INTAKE_NATS_PASSWORD:-…} has a default"},
+		{"text beside a reference", `config: {integrations: [{name: a, provider: hmac, tenant: t, secrets: ["` + secret + `${X}"]}]}`, "config.integrations[0].secrets[0]: literal text"},
+		{"another secret-shaped key", `config: {console: {session_key: "${K:-` + secret + `}"}}`, "config.console.session_key: ${K:-…} has a default"},
+		{"a URL's password in the config", `config: {tracing: {endpoint: "https://intake:` + secret + `@otel:4318"}}`, "config.tracing.endpoint: the URL's password"},
+		{"a URL's password in nats.url", `nats: {url: "nats://ingress:` + secret + `@nats:4222"}`, "nats.url: a password in the URL"},
+		{"a URL's password as a default", `nats: {url: "nats://ingress:${P:-` + secret + `}@nats:4222"}`, "nats.url: a password in the URL"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var cfg map[string]any
-			if err := yaml.Unmarshal([]byte(c.cfg), &cfg); err != nil {
+			var vals map[string]any
+			if err := yaml.Unmarshal([]byte(c.values), &vals); err != nil {
 				t.Fatal(err)
 			}
-			_, err := render(map[string]any{"config": cfg})
+			_, err := render(vals)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("render: %v, want an error naming %s", err, c.want)
 			}
+			t.Logf("refused: %v", err)
+			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("the error repeats the secret: %v", err)
+			}
 		})
+	}
+	// What may be written: references alone, a digest, another key's default.
+	ok := `config:
+  api:
+    tokens:
+      - {name: ops, token: "${INTAKE_OPERATOR_TOKEN}", role: operator}
+      - {name: dash, token_sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8, role: viewer}
+  integrations:
+    - {name: a, provider: standard, tenant: "${TENANT:-acme}", secrets: ["${A}", "${A_OLD}${A_SUFFIX}"]}
+`
+	var vals map[string]any
+	if err := yaml.Unmarshal([]byte(ok), &vals); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := render(vals); err != nil {
+		t.Errorf("the chart refuses references, a digest and a tenant's default: %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -470,8 +471,32 @@ func TestNATSValuesRenderWithTheChart(t *testing.T) {
 	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 3 {
 		t.Errorf("StatefulSet replicas %v, want 3", sts.Spec.Replicas)
 	}
-	for _, v := range regexp.MustCompile(`\$(INTAKE_NATS_[A-Z]+_PASSWORD|SERVER_NAME)`).FindAllStringSubmatch(natsConf, -1) {
-		t.Setenv(v[1], "env:"+v[1])
+	// nats-networkpolicy.yaml selects the servers by these labels.
+	for k, v := range natsServerLabels {
+		if got := sts.Spec.Template.Labels[k]; got != v {
+			t.Errorf("the StatefulSet's pods have %s=%q, want %q (nats-networkpolicy.yaml selects them so)", k, got, v)
+		}
+	}
+	// The server's environment as the kubelet makes it from the rendered
+	// container's env (in its order: $(VAR) sees only the entries before).
+	var env []envVar
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		if c.Name != "nats" {
+			continue
+		}
+		for _, e := range c.Env {
+			v := envVar{name: e.Name, value: e.Value}
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				v.secret, v.key = e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key
+			} else if e.ValueFrom != nil {
+				v.value = "nats-0" // POD_NAME
+			}
+			env = append(env, v)
+		}
+	}
+	secret := func(name, key string) string { return "secret-" + key }
+	for k, v := range expandEnv(env, secret) {
+		t.Setenv(k, v)
 	}
 	parsed, err := conf.Parse(natsConf)
 	if err != nil {
@@ -483,8 +508,31 @@ func TestNATSValuesRenderWithTheChart(t *testing.T) {
 	if users, _ := dig(parsed, "accounts", "INTAKE", "users").([]any); len(users) != 5 {
 		t.Errorf("accounts.INTAKE has %d users, want intake.conf's 5", len(users))
 	}
-	if dig(parsed, "cluster") == nil {
-		t.Errorf("no cluster block")
+	// The cluster block TestRogueRouteIsRefused runs is the chart's, and the
+	// env the values expect is the rendered container's.
+	vals2 := loadNATSValues(t)
+	if got, want := expandEnv(env, secret), expandEnv(natsPodEnv(vals2), secret); !mapsContain(got, want) {
+		t.Errorf("the rendered container's env %v, want (at least) %v", got, want)
+	}
+	emulated, err := conf.Parse("cluster: " + natsConfText(natsClusterBlock(t, vals2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(dig(parsed, "cluster"), emulated["cluster"]) {
+		t.Errorf("the chart's cluster block\n%v\nis not natsClusterBlock's\n%v", dig(parsed, "cluster"), emulated["cluster"])
+	}
+	if r, _ := dig(parsed, "cluster", "routes").([]any); len(r) != 3 || !strings.HasPrefix(toString(r[0]), "tls://intake-route:secret-INTAKE_NATS_ROUTE_PASSWORD@nats-0.nats-headless:6222") {
+		t.Errorf("the rendered routes %v do not log in with the route password", dig(parsed, "cluster", "routes"))
 	}
 	t.Logf("rendered nats.conf:\n%s", natsConf)
+}
+
+// mapsContain: every entry of want is in got.
+func mapsContain(got, want map[string]string) bool {
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			return false
+		}
+	}
+	return true
 }

@@ -151,6 +151,12 @@ var (
 	natsVarRef = regexp.MustCompile(`^<< \$[A-Za-z_][A-Za-z0-9_]* >>$`)
 	// urlPassword is the password of a URL with user information.
 	urlPass = regexp.MustCompile(`://[^/:@\s]*:([^@\s]+)@`)
+	// secretObjectKey names a Kubernetes Secret object (a volume's or the
+	// NATS chart's tls secretName), not a secret value.
+	secretObjectKey = regexp.MustCompile(`^secretName$`)
+	// kubeletRef is $(NAME) in a container's env value: the kubelet puts in
+	// the value of an env entry before it (a secretKeyRef, say).
+	kubeletRef = regexp.MustCompile(`^\$\([A-Za-z_][A-Za-z0-9_]*\)$`)
 )
 
 // shippedSecrets lists the secret values n supplies by itself; underSecret
@@ -173,12 +179,13 @@ func shippedSecrets(n *yaml.Node, underSecret bool) []shipped {
 		if underSecret && len(refs) == 0 && v != "" && !natsVarRef.MatchString(v) {
 			out = append(out, shipped{v, n.Line})
 		}
-		if m := urlPass.FindStringSubmatch(v); m != nil && !strings.HasPrefix(m[1], "${") {
+		if m := urlPass.FindStringSubmatch(v); m != nil && !strings.HasPrefix(m[1], "${") && !kubeletRef.MatchString(m[1]) {
 			out = append(out, shipped{m[1], n.Line})
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			out = append(out, shippedSecrets(n.Content[i+1], secretKey.MatchString(n.Content[i].Value))...)
+			k := n.Content[i].Value
+			out = append(out, shippedSecrets(n.Content[i+1], secretKey.MatchString(k) && !secretObjectKey.MatchString(k))...)
 		}
 	default: // documents, sequences (a secret key's list stays secret), aliases
 		for _, c := range n.Content {

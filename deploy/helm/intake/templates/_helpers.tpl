@@ -101,14 +101,18 @@ checks that no secret sits in it literally.
 {{- if get $nats "url" }}
 {{- fail "config.nats.url: set nats.url (it becomes INTAKE_NATS_URL)" }}
 {{- end }}
-{{- $_ := set $nats "user" "${INTAKE_NATS_USER}" }}
-{{- $_ = set $nats "password" "${INTAKE_NATS_PASSWORD}" }}
-{{- $_ = set $cfg "nats" $nats }}
 {{- $pg := dict }}
 {{- if hasKey $cfg "postgres" }}{{ $pg = $cfg.postgres | default dict }}{{ end }}
 {{- if get $pg "url" }}
 {{- fail "config.postgres.url: the Postgres URL holds a password; put it in a Secret (secrets.databaseURL)" }}
 {{- end }}
+{{- include "intake.secretGuard" (dict "path" "config" "v" $cfg "secret" false) }}
+{{- if regexMatch "^[A-Za-z][A-Za-z0-9+.-]*://[^/@]*:[^/@]*@" (toString .Values.nats.url) }}
+{{- fail "nats.url: a password in the URL would be written into every pod's spec (INTAKE_NATS_URL); leave the user information out: each role dials as nats.users.<role> with its password from secrets.natsPassword" }}
+{{- end }}
+{{- $_ := set $nats "user" "${INTAKE_NATS_USER}" }}
+{{- $_ = set $nats "password" "${INTAKE_NATS_PASSWORD}" }}
+{{- $_ = set $cfg "nats" $nats }}
 {{- $http := dict }}
 {{- if hasKey $cfg "http" }}{{ $http = $cfg.http | default dict }}{{ end }}
 {{- $_ = set $http "internal_addr" (printf ":%d" (.Values.internalPort | int)) }}
@@ -124,21 +128,56 @@ checks that no secret sits in it literally.
 {{- $_ = set $proc "shard" .Values.processor.shard }}
 {{- end }}
 {{- $_ = set $cfg "processor" $proc }}
-{{- $api := dict }}
-{{- if hasKey $cfg "api" }}{{ $api = $cfg.api | default dict }}{{ end }}
-{{- range $i, $t := (get $api "tokens" | default list) }}
-{{- if and (get $t "token") (not (contains "${" (toString (get $t "token")))) }}
-{{- fail (printf "config.api.tokens[%d].token: give a ${VAR} from secrets.env, or token_sha256; no token in values" $i) }}
-{{- end }}
-{{- end }}
-{{- range $i, $in := (get $cfg "integrations" | default list) }}
-{{- range $j, $s := (get $in "secrets" | default list) }}
-{{- if not (contains "${" (toString $s)) }}
-{{- fail (printf "config.integrations[%d].secrets[%d]: give a ${VAR} from secrets.env; no secret in values" $i $j) }}
-{{- end }}
-{{- end }}
-{{- end }}
 {{- toYaml $cfg }}
+{{- end }}
+
+{{/*
+The literal-secret guard: (dict "path" "config" "v" VALUE "secret" false)
+walks VALUE's maps and lists and fails, naming the key, where a secret would
+be written into the chart's output. Under a secret-shaped key — secret(s),
+token(s), password(s), passwd, or one ending in _secret(s), _token,
+_password, _passwd, _key (api.tokens[].token, integrations[].secrets[],
+nats.password …; token_sha256 is a digest, not a secret) — a value must be
+${VAR} references and nothing else: no literal, no text beside a ${VAR}, and
+no default (${VAR:-…}, or compose's ${VAR-…}), which would sit in the
+ConfigMap for whoever reads it. Under any key, the password of a URL
+(scheme://user:PASSWORD@…) must be a ${VAR} the same way. The message never
+repeats the value.
+*/}}
+{{- define "intake.secretGuard" -}}
+{{- $v := .v }}
+{{- $secretKey := "(?i)(^(secrets?|tokens?|passwords?|passwd)$|_(secrets?|token|password|passwd|key)$)" }}
+{{- if kindIs "map" $v }}
+{{- range $k, $x := $v }}
+{{- include "intake.secretGuard" (dict "path" (printf "%s.%s" $.path $k) "v" $x "secret" (regexMatch $secretKey $k)) }}
+{{- end }}
+{{- else if kindIs "slice" $v }}
+{{- range $i, $x := $v }}
+{{- include "intake.secretGuard" (dict "path" (printf "%s[%d]" $.path $i) "v" $x "secret" $.secret) }}
+{{- end }}
+{{- else if not (kindIs "invalid" $v) }}
+{{- $s := toString $v }}
+{{- $refsOnly := "^(\\$\\{[A-Za-z_][A-Za-z0-9_]*\\})+$" }}
+{{- $default := "\\$\\{[A-Za-z_][A-Za-z0-9_]*:?-" }}
+{{- $hint := "give ${VAR} alone, its value in a Secret of secrets.env (no secret in values)" }}
+{{- if and .secret (ne $s "") (not (regexMatch $refsOnly $s)) }}
+{{- if regexMatch $default $s }}
+{{- $ref := regexFind $default $s }}
+{{- fail (printf "%s: %s…} has a default, which would be written into the ConfigMap; give %s} alone, its value in a Secret of secrets.env (no secret in values)" .path $ref (trimSuffix "-" (trimSuffix ":-" $ref))) }}
+{{- else if contains "${" $s }}
+{{- fail (printf "%s: literal text beside a ${VAR} is a secret in values; %s" .path $hint) }}
+{{- else }}
+{{- fail (printf "%s: a literal secret; %s%s" .path $hint (ternary ", or token_sha256 (its SHA-256, not a secret)" "" (hasSuffix ".token" .path))) }}
+{{- end }}
+{{- end }}
+{{- $url := "^[A-Za-z][A-Za-z0-9+.-]*://[^/@:]*:([^/@]*)@" }}
+{{- if regexMatch $url $s }}
+{{- $pass := regexReplaceAll (printf "(?s)%s.*$" $url) $s "${1}" }}
+{{- if not (regexMatch $refsOnly $pass) }}
+{{- fail (printf "%s: the URL's password is %s; give it as ${VAR} alone, from a Secret (no password in values)" .path (ternary "a ${VAR} with a default, which would be written out with it" "written into values" (regexMatch $default $pass))) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* The config ConfigMap's name: "<fullname>-config-<first 10 of the config's sha256>". */}}
