@@ -636,16 +636,21 @@ func (h *harness) settle(ctx context.Context, ld *load) error {
 	calm := 0
 	var last string
 	var idleSince time.Time
-	passesAtIdle := -1
+	passesAtComplete := -1
 	err := poll(ctx, time.Second, func() error {
 		state, idle := h.pipelineState(ctx)
 		if idle && h.redrive {
 			if idleSince.IsZero() {
 				idleSince = time.Now()
-				passesAtIdle, _ = metricSum(ctx, h.replayer.addr(), redrivePassesMetric)
 			}
 			passes, perr := metricSum(ctx, h.replayer.addr(), redrivePassesMetric)
-			switch n := h.missingFromInbox(ctx, ld); {
+			n := h.missingFromInbox(ctx, ld)
+			if n != 0 {
+				passesAtComplete = -1
+			} else if passesAtComplete < 0 && perr == nil {
+				passesAtComplete = passes
+			}
+			switch {
 			case time.Since(idleSince) >= redriveGrace:
 				if n != 0 {
 					state += fmt.Sprintf("; %d acknowledged events still not in the inbox after %s for the re-drive", n, redriveGrace)
@@ -653,11 +658,14 @@ func (h *harness) settle(ctx context.Context, ld *load) error {
 			case n != 0:
 				state += fmt.Sprintf("; %d acknowledged events not in the inbox: waiting up to %s for the re-drive", n, redriveGrace)
 				idle = false
-			case perr != nil || passesAtIdle < 0 || passes < passesAtIdle+2:
+			case perr != nil || passesAtComplete < 0 || passes < passesAtComplete+2:
 				// A pass counts when it ends: the second to end after
-				// the drain began after it, and saw everything (a lost
-				// conflict record leaves no trace in the inbox count).
-				state += "; waiting for a re-drive pass that began after the drain"
+				// the inbox held every acknowledged event began after
+				// that, and saw everything. A lost conflict record leaves
+				// no trace in the inbox count, and one whose key was
+				// re-driven is judged only once the re-driven copy has
+				// its row: a pass that began before then cannot see it.
+				state += "; waiting for a re-drive pass that began once the inbox was complete"
 				idle = false
 			}
 		}
