@@ -33,7 +33,7 @@ import (
 type Roles struct {
 	Ingress   bool
 	Processor bool // with the outbox relay and the receipt folder
-	API       bool // the replayer: operator API (/api/v1) and the replay engine
+	Replayer  bool // the operator API (/api/v1), the console and the replay engine; its config is the api section
 }
 
 // Options configure an App.
@@ -66,7 +66,7 @@ type Options struct {
 
 // NewMetrics builds the metrics of the roles r selects (telemetry.NewMetricsFor).
 func NewMetrics(r Roles) *telemetry.Metrics {
-	return telemetry.NewMetricsFor(telemetry.Roles{Ingress: r.Ingress, Processor: r.Processor, Replayer: r.API})
+	return telemetry.NewMetricsFor(telemetry.Roles{Ingress: r.Ingress, Processor: r.Processor, Replayer: r.Replayer})
 }
 
 const (
@@ -199,7 +199,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 	if err := stream.Check(startCtx, js, cfg.NATS.Stream, a.log, o.Roles.streams()...); err != nil {
 		return nil, err
 	}
-	if o.Roles.Processor || o.Roles.API {
+	if o.Roles.Processor || o.Roles.Replayer {
 		if a.st, err = openStore(startCtx, cfg.Postgres, a.log); err != nil {
 			return nil, err
 		}
@@ -219,7 +219,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		svc.Mount(r)
 		a.maxConns = cfg.Ingress.MaxConnections
 	}
-	if o.Roles.API {
+	if o.Roles.Replayer {
 		// A shard's replayer (processor.shard) answers for the shard's
 		// integrations and reads its durable: the same config as its processors.
 		ro := replayerOptions(cfg)

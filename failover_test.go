@@ -76,7 +76,7 @@ func waitForPromotion(t *testing.T, events int, edit func(*config.Config)) {
 		}
 		return fwd.Handle(ctx, tx, ev)
 	})
-	a := testrig.StartApp(t, cfg, intake.Options{Roles: intake.Roles{Processor: true, API: true}, Handler: handler})
+	a := testrig.StartApp(t, cfg, intake.Options{Roles: intake.Roles{Processor: true, Replayer: true}, Handler: handler})
 
 	_, js := testrig.Connect(t, n.URL())
 	for i := range events {

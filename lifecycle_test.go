@@ -213,7 +213,7 @@ func TestNewFailsBeforeListening(t *testing.T) {
 	}
 	addr := probe.Addr().String()
 	probe.Close()
-	_, err = intake.New(context.Background(), cfg, intake.Options{Roles: intake.Roles{Ingress: true, Processor: true, API: true},
+	_, err = intake.New(context.Background(), cfg, intake.Options{Roles: intake.Roles{Ingress: true, Processor: true, Replayer: true},
 		HTTPAddr: addr})
 	if !errors.Is(err, store.ErrNotMigrated) {
 		t.Fatalf("app.New = %v, want store.ErrNotMigrated", err)

@@ -86,7 +86,7 @@ func TestInternalListener(t *testing.T) {
 	cfg, _ := lifecycleConfig(t)
 	cfg.HTTP.InternalAddr = "127.0.0.1:0"
 	cfg.Debug.Pprof = true
-	a := startApp(t, cfg, intake.Options{Roles: intake.Roles{Ingress: true, API: true}})
+	a := startApp(t, cfg, intake.Options{Roles: intake.Roles{Ingress: true, Replayer: true}})
 	if a.InternalAddr() == nil || a.InternalAddr().String() == a.Addr().String() {
 		t.Fatalf("InternalAddr() = %v, Addr() = %v: want a second listener", a.InternalAddr(), a.Addr())
 	}

@@ -45,10 +45,10 @@ func TestEachRoleExportsItsOwnSeries(t *testing.T) {
 		{"processor", intake.Roles{Processor: true}, []string{"processor"},
 			[]string{"intake_processor_last_commit_timestamp_seconds", "intake_outbox_pending", "intake_postgres_pool_max_conns",
 				"intake_postgres_server_changes_total", "intake_nats_connected"}},
-		{"replayer", intake.Roles{API: true}, []string{"replayer"},
+		{"replayer", intake.Roles{Replayer: true}, []string{"replayer"},
 			[]string{"intake_replayer_running", "intake_replays", "intake_inbox_events", "intake_postgres_pool_max_conns",
 				"intake_postgres_server_changes_total", "intake_nats_connected"}},
-		{"dev", intake.Roles{Ingress: true, Processor: true, API: true}, []string{"ingress", "processor", "replayer"},
+		{"dev", intake.Roles{Ingress: true, Processor: true, Replayer: true}, []string{"ingress", "processor", "replayer"},
 			[]string{"intake_ingress_received_total", "intake_processor_last_commit_timestamp_seconds", "intake_replays"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,7 +92,7 @@ func TestEachRoleExportsItsOwnSeries(t *testing.T) {
 			if v, _ := scrape.Sum(fams, "intake_nats_connected", nil); v != 1 {
 				t.Errorf("intake_nats_connected = %v, want 1", v)
 			}
-			if tt.roles.Processor || tt.roles.API {
+			if tt.roles.Processor || tt.roles.Replayer {
 				if v, _ := scrape.Sum(fams, "intake_postgres_pool_max_conns", nil); v != float64(tr.Config.Postgres.MaxConns) {
 					t.Errorf("intake_postgres_pool_max_conns = %v, want postgres.max_conns (%d)", v, tr.Config.Postgres.MaxConns)
 				}

@@ -78,7 +78,7 @@ type pipeline struct {
 func startPipeline(t *testing.T, mutate func(*config.Config)) *pipeline {
 	t.Helper()
 	tr := testrig.New(t, testrig.Options{Config: testConfig, Mutate: mutate,
-		App: &intake.Options{Roles: intake.Roles{Ingress: true, Processor: true, API: true}}})
+		App: &intake.Options{Roles: intake.Roles{Ingress: true, Processor: true, Replayer: true}}})
 	return &pipeline{t: t, tr: tr, cfg: tr.Config, base: tr.App.URL, nats: tr.Server, js: tr.JS, db: tr.DB}
 }
 
@@ -493,7 +493,7 @@ func TestRoleStartedWhilePostgresIsDownWaitsForIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	pg.Stop(t)
-	startsOnceBack(t, cfg, intake.Roles{Processor: true, API: true}, "waiting for postgres", func() { pg.Start(t) })
+	startsOnceBack(t, cfg, intake.Roles{Processor: true, Replayer: true}, "waiting for postgres", func() { pg.Start(t) })
 }
 
 // startsOnceBack runs the roles while what they need is down: they log

@@ -41,7 +41,7 @@ integrations:
 	logs := &testenv.Buffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	a, err := intake.New(ctx, cfg, intake.Options{Roles: intake.Roles{API: true}, HTTPAddr: "127.0.0.1:0",
+	a, err := intake.New(ctx, cfg, intake.Options{Roles: intake.Roles{Replayer: true}, HTTPAddr: "127.0.0.1:0",
 		Log: slog.New(slog.NewTextHandler(logs, nil))})
 	if err == nil {
 		_ = a.Stop(context.Background())

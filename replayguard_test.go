@@ -56,7 +56,7 @@ integrations:
 // id is a new event: 54 INTAKE_OUT messages per integration.
 func TestCapturedBodyUnderFreshIDsAppliesOnce(t *testing.T) {
 	tr := testrig.New(t, testrig.Options{Config: guardConfig,
-		App: &intake.Options{Roles: intake.Roles{Ingress: true, Processor: true, API: true}}})
+		App: &intake.Options{Roles: intake.Roles{Ingress: true, Processor: true, Replayer: true}}})
 	const fresh, otherTypes = 50, 3
 	post := func(integration, id, typ string, body []byte) {
 		t.Helper()

@@ -18,7 +18,7 @@ func (r Roles) natsRole() string {
 	if r.Processor {
 		names = append(names, "processor")
 	}
-	if r.API {
+	if r.Replayer {
 		names = append(names, "replayer")
 	}
 	return strings.Join(names, "_")
@@ -41,7 +41,7 @@ func (r Roles) streams() []string {
 	if r.Processor {
 		add(envelope.StreamIn, envelope.StreamOut, envelope.StreamReceipts)
 	}
-	if r.API {
+	if r.Replayer {
 		add(envelope.StreamIn, envelope.StreamOut)
 	}
 	return s

@@ -184,7 +184,7 @@ func startTracedPipeline(t *testing.T) *tracedPipeline {
 	tr := testrig.New(t, testrig.Options{Config: testConfig})
 	in := testrig.StartApp(t, tr.Config, intake.Options{Roles: intake.Roles{Ingress: true}, TracerProvider: trIn.Provider()})
 	testrig.StartApp(t, tr.Config, intake.Options{Roles: intake.Roles{Processor: true}, TracerProvider: trProc.Provider()})
-	rep := testrig.StartApp(t, tr.Config, intake.Options{Roles: intake.Roles{API: true}, TracerProvider: trRep.Provider()})
+	rep := testrig.StartApp(t, tr.Config, intake.Options{Roles: intake.Roles{Replayer: true}, TracerProvider: trRep.Provider()})
 	p := &tracedPipeline{
 		pipeline: &pipeline{t: t, tr: tr, cfg: tr.Config, base: in.URL, nats: tr.Server, js: tr.JS, db: tr.DB},
 		recv:     recv, apiBase: rep.URL, trs: []*otlp.Tracing{trIn, trProc, trRep, trSub}, handled: make(chan trace.SpanContext, 16),

@@ -25,7 +25,7 @@ type ctxKey struct{}
 // Caller is the authenticated token's name and role.
 type Caller struct {
 	Name string
-	Role config.Role
+	Role config.TokenRole
 }
 
 // CallerFrom returns the caller RequireToken stored in ctx.
@@ -37,7 +37,7 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 type token struct {
 	sum  [32]byte
 	name string
-	role config.Role
+	role config.TokenRole
 }
 
 // AuthOptions configure RequireToken.
@@ -165,7 +165,7 @@ func throttleKey(addr string) string {
 }
 
 // RequireRole answers 403 unless the caller has role (operator implies viewer).
-func RequireRole(role config.Role) func(http.Handler) http.Handler {
+func RequireRole(role config.TokenRole) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			c, ok := CallerFrom(r.Context())

@@ -107,7 +107,7 @@ func (r *rig) handler() processor.Handler {
 // relay and the replayer (API and engine).
 func (r *rig) start() {
 	r.t.Helper()
-	a := testrig.StartApp(r.t, r.cfg, intake.Options{Roles: intake.Roles{Processor: true, API: true}, Handler: r.handler()})
+	a := testrig.StartApp(r.t, r.cfg, intake.Options{Roles: intake.Roles{Processor: true, Replayer: true}, Handler: r.handler()})
 	r.base, r.app = a.URL, a
 }
 

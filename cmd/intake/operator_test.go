@@ -46,7 +46,7 @@ api:
     - {name: ops, token: ` + cliOperator + `, role: operator}
 integrations:
   - {name: demo, provider: standard, tenant: acme, account: main, secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}
-`, App: &intake.Options{Roles: intake.Roles{Processor: true, API: true}}})
+`, App: &intake.Options{Roles: intake.Roles{Processor: true, Replayer: true}}})
 	return &operatorRig{t: t, tr: tr, base: tr.App.URL, js: tr.JS, db: tr.DB}
 }
 

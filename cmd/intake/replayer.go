@@ -29,7 +29,7 @@ Postgres advisory lock), and one whose replayer stopped is resumed by another.`,
 			log := g.logger()
 			log.Info("replayer starting", "addr", addr)
 			return runTraced(cmd.Context(), "replayer", log, func(tp trace.TracerProvider) error {
-				return intake.Run(cmd.Context(), cfg, intake.Options{Roles: intake.Roles{API: true}, HTTPAddr: addr, Log: log, TracerProvider: tp})
+				return intake.Run(cmd.Context(), cfg, intake.Options{Roles: intake.Roles{Replayer: true}, HTTPAddr: addr, Log: log, TracerProvider: tp})
 			})
 		},
 	}

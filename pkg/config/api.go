@@ -135,13 +135,15 @@ func (r APIReconcile) WithDefaults() APIReconcile {
 	return r
 }
 
-// Role of an API token: viewer reads; operator also replays.
-type Role string
+// TokenRole is what an API token may do: a viewer reads, an operator also
+// replays. A role of the binary (ingress, processor, replayer) is another
+// thing: intake.Roles.
+type TokenRole string
 
-// Roles.
+// Token roles.
 const (
-	RoleViewer   Role = "viewer"
-	RoleOperator Role = "operator"
+	RoleViewer   TokenRole = "viewer"
+	RoleOperator TokenRole = "operator"
 )
 
 // Token is one bearer token of the operator API, given either as the token
@@ -151,7 +153,7 @@ type Token struct {
 	Name        string `yaml:"name"`
 	Token       string `yaml:"token"`
 	TokenSHA256 string `yaml:"token_sha256"`
-	Role        Role   `yaml:"role"`
+	Role        TokenRole   `yaml:"role"`
 }
 
 // Sum is the SHA-256 the API compares a presented token's digest with

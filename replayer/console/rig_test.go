@@ -71,7 +71,7 @@ func setup(t *testing.T) *rig {
 		}
 		return fwd.Handle(ctx, tx, ev)
 	})
-	a := testrig.StartApp(t, r.tr.Config, intake.Options{Roles: intake.Roles{Processor: true, API: true}, Handler: h})
+	a := testrig.StartApp(t, r.tr.Config, intake.Options{Roles: intake.Roles{Processor: true, Replayer: true}, Handler: h})
 	r.base = a.URL
 	return r
 }

@@ -55,7 +55,7 @@ type sessions struct {
 
 type tokenInfo struct {
 	name string
-	role config.Role
+	role config.TokenRole
 }
 
 // session is a signed-in request's session.

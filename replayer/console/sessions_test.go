@@ -33,7 +33,7 @@ func (r *rig) replayer(mutate func(*config.Config)) string {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	return testrig.StartApp(r.t, &cfg, intake.Options{Roles: intake.Roles{API: true}}).URL
+	return testrig.StartApp(r.t, &cfg, intake.Options{Roles: intake.Roles{Replayer: true}}).URL
 }
 
 // at is a client of the console at base (another replayer).

@@ -201,7 +201,7 @@ func TestEveryRoleWithItsOwnUser(t *testing.T) {
 			Log: logger(&logs).With("user", user)})
 	}
 	proc := start("processor", intake.Roles{Processor: true})
-	rp := start("replayer", intake.Roles{API: true})
+	rp := start("replayer", intake.Roles{Replayer: true})
 	ing := start("ingress", intake.Roles{Ingress: true})
 
 	body := []byte(`{"type":"invoice.paid","n":1}`)
@@ -565,7 +565,7 @@ func TestShardReplayerReadsItsShardsDurable(t *testing.T) {
 	}
 	proc := testrig.StartApp(t, shardConfig(shardProcessorUser), intake.Options{Roles: intake.Roles{Processor: true},
 		Log: logger(&logs).With("user", shardProcessorUser)})
-	rp := testrig.StartApp(t, shardConfig("replayer"), intake.Options{Roles: intake.Roles{API: true}, Log: logger(&logs).With("user", "replayer")})
+	rp := testrig.StartApp(t, shardConfig("replayer"), intake.Options{Roles: intake.Roles{Replayer: true}, Log: logger(&logs).With("user", "replayer")})
 	ing := testrig.StartApp(t, roleConfig(t, url, "ingress", db), intake.Options{Roles: intake.Roles{Ingress: true},
 		Log: logger(&logs).With("user", "ingress")})
 

@@ -4,7 +4,7 @@
 // chosen roles) serving HTTP, and the operator API's client (apiclient, the
 // CLI's) on it. Everything it starts is stopped in t.Cleanup.
 //
-//	r := testrig.New(t, testrig.Options{Config: yaml, App: &intake.Options{Roles: intake.Roles{Processor: true, API: true}}})
+//	r := testrig.New(t, testrig.Options{Config: yaml, App: &intake.Options{Roles: intake.Roles{Processor: true, Replayer: true}}})
 //	r.Publish(t, msg)
 //	page, err := r.App.Client(token).Events(ctx, apiclient.EventQuery{Status: "processed"})
 //

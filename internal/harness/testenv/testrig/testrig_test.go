@@ -54,7 +54,7 @@ func TestDatabaseIsMigratedAndPrivate(t *testing.T) {
 
 func TestAppAndClient(t *testing.T) {
 	t.Parallel()
-	r := testrig.New(t, testrig.Options{Config: config, App: &intake.Options{Roles: intake.Roles{Processor: true, API: true}}})
+	r := testrig.New(t, testrig.Options{Config: config, App: &intake.Options{Roles: intake.Roles{Processor: true, Replayer: true}}})
 	k := envelope.Key{Integration: "demo", Account: "main", EventID: "evt_1"}
 	r.Publish(t, envelope.NewDelivery(k, "acme", "invoice.paid", []byte(`{"id":"evt_1"}`), time.Now()).Msg())
 	r.Settled(t, 1, 30*time.Second)
