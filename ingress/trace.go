@@ -54,7 +54,7 @@ func (s *Service) traceRequest(q *request) int {
 }
 
 // traceVerify is v.Verify(d); traced, inside the verify span.
-func (s *Service) traceVerify(ctx context.Context, v provider.Verifier, d *provider.Delivery) (provider.Event, error) {
+func (s *Service) traceVerify(ctx context.Context, v provider.Verifier, d *provider.Request) (provider.Identity, error) {
 	if s.tracer == nil {
 		return v.Verify(d)
 	}

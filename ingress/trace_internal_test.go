@@ -17,14 +17,14 @@ import (
 // okVerifier verifies every delivery, allocating nothing.
 type okVerifier struct{}
 
-func (okVerifier) Verify(*provider.Delivery) (provider.Event, error) {
-	return provider.Event{ID: "evt_1"}, nil
+func (okVerifier) Verify(*provider.Request) (provider.Identity, error) {
+	return provider.Identity{ID: "evt_1"}, nil
 }
 
 // tracedPath runs the tracing a webhook request meets: traceVerify itself,
 // and the span bookkeeping traceRequest and tracePublish wrap around
 // receive and the publish (which, off, they call directly).
-func tracedPath(s *Service, r *http.Request, in *integration, d *provider.Delivery, msg *nats.Msg, key envelope.Key, ack *jetstream.PubAck) {
+func tracedPath(s *Service, r *http.Request, in *integration, d *provider.Request, msg *nats.Msg, key envelope.Key, ack *jetstream.PubAck) {
 	_, _ = s.traceVerify(r.Context(), in.verifier, d)
 	if s.tracer == nil {
 		return
@@ -40,7 +40,7 @@ func tracedPath(s *Service, r *http.Request, in *integration, d *provider.Delive
 func TestTracingOffAllocatesNothingPerRequest(t *testing.T) {
 	in := &integration{verifier: okVerifier{}}
 	in.Name, in.Tenant = "demo", "acme"
-	d := &provider.Delivery{Body: []byte(`{}`)}
+	d := &provider.Request{Body: []byte(`{}`)}
 	key := envelope.Key{Integration: "demo", Account: "main", EventID: "evt_1"}
 	msg := &nats.Msg{Subject: "intake.in.demo.invoice%2Epaid", Header: nats.Header{}}
 	ack := &jetstream.PubAck{Sequence: 1}

@@ -69,7 +69,7 @@ type request struct {
 	client netip.Addr     // the address limitClient charged
 	res    *bodyRead      // the body's room in the in-flight budget
 	body   []byte         // the raw body, the bytes the signature covers
-	ev     provider.Event // what the verifier read from the delivery
+	ev     provider.Identity // what the verifier read from the delivery
 	key    envelope.Key   // the scoped key
 	msg    *nats.Msg      // the INTAKE_IN message
 }
@@ -201,7 +201,7 @@ func (s *Service) checkDepth(q *request) verdict {
 // before anything parses the body, so an unsigned request never reserves
 // an event id. A verified delivery gets its client-address token back.
 func (s *Service) verify(q *request) verdict {
-	ev, err := s.traceVerify(q.r.Context(), q.in.verifier, &provider.Delivery{Header: q.r.Header, Body: q.body, Now: q.now})
+	ev, err := s.traceVerify(q.r.Context(), q.in.verifier, &provider.Request{Header: q.r.Header, Body: q.body, Now: q.now})
 	if err != nil {
 		code := http.StatusUnauthorized
 		if errors.Is(err, provider.ErrMalformed) {

@@ -127,8 +127,8 @@ func (ev *Event) claim() store.Claim {
 
 // acceptedDelivery is the delivery-history row of the event's stream
 // message: ingress accepted it.
-func (ev *Event) acceptedDelivery() store.Delivery {
-	return store.Delivery{
+func (ev *Event) acceptedDelivery() store.DeliveryRecord {
+	return store.DeliveryRecord{
 		ReceiptID: envelope.StreamReceiptID(ev.StreamSeq), Key: ev.Key, ReceivedAt: ev.ReceivedAt,
 		Instance: ev.Instance, StatusCode: 200, Answer: string(envelope.AnswerAccepted), RetryHints: ev.RetryHints,
 	}

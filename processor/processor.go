@@ -439,7 +439,7 @@ func (p *Processor) handlerFailed(work, shutdown context.Context, it *item, herr
 	it.settled(string(status), true)
 	p.o.Log.Error("handler failed; recording",
 		it.logArgs("key", ev.Key.String(), "status", status, "delivery", ev.Delivery, "err", herr)...)
-	var d *store.Delivery
+	var d *store.DeliveryRecord
 	if ev.ReplayMode == inbox.ReplayNone {
 		accepted := ev.acceptedDelivery()
 		d = &accepted

@@ -60,7 +60,7 @@ func (r *Replayer) getEvent(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	var (
-		ev  store.Event
+		ev  store.EventRecord
 		err error
 	)
 	ctx := req.Context()
@@ -73,7 +73,7 @@ func (r *Replayer) getEvent(w http.ResponseWriter, req *http.Request) {
 		r.writeFailure(w, failure{call: "get event", notFound: "no such event"}, err)
 		return
 	}
-	d := eventHistory{Event: ev}
+	d := eventHistory{EventRecord: ev}
 	k := envelope.Key{Integration: ev.Integration, Account: ev.Account, EventID: ev.EventID}
 	if d.ConflictRecords, err = r.o.Store.EventConflicts(ctx, k); err == nil {
 		if d.Deliveries, err = r.o.Store.EventDeliveryHistory(ctx, k); err == nil {
@@ -110,7 +110,7 @@ func (r *Replayer) listEvents(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if events == nil {
-		events = []store.Event{}
+		events = []store.EventRecord{}
 	}
 	writeJSON(w, http.StatusOK, eventPage(events, next))
 }

@@ -32,8 +32,8 @@ var (
 	pinSeq      = int64(42)
 )
 
-func fullEvent() store.Event {
-	return store.Event{Key: "demo/main/evt_1", Integration: "demo", Account: "main", EventID: "evt_1", Tenant: "acme",
+func fullEvent() store.EventRecord {
+	return store.EventRecord{Key: "demo/main/evt_1", Integration: "demo", Account: "main", EventID: "evt_1", Tenant: "acme",
 		EventType: "invoice.paid", Status: inbox.StatusFailed, PayloadSHA256: "ab12", DeliveryCount: 2, Attempts: 3,
 		StreamSeq: 7, FirstReceivedAt: pinAt, LastReceivedAt: pinLater, ProcessedAt: &pinLater, Error: &pinErr, Conflicts: 1}
 }
@@ -64,15 +64,15 @@ func fullReplay() store.Replay {
 func apiJSON() map[string]func(w http.ResponseWriter) {
 	return map[string]func(w http.ResponseWriter){
 		"event_page": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, eventPage([]store.Event{fullEvent(), {}}, "next"))
+			writeJSON(w, http.StatusOK, eventPage([]store.EventRecord{fullEvent(), {}}, "next"))
 		},
 		"event_page_empty": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, eventPage([]store.Event{}, ""))
+			writeJSON(w, http.StatusOK, eventPage([]store.EventRecord{}, ""))
 		},
 		"event_detail": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, eventHistory{Event: fullEvent(),
+			writeJSON(w, http.StatusOK, eventHistory{EventRecord: fullEvent(),
 				ConflictRecords: []store.Conflict{fullConflict()},
-				Deliveries: []store.Delivery{
+				Deliveries: []store.DeliveryRecord{
 					{Key: envelope.Key{Integration: "demo"}, ReceiptID: "r1", ReceivedAt: pinAt, Instance: "ingress-0", StatusCode: 200,
 						Answer: "accepted", RetryHints: map[string]string{"Stripe-Retry": "2"}},
 					{ReceiptID: "r2", ReceivedAt: pinLater, Instance: "ingress-1", StatusCode: 200, Answer: "duplicate"},
@@ -86,12 +86,12 @@ func apiJSON() map[string]func(w http.ResponseWriter) {
 			}.wire())
 		},
 		"event_detail_empty": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, eventHistory{Event: store.Event{}, ConflictRecords: []store.Conflict{},
-				Deliveries: []store.Delivery{}, Executions: []store.ExecutionRecord{}, Replays: []store.ReplayRef{},
+			writeJSON(w, http.StatusOK, eventHistory{EventRecord: store.EventRecord{}, ConflictRecords: []store.Conflict{},
+				Deliveries: []store.DeliveryRecord{}, Executions: []store.ExecutionRecord{}, Replays: []store.ReplayRef{},
 				Rejections: []store.Rejection{}, ReplayedBodies: []store.Rejection{}}.wire())
 		},
 		"event_detail_nil": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, eventHistory{Event: fullEvent()}.wire())
+			writeJSON(w, http.StatusOK, eventHistory{EventRecord: fullEvent()}.wire())
 		},
 		"conflict_page": func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusOK, conflictPage([]store.Conflict{fullConflict(), {}}, "next"))

@@ -12,9 +12,9 @@ import (
 // eventHistory is what GET /api/v1/events/{integration}/{event_id} gathers
 // from the store, field by field as apiclient.EventDetail shows it.
 type eventHistory struct {
-	store.Event
+	store.EventRecord
 	ConflictRecords []store.Conflict
-	Deliveries      []store.Delivery
+	Deliveries      []store.DeliveryRecord
 	Executions      []store.ExecutionRecord
 	Replays         []store.ReplayRef
 	Rejections      []store.Rejection
@@ -23,7 +23,7 @@ type eventHistory struct {
 
 func (h eventHistory) wire() apiclient.EventDetail {
 	return apiclient.EventDetail{
-		Event:           apiclient.Event(h.Event),
+		Event:           apiclient.Event(h.EventRecord),
 		ConflictRecords: wireAll(h.ConflictRecords, wireConflict),
 		Deliveries:      wireAll(h.Deliveries, wireDelivery),
 		Executions:      wireAll(h.Executions, wireExecution),
@@ -33,7 +33,7 @@ func (h eventHistory) wire() apiclient.EventDetail {
 	}
 }
 
-func eventPage(events []store.Event, next string) apiclient.EventPage {
+func eventPage(events []store.EventRecord, next string) apiclient.EventPage {
 	return apiclient.EventPage{Events: wireAll(events, wireEvent), NextCursor: next}
 }
 
@@ -52,7 +52,7 @@ func replayPage(list []store.Replay, next string) apiclient.ReplayPage {
 // Rows whose fields are the wire type's, one for one, convert as structs:
 // a field added to one and not the other fails to compile here.
 
-func wireEvent(e store.Event) apiclient.Event { return apiclient.Event(e) }
+func wireEvent(e store.EventRecord) apiclient.Event { return apiclient.Event(e) }
 
 func wireConflict(c store.Conflict) apiclient.Conflict { return apiclient.Conflict(c) }
 
@@ -66,7 +66,7 @@ func wireOutcomeCount(c store.OutcomeCount) apiclient.OutcomeCount { return apic
 
 // The others carry store-only fields (the parsed key, the resume point).
 
-func wireDelivery(d store.Delivery) apiclient.Delivery {
+func wireDelivery(d store.DeliveryRecord) apiclient.Delivery {
 	return apiclient.Delivery{ReceiptID: d.ReceiptID, ReceivedAt: d.ReceivedAt, Instance: d.Instance,
 		StatusCode: d.StatusCode, Answer: d.Answer, RetryHints: d.RetryHints}
 }

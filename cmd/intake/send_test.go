@@ -56,7 +56,7 @@ func TestSendSignsForEveryProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got := make(chan provider.Event, 1)
+	got := make(chan provider.Identity, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		in, ok := cfg.Integration(strings.TrimPrefix(r.URL.Path, "/webhooks/"))
 		if !ok {
@@ -69,7 +69,7 @@ func TestSendSignsForEveryProvider(t *testing.T) {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
-		ev, err := v.Verify(&provider.Delivery{Header: r.Header, Body: body, Now: time.Now()})
+		ev, err := v.Verify(&provider.Request{Header: r.Header, Body: body, Now: time.Now()})
 		if err != nil {
 			http.Error(w, `{"status":"rejected","reason":"`+provider.Reason(err)+`"}`, http.StatusUnauthorized)
 			return

@@ -44,7 +44,7 @@ func StreamReceiptID(seq uint64) string { return "in:" + strconv.FormatUint(seq,
 // (Slack's X-Slack-Retry-Num and X-Slack-Retry-Reason); the delivery history
 // keeps them so operators see retries before pressing "Resend". They are not
 // signed and they are stored, so only the verifier of their provider reads
-// them (provider.Event.RetryHints), and they are bounded here, also when
+// them (provider.Identity.RetryHints), and they are bounded here, also when
 // read back from a message or receipt anyone allowed to publish could write.
 const (
 	// MaxRetryHints bounds the number of hints kept per delivery.

@@ -54,7 +54,7 @@ func FuzzStandardVerify(f *testing.F) {
 		h.Set("webhook-id", id)
 		h.Set("webhook-timestamp", ts)
 		h.Set("webhook-signature", sig)
-		ev, err := v.Verify(&Delivery{Header: h, Body: body, Now: now})
+		ev, err := v.Verify(&Request{Header: h, Body: body, Now: now})
 		if err != nil {
 			checkSentinel(t, err)
 			return
@@ -161,7 +161,7 @@ func compareWithReference(t *testing.T, v Verifier, ref func([]byte, http.Header
 	if sec, err := strconv.ParseInt(ts, 10, 64); err == nil && digits {
 		now = time.Unix(sec, 0)
 	}
-	_, err := v.Verify(&Delivery{Header: h, Body: body, Now: now})
+	_, err := v.Verify(&Request{Header: h, Body: body, Now: now})
 	if err != nil {
 		checkSentinel(t, err)
 	}
@@ -197,7 +197,7 @@ func FuzzStripeDifferential(f *testing.F) {
 	f.Add("", []byte(nil))
 
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
-		_, err := v.Verify(&Delivery{Header: hdr("Stripe-Signature", header), Body: body, Now: early})
+		_, err := v.Verify(&Request{Header: hdr("Stripe-Signature", header), Body: body, Now: early})
 		if err != nil {
 			checkSentinel(t, err)
 		}
@@ -231,7 +231,7 @@ func FuzzGitHubVerify(f *testing.F) {
 	f.Add("", "", "", []byte(nil))
 
 	f.Fuzz(func(t *testing.T, sig, delivery, event string, body []byte) {
-		ev, err := v.Verify(&Delivery{Header: githubHeader(sig, delivery, event), Body: body})
+		ev, err := v.Verify(&Request{Header: githubHeader(sig, delivery, event), Body: body})
 		if err != nil {
 			checkSentinel(t, err)
 			return
@@ -265,7 +265,7 @@ func FuzzShopifyVerify(f *testing.F) {
 	f.Fuzz(func(t *testing.T, sig, shop, eventID, webhookID, triggered string, body []byte) {
 		h := hdr("X-Shopify-Hmac-Sha256", sig, "X-Shopify-Shop-Domain", shop, "X-Shopify-Event-Id", eventID,
 			"X-Shopify-Webhook-Id", webhookID, "X-Shopify-Triggered-At", triggered)
-		ev, err := v.Verify(&Delivery{Header: h, Body: body})
+		ev, err := v.Verify(&Request{Header: h, Body: body})
 		if err != nil {
 			checkSentinel(t, err)
 			return
@@ -321,7 +321,7 @@ b"}`,
 		// The retry headers are unsigned: fuzz them with the body's bytes.
 		h.Set("X-Slack-Retry-Num", string(body[:min(len(body), 4)]))
 		h.Set("X-Slack-Retry-Reason", string(body))
-		ev, err := v.Verify(&Delivery{Header: h, Body: body, Now: now})
+		ev, err := v.Verify(&Request{Header: h, Body: body, Now: now})
 		if err != nil {
 			checkSentinel(t, err)
 			return
@@ -390,7 +390,7 @@ func FuzzHMACTemplate(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := v.Verify(&Delivery{Header: h, Body: body, Now: now}); err != nil && !errors.Is(err, ErrMalformed) {
+		if _, err := v.Verify(&Request{Header: h, Body: body, Now: now}); err != nil && !errors.Is(err, ErrMalformed) {
 			t.Fatalf("template %q: Sign's output does not verify: %v", tmpl, err)
 		}
 	})
@@ -442,7 +442,7 @@ func FuzzHMACVerify(f *testing.F) {
 		h.Set("X-Event-Id", idHeader)
 		var hexOK bool
 		for _, v := range []Verifier{vhex, vb64} {
-			ev, err := v.Verify(&Delivery{Header: h, Body: body})
+			ev, err := v.Verify(&Request{Header: h, Body: body})
 			if err != nil {
 				checkSentinel(t, err)
 				continue

@@ -32,7 +32,7 @@ const (
 
 type github struct {
 	keys      [][]byte
-	identity  identity
+	identity  identityReader
 	defaultID bool // the id is X-GitHub-Delivery, required up front
 }
 
@@ -49,34 +49,34 @@ func newGitHub(cfg Config) (Verifier, error) {
 	return g, nil
 }
 
-func (g *github) Verify(d *Delivery) (Event, error) {
+func (g *github) Verify(d *Request) (Identity, error) {
 	sig := d.Header.Get(githubSignatureHeader)
 	if sig == "" {
 		if d.Header.Get(githubSHA1Header) != "" {
-			return Event{}, fmt.Errorf("%w: %s (a SHA-1 %s alone is not accepted)", ErrMissingHeader, githubSignatureHeader, githubSHA1Header)
+			return Identity{}, fmt.Errorf("%w: %s (a SHA-1 %s alone is not accepted)", ErrMissingHeader, githubSignatureHeader, githubSHA1Header)
 		}
-		return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, githubSignatureHeader)
+		return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, githubSignatureHeader)
 	}
 	if g.defaultID && d.Header.Get(githubDeliveryHeader) == "" {
-		return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, githubDeliveryHeader)
+		return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, githubDeliveryHeader)
 	}
 	hexMAC, ok := strings.CutPrefix(sig, "sha256=")
 	var want [sha256.Size]byte
 	if !ok || len(hexMAC) != hex.EncodedLen(sha256.Size) {
-		return Event{}, fmt.Errorf("%w: %s is not sha256=<64 hex digits>", ErrBadSignature, githubSignatureHeader)
+		return Identity{}, fmt.Errorf("%w: %s is not sha256=<64 hex digits>", ErrBadSignature, githubSignatureHeader)
 	}
 	if _, err := hex.Decode(want[:], []byte(hexMAC)); err != nil {
-		return Event{}, fmt.Errorf("%w: %s is not hex", ErrBadSignature, githubSignatureHeader)
+		return Identity{}, fmt.Errorf("%w: %s is not hex", ErrBadSignature, githubSignatureHeader)
 	}
 	idx := firstMatch(sha256.New, g.keys, want[:], d.Body)
 	if idx < 0 {
-		return Event{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, githubSignatureHeader)
+		return Identity{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, githubSignatureHeader)
 	}
 
-	ev := Event{SecretIndex: idx}
+	ev := Identity{SecretIndex: idx}
 	body := jsonBody{raw: d.Body}
 	if err := g.identity.read(d.Header, &body, &ev); err != nil {
-		return Event{}, err
+		return Identity{}, err
 	}
 	return ev, nil
 }

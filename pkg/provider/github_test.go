@@ -31,11 +31,11 @@ func githubHeader(sig, delivery, event string) http.Header {
 func TestGitHubDocsVector(t *testing.T) {
 	const want = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
 	v := newTestVerifier(t, Config{Provider: "github", Secrets: []string{"It's a Secret to Everybody"}})
-	ev, err := v.Verify(&Delivery{Header: githubHeader(want, "d-1", "push"), Body: []byte("Hello, World!")})
+	ev, err := v.Verify(&Request{Header: githubHeader(want, "d-1", "push"), Body: []byte("Hello, World!")})
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
-	if ev != (Event{ID: "d-1", Type: "push"}) {
+	if ev != (Identity{ID: "d-1", Type: "push"}) {
 		t.Fatalf("event = %+v", ev)
 	}
 	if got := githubSig("It's a Secret to Everybody", "Hello, World!"); got != want {
@@ -53,16 +53,16 @@ func TestGitHubVerify(t *testing.T) {
 		return "sha1=" + hex.EncodeToString(m.Sum(nil))
 	}()
 	h := githubHeader(good, "72d3162e-cc78-11e3-81ab-4c9367dc0958", "issues")
-	want := Event{ID: "72d3162e-cc78-11e3-81ab-4c9367dc0958", Type: "issues"}
+	want := Identity{ID: "72d3162e-cc78-11e3-81ab-4c9367dc0958", Type: "issues"}
 
 	runVerifyCases(t, Config{Provider: "github", Secrets: []string{githubSecret}}, body, time.Unix(1_700_000_000, 0), []verifyCase{
 		{name: "valid", header: h, want: want},
 		{name: "with the legacy SHA-1 header too", header: with(h, "X-Hub-Signature", sha1Sig), want: want},
 		{name: "uppercase hex", header: with(h, "X-Hub-Signature-256", "sha256="+strings.ToUpper(strings.TrimPrefix(good, "sha256="))), want: want},
-		{name: "ping is an event", header: with(h, "X-GitHub-Event", "ping"), want: Event{ID: want.ID, Type: "ping"}},
-		{name: "no event header: no type", header: with(h, "X-GitHub-Event", ""), want: Event{ID: want.ID}},
+		{name: "ping is an event", header: with(h, "X-GitHub-Event", "ping"), want: Identity{ID: want.ID, Type: "ping"}},
+		{name: "no event header: no type", header: with(h, "X-GitHub-Event", ""), want: Identity{ID: want.ID}},
 		{name: "rotated: second secret", cfg: func(c *Config) { c.Secrets = []string{githubOtherSecret, githubSecret} },
-			header: h, want: Event{ID: want.ID, Type: "issues", SecretIndex: 1}},
+			header: h, want: Identity{ID: want.ID, Type: "issues", SecretIndex: 1}},
 		{name: "wrong secret", header: with(h, "X-Hub-Signature-256", other), wantErr: ErrBadSignature},
 		{name: "tampered body", body: strp(strings.Replace(body, "42", "43", 1)), header: h, wantErr: ErrBadSignature},
 		{name: "SHA-1 only", header: with(with(h, "X-Hub-Signature-256", ""), "X-Hub-Signature", sha1Sig),
@@ -80,10 +80,10 @@ func TestGitHubVerify(t *testing.T) {
 		{name: "object fields configured", cfg: func(c *Config) {
 			c.ObjectID = Field{Field: "issue.id"}
 			c.ObjectVersion = Field{Field: "issue.updated_at"}
-		}, header: h, want: Event{ID: want.ID, Type: "issues", ObjectID: "42", ObjectVersion: "2024-01-01T00:00:00Z"}},
+		}, header: h, want: Identity{ID: want.ID, Type: "issues", ObjectID: "42", ObjectVersion: "2024-01-01T00:00:00Z"}},
 		{name: "configured field on a non-JSON body", cfg: func(c *Config) { c.ObjectID = Field{Field: "issue.id"} },
 			body: strp("payload=x"), header: with(h, "X-Hub-Signature-256", githubSig(githubSecret, "payload=x")), wantErr: ErrMalformed},
 		{name: "event_id configured: delivery header not required", cfg: func(c *Config) { c.EventID = Field{Field: "issue.id"} },
-			header: with(h, "X-GitHub-Delivery", ""), want: Event{ID: "42", Type: "issues"}},
+			header: with(h, "X-GitHub-Delivery", ""), want: Identity{ID: "42", Type: "issues"}},
 	})
 }

@@ -49,7 +49,7 @@ type hmacVerifier struct {
 	tolerance time.Duration
 
 	keys     [][]byte
-	identity identity
+	identity identityReader
 }
 
 // templatePart is a literal or one placeholder of hmac.template.
@@ -204,15 +204,15 @@ func isPlaceholderName(s string) bool {
 	return true
 }
 
-func (v *hmacVerifier) Verify(d *Delivery) (Event, error) {
+func (v *hmacVerifier) Verify(d *Request) (Identity, error) {
 	sig := d.Header.Get(v.header)
 	if sig == "" {
-		return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, v.header)
+		return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, v.header)
 	}
 	var ts, id string
 	if v.timestampHeader != "" {
 		if ts = d.Header.Get(v.timestampHeader); ts == "" {
-			return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, v.timestampHeader)
+			return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, v.timestampHeader)
 		}
 		// Checked before any MAC work: cheap, and stale replays stop here.
 		sec, err := parseUnixSeconds(ts)
@@ -220,17 +220,17 @@ func (v *hmacVerifier) Verify(d *Delivery) (Event, error) {
 			err = checkWithin(sec, d.now(), v.tolerance)
 		}
 		if err != nil {
-			return Event{}, fmt.Errorf("%w (%s)", err, v.timestampHeader)
+			return Identity{}, fmt.Errorf("%w (%s)", err, v.timestampHeader)
 		}
 	}
 	if v.idHeader != "" {
 		if id = d.Header.Get(v.idHeader); id == "" {
-			return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, v.idHeader)
+			return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, v.idHeader)
 		}
 	}
 	want, err := v.decode(sig)
 	if err != nil {
-		return Event{}, err
+		return Identity{}, err
 	}
 	content := make([][]byte, len(v.template))
 	for i, p := range v.template {
@@ -247,18 +247,18 @@ func (v *hmacVerifier) Verify(d *Delivery) (Event, error) {
 	}
 	idx := firstMatch(v.newHash, v.keys, want, content...)
 	if idx < 0 {
-		return Event{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, v.header)
+		return Identity{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, v.header)
 	}
 
 	if v.idBounds != "" && strings.ContainsAny(id, v.idBounds) {
-		return Event{}, fmt.Errorf("%w: %s contains a character that separates it from the rest of hmac.template", ErrMalformed, v.idHeader)
+		return Identity{}, fmt.Errorf("%w: %s contains a character that separates it from the rest of hmac.template", ErrMalformed, v.idHeader)
 	}
 
 	// Verified: only now is the body parsed.
-	ev := Event{SecretIndex: idx}
+	ev := Identity{SecretIndex: idx}
 	body := jsonBody{raw: d.Body}
 	if err := v.identity.read(d.Header, &body, &ev); err != nil {
-		return Event{}, err
+		return Identity{}, err
 	}
 	return ev, nil
 }

@@ -50,26 +50,26 @@ func TestHMACVerify(t *testing.T) {
 		evType  Field
 		header  http.Header
 		body    string // "" means the default body
-		want    Event
+		want    Identity
 		wantErr error
 	}{
-		{name: "sha256 hex (defaults)", header: hdr("X-Sig", hex256), want: Event{ID: "evt_42"}},
-		{name: "sha256 hex uppercase", header: hdr("X-Sig", strings.ToUpper(hex256)), want: Event{ID: "evt_42"}},
+		{name: "sha256 hex (defaults)", header: hdr("X-Sig", hex256), want: Identity{ID: "evt_42"}},
+		{name: "sha256 hex uppercase", header: hdr("X-Sig", strings.ToUpper(hex256)), want: Identity{ID: "evt_42"}},
 		{name: "sha512 hex", hmac: HMACConfig{Algorithm: "sha512"},
-			header: hdr("X-Sig", hex.EncodeToString(mac512)), want: Event{ID: "evt_42"}},
+			header: hdr("X-Sig", hex.EncodeToString(mac512)), want: Identity{ID: "evt_42"}},
 		{name: "sha256 base64", hmac: HMACConfig{Encoding: "base64"},
-			header: hdr("X-Sig", base64.StdEncoding.EncodeToString(mac256)), want: Event{ID: "evt_42"}},
+			header: hdr("X-Sig", base64.StdEncoding.EncodeToString(mac256)), want: Identity{ID: "evt_42"}},
 		{name: "sha512 base64", hmac: HMACConfig{Algorithm: "sha512", Encoding: "base64"},
-			header: hdr("X-Sig", base64.StdEncoding.EncodeToString(mac512)), want: Event{ID: "evt_42"}},
+			header: hdr("X-Sig", base64.StdEncoding.EncodeToString(mac512)), want: Identity{ID: "evt_42"}},
 		{name: "base64 unpadded", hmac: HMACConfig{Encoding: "base64"},
-			header: hdr("X-Sig", base64.RawStdEncoding.EncodeToString(mac256)), want: Event{ID: "evt_42"}},
+			header: hdr("X-Sig", base64.RawStdEncoding.EncodeToString(mac256)), want: Identity{ID: "evt_42"}},
 		{name: "base64 URL-safe", hmac: HMACConfig{Algorithm: "sha512", Encoding: "base64"},
-			header: hdr("X-Sig", base64.URLEncoding.EncodeToString(mac512)), want: Event{ID: "evt_42"}},
+			header: hdr("X-Sig", base64.URLEncoding.EncodeToString(mac512)), want: Identity{ID: "evt_42"}},
 		{name: "sha512 MAC under sha256 config", header: hdr("X-Sig", hex.EncodeToString(mac512)), wantErr: ErrBadSignature},
 		{name: "hex MAC under base64 config", hmac: HMACConfig{Encoding: "base64"},
 			header: hdr("X-Sig", hex256), wantErr: ErrBadSignature},
 		{name: "prefix present", hmac: HMACConfig{Prefix: "sha256="},
-			header: hdr("X-Sig", "sha256="+hex256), want: Event{ID: "evt_42"}},
+			header: hdr("X-Sig", "sha256="+hex256), want: Identity{ID: "evt_42"}},
 		{name: "prefix absent", hmac: HMACConfig{Prefix: "sha256="},
 			header: hdr("X-Sig", hex256), wantErr: ErrBadSignature},
 		{name: "unexpected prefix", header: hdr("X-Sig", "sha256="+hex256), wantErr: ErrBadSignature},
@@ -79,16 +79,16 @@ func TestHMACVerify(t *testing.T) {
 		{name: "tampered body", header: hdr("X-Sig", hex256), body: strings.Replace(body, "42", "43", 1), wantErr: ErrBadSignature},
 		{name: "wrong secret", secrets: []string{hmacOtherSecret}, header: hdr("X-Sig", hex256), wantErr: ErrBadSignature},
 		{name: "rotated: second secret matches", secrets: []string{hmacOtherSecret, hmacSecret},
-			header: hdr("X-Sig", hex256), want: Event{ID: "evt_42", SecretIndex: 1}},
+			header: hdr("X-Sig", hex256), want: Identity{ID: "evt_42", SecretIndex: 1}},
 		{name: "id from header", eventID: Field{Header: "X-Event-Id"}, hmac: unsigned,
-			header: hdr("X-Sig", hex256, "X-Event-Id", "hdr_1"), want: Event{ID: "hdr_1"}},
+			header: hdr("X-Sig", hex256, "X-Event-Id", "hdr_1"), want: Identity{ID: "hdr_1"}},
 		// Issue 14: the unsigned header used to override the signed field.
 		{name: "signed id field wins over the header", eventID: Field{Header: "X-Event-Id", Field: "id"}, hmac: unsigned,
-			header: hdr("X-Sig", hex256, "X-Event-Id", "hdr_1"), want: Event{ID: "evt_42"}},
+			header: hdr("X-Sig", hex256, "X-Event-Id", "hdr_1"), want: Identity{ID: "evt_42"}},
 		{name: "signed type field wins over the header", evType: Field{Header: "X-Topic", Field: "type"},
-			header: hdr("X-Sig", hex256, "X-Topic", "refund.created"), want: Event{ID: "evt_42", Type: "order.created"}},
+			header: hdr("X-Sig", hex256, "X-Topic", "refund.created"), want: Identity{ID: "evt_42", Type: "order.created"}},
 		{name: "id field absent falls back to the header", eventID: Field{Header: "X-Event-Id", Field: "data.nope"}, hmac: unsigned,
-			header: hdr("X-Sig", hex256, "X-Event-Id", "hdr_1"), want: Event{ID: "hdr_1"}},
+			header: hdr("X-Sig", hex256, "X-Event-Id", "hdr_1"), want: Identity{ID: "hdr_1"}},
 		{name: "id header missing", eventID: Field{Header: "X-Event-Id"}, hmac: unsigned, header: hdr("X-Sig", hex256), wantErr: ErrMalformed},
 		{name: "duplicated id key", body: `{"id":"evt_1","id":"evt_2"}`,
 			header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, `{"id":"evt_1","id":"evt_2"}`))), wantErr: ErrMalformed},
@@ -96,22 +96,22 @@ func TestHMACVerify(t *testing.T) {
 			header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, `{"id":"evt_1","type":"a","TYPE":"b"}`))), wantErr: ErrMalformed},
 		{name: "type with a bidi override", evType: Field{Field: "type"}, body: `{"id":"evt_1","type":"a\u202eb"}`,
 			header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, `{"id":"evt_1","type":"a\u202eb"}`))), wantErr: ErrMalformed},
-		{name: "numeric id from nested field", eventID: Field{Field: "data.seq"}, header: hdr("X-Sig", hex256), want: Event{ID: "123"}},
+		{name: "numeric id from nested field", eventID: Field{Field: "data.seq"}, header: hdr("X-Sig", hex256), want: Identity{ID: "123"}},
 		{name: "id field absent", eventID: Field{Field: "data.nope"}, header: hdr("X-Sig", hex256), wantErr: ErrMalformed},
 		{name: "id field is an object", eventID: Field{Field: "data"}, header: hdr("X-Sig", hex256), wantErr: ErrMalformed},
 		{name: "id field on malformed JSON", body: `{"id":"evt_42"`,
 			header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, `{"id":"evt_42"`))), wantErr: ErrMalformed},
 		{name: "type from field", evType: Field{Field: "type"}, header: hdr("X-Sig", hex256),
-			want: Event{ID: "evt_42", Type: "order.created"}},
+			want: Identity{ID: "evt_42", Type: "order.created"}},
 		{name: "type from header", evType: Field{Header: "X-Topic"}, header: hdr("X-Sig", hex256, "X-Topic", "orders/create"),
-			want: Event{ID: "evt_42", Type: "orders/create"}},
-		{name: "type absent is fine", evType: Field{Field: "kind"}, header: hdr("X-Sig", hex256), want: Event{ID: "evt_42"}},
+			want: Identity{ID: "evt_42", Type: "orders/create"}},
+		{name: "type absent is fine", evType: Field{Field: "kind"}, header: hdr("X-Sig", hex256), want: Identity{ID: "evt_42"}},
 		{name: "id from header, type field on non-JSON body", eventID: Field{Header: "X-Event-Id"}, hmac: unsigned, evType: Field{Field: "type"},
 			body: "a=b", header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, "a=b")), "X-Event-Id", "hdr_1"),
 			wantErr: ErrMalformed},
 		{name: "id from header, non-JSON body never parsed", eventID: Field{Header: "X-Event-Id"}, hmac: unsigned,
 			body: "a=b", header: hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, "a=b")), "X-Event-Id", "hdr_1"),
-			want: Event{ID: "hdr_1"}},
+			want: Identity{ID: "hdr_1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,7 +129,7 @@ func TestHMACVerify(t *testing.T) {
 				b = tt.body
 			}
 			v := newTestVerifier(t, cfg)
-			ev, err := v.Verify(&Delivery{Header: tt.header, Body: []byte(b)})
+			ev, err := v.Verify(&Request{Header: tt.header, Body: []byte(b)})
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -157,7 +157,7 @@ func BenchmarkHMACVerify(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := &Delivery{Header: http.Header{"X-Sig": {"sha256=" + hex.EncodeToString(macOf(sha256.New, hmacSecret, string(body)))}}, Body: body}
+	d := &Request{Header: http.Header{"X-Sig": {"sha256=" + hex.EncodeToString(macOf(sha256.New, hmacSecret, string(body)))}}, Body: body}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := v.Verify(d); err != nil {
@@ -178,13 +178,13 @@ func TestHMACTimestampAndTemplate(t *testing.T) {
 	good := signedAt(0)
 	base := Config{Provider: "hmac", Secrets: []string{hmacSecret}, EventID: Field{Field: "id"}, EventType: Field{Field: "type"},
 		HMAC: HMACConfig{Header: "X-Sig", TimestampHeader: "X-Ts", Template: "{timestamp}.{body}"}}
-	want := Event{ID: "evt_t", Type: "order.paid"}
+	want := Identity{ID: "evt_t", Type: "order.paid"}
 	template := func(tmpl string) func(*Config) { return func(c *Config) { c.HMAC.Template = tmpl } }
 
 	runVerifyCases(t, base, body, now, []verifyCase{
 		{name: "valid", header: good, want: want},
 		{name: "rotated: second secret", cfg: func(c *Config) { c.Secrets = []string{hmacOtherSecret, hmacSecret} },
-			header: good, want: Event{ID: "evt_t", Type: "order.paid", SecretIndex: 1}},
+			header: good, want: Identity{ID: "evt_t", Type: "order.paid", SecretIndex: 1}},
 		{name: "wrong secret", header: with(good, "X-Sig", sig(hmacOtherSecret, tsStr+"."+body)), wantErr: ErrBadSignature},
 		{name: "tampered body", body: strp(body + " "), header: good, wantErr: ErrBadSignature},
 		{name: "tampered timestamp", header: with(good, "X-Ts", strconv.FormatInt(now.Unix()+1, 10)), wantErr: ErrBadSignature},
@@ -206,7 +206,7 @@ func TestHMACTimestampAndTemplate(t *testing.T) {
 			c.HMAC.Template = "{id}.{timestamp}.{body}"
 			c.EventID = Field{Header: "X-Id"}
 		}, header: hdr("X-Sig", sig(hmacSecret, "hdr_9."+tsStr+"."+body), "X-Ts", tsStr, "X-Id", "hdr_9"),
-			want: Event{ID: "hdr_9", Type: "order.paid"}},
+			want: Identity{ID: "hdr_9", Type: "order.paid"}},
 		{name: "signed id header changed", cfg: func(c *Config) {
 			c.HMAC.Template = "{id}.{timestamp}.{body}"
 			c.EventID = Field{Header: "X-Id"}
@@ -220,7 +220,7 @@ func TestHMACTimestampAndTemplate(t *testing.T) {
 		{name: "object fields", cfg: func(c *Config) {
 			c.ObjectID = Field{Field: "id"}
 			c.ObjectVersion = Field{Header: "X-Ts"}
-		}, header: good, want: Event{ID: "evt_t", Type: "order.paid", ObjectID: "evt_t", ObjectVersion: tsStr}},
+		}, header: good, want: Identity{ID: "evt_t", Type: "order.paid", ObjectID: "evt_t", ObjectVersion: tsStr}},
 	})
 }
 
@@ -280,11 +280,11 @@ func TestHMACSignedIDCannotShiftIntoTheBody(t *testing.T) {
 	const body = `{"n":1}.tail`
 	mac := hex.EncodeToString(macOf(sha256.New, hmacSecret, `evt.`+body))
 	// The genuine split verifies.
-	if ev, err := v.Verify(&Delivery{Header: http.Header{"X-Sig": {mac}, "X-Id": {"evt"}}, Body: []byte(body)}); err != nil || ev.ID != "evt" {
+	if ev, err := v.Verify(&Request{Header: http.Header{"X-Sig": {mac}, "X-Id": {"evt"}}, Body: []byte(body)}); err != nil || ev.ID != "evt" {
 		t.Fatalf("genuine: %+v, %v", ev, err)
 	}
 	// The same MAC under id `evt.{"n":1}` and body "tail" is refused.
-	_, err := v.Verify(&Delivery{Header: http.Header{"X-Sig": {mac}, "X-Id": {`evt.{"n":1}`}}, Body: []byte("tail")})
+	_, err := v.Verify(&Request{Header: http.Header{"X-Sig": {mac}, "X-Id": {`evt.{"n":1}`}}, Body: []byte("tail")})
 	if !errors.Is(err, ErrMalformed) {
 		t.Fatalf("shifted split: err = %v, want ErrMalformed", err)
 	}

@@ -17,15 +17,15 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 )
 
-// identity holds the four validated sources.
-type identity struct {
+// identityReader holds the four validated sources.
+type identityReader struct {
 	eventID, eventType, objectID, objectVersion source
 }
 
 // newIdentity resolves cfg's fields over the provider's defaults. A zero
 // default means the provider supplies the value itself (or none).
-func newIdentity(cfg Config, defaults identityFields) (identity, error) {
-	var id identity
+func newIdentity(cfg Config, defaults identityFields) (identityReader, error) {
+	var id identityReader
 	for _, f := range []struct {
 		name      string
 		cfg, def  Field
@@ -43,7 +43,7 @@ func newIdentity(cfg Config, defaults identityFields) (identity, error) {
 		}
 		s, err := newSource(f.name, field)
 		if err != nil {
-			return identity{}, err
+			return identityReader{}, err
 		}
 		s.lenient = lenient
 		*f.dst = s
@@ -59,7 +59,7 @@ type identityFields struct {
 // read fills ev from the sources that are set, leaving what the provider put
 // there itself (an id from a signed header) where a source is unset. It fails
 // when no event id results or a strict source meets a body that is not JSON.
-func (id *identity) read(h http.Header, body *jsonBody, ev *Event) error {
+func (id *identityReader) read(h http.Header, body *jsonBody, ev *Identity) error {
 	var err error
 	if !id.eventID.isZero() {
 		if ev.ID, err = id.eventID.read(h, body); err != nil {

@@ -18,23 +18,23 @@ func TestIdentityDefaultsAndOverrides(t *testing.T) {
 		name    string
 		cfg     Config
 		body    string
-		want    Event
+		want    Identity
 		wantErr error
 	}{
 		{name: "defaults", body: `{"id":"e1","type":"t","obj":{"id":"o"}}`,
-			want: Event{ID: "e1", Type: "t", ObjectID: "o", ObjectVersion: "v7"}},
-		{name: "defaults absent", body: `{"id":"e1"}`, want: Event{ID: "e1", ObjectVersion: "v7"}},
+			want: Identity{ID: "e1", Type: "t", ObjectID: "o", ObjectVersion: "v7"}},
+		{name: "defaults absent", body: `{"id":"e1"}`, want: Identity{ID: "e1", ObjectVersion: "v7"}},
 		{name: "default id on non-JSON body is malformed", body: `id=e1`, wantErr: ErrMalformed},
 		{name: "overrides replace defaults", cfg: Config{EventType: Field{Header: "X-Other"}, ObjectID: Field{Field: "id"},
 			ObjectVersion: Field{Field: "obj.v"}}, body: `{"id":"e1","type":"t","obj":{"id":"o","v":3}}`,
-			want: Event{ID: "e1", Type: "o1", ObjectID: "e1", ObjectVersion: "3"}},
+			want: Identity{ID: "e1", Type: "o1", ObjectID: "e1", ObjectVersion: "3"}},
 		{name: "configured id header over the default field", cfg: Config{EventID: Field{Header: "X-Other"}}, body: `not json`,
-			want: Event{ID: "o1", ObjectVersion: "v7"}},
+			want: Identity{ID: "o1", ObjectVersion: "v7"}},
 		{name: "configured field on non-JSON body is malformed", cfg: Config{EventID: Field{Header: "X-Other"},
 			ObjectID: Field{Field: "obj.id"}}, body: `not json`, wantErr: ErrMalformed},
 		{name: "empty id", body: `{"id":""}`, wantErr: ErrMalformed},
 		{name: "numeric values as raw text", body: `{"id":12345678901234567890,"type":1.50,"obj":{"id":7}}`,
-			want: Event{ID: "12345678901234567890", Type: "1.50", ObjectID: "7", ObjectVersion: "v7"}},
+			want: Identity{ID: "12345678901234567890", Type: "1.50", ObjectID: "7", ObjectVersion: "v7"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,7 +42,7 @@ func TestIdentityDefaultsAndOverrides(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ev Event
+			var ev Identity
 			body := jsonBody{raw: []byte(tt.body)}
 			err = id.read(h, &body, &ev)
 			if tt.wantErr != nil {
@@ -65,11 +65,11 @@ func TestIdentityKeepsProviderID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := Event{ID: "from-header"}
+	ev := Identity{ID: "from-header"}
 	if err := id.read(http.Header{}, &jsonBody{raw: []byte("x")}, &ev); err != nil || ev.ID != "from-header" {
 		t.Fatalf("read = %+v, %v", ev, err)
 	}
-	ev = Event{}
+	ev = Identity{}
 	if err := id.read(http.Header{}, &jsonBody{raw: []byte("{}")}, &ev); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("no id anywhere: err = %v, want ErrMalformed", err)
 	}

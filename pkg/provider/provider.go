@@ -6,15 +6,18 @@ import (
 	"time"
 )
 
-// Delivery is one HTTP request as a provider sees it.
-type Delivery struct {
+// Request is one webhook request as the provider sent it: its headers, the
+// exact bytes of its body, and when it arrived.
+type Request struct {
 	Header http.Header
 	Body   []byte // the exact bytes received
 	Now    time.Time
 }
 
-// Event is the identity a verified delivery carries.
-type Event struct {
+// Identity is what a verified request says of its event: the id that
+// deduplicates it, its type and account, the object it orders, or a
+// handshake to answer.
+type Identity struct {
 	ID      string // provider's stable event id: the dedup id
 	Type    string // provider's event type; "" when the provider gives none
 	Account string // provider account scope when the delivery carries a verified one; "" otherwise
@@ -42,7 +45,7 @@ type Event struct {
 type RetryHint struct{ Name, Value string }
 
 // HintMap returns ev's retry hints as a map; nil when there are none.
-func (ev *Event) HintMap() map[string]string {
+func (ev *Identity) HintMap() map[string]string {
 	var m map[string]string
 	for _, h := range ev.RetryHints {
 		if h.Name != "" {
@@ -60,7 +63,7 @@ type Verifier interface {
 	// Verify returns the event's identity or an error wrapping one of the
 	// sentinel errors (ErrMissingHeader, ErrBadSignature, ErrTimestamp,
 	// ErrAccount, ErrMalformed).
-	Verify(d *Delivery) (Event, error)
+	Verify(d *Request) (Identity, error)
 }
 
 // Field says where a value comes from: a request header or a JSON field of the
@@ -184,7 +187,7 @@ func New(cfg Config) (Verifier, error) {
 }
 
 // now returns d.Now, or the clock when it is zero.
-func (d *Delivery) now() time.Time {
+func (d *Request) now() time.Time {
 	if d.Now.IsZero() {
 		return time.Now()
 	}

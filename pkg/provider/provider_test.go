@@ -95,7 +95,7 @@ type verifyCase struct {
 	header  http.Header
 	body    *string       // nil: the test's default body
 	now     time.Duration // offset from the test's now
-	want    Event
+	want    Identity
 	wantErr error
 	errHas  string // a detail the message must name
 }
@@ -119,7 +119,7 @@ func runVerifyCases(t *testing.T, base Config, body string, now time.Time, cases
 				b = *tt.body
 			}
 			v := newTestVerifier(t, cfg)
-			ev, err := v.Verify(&Delivery{Header: tt.header, Body: []byte(b), Now: now.Add(tt.now)})
+			ev, err := v.Verify(&Request{Header: tt.header, Body: []byte(b), Now: now.Add(tt.now)})
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v (event %+v)", err, tt.wantErr, ev)

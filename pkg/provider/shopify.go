@@ -46,7 +46,7 @@ const shopDomainSuffix = ".myshopify.com"
 type shopify struct {
 	keys      [][]byte
 	allowed   map[string]bool // lowercased shop domains
-	identity  identity
+	identity  identityReader
 	defaultID bool
 	// defaultObject: object id and version are the defaults, so an object
 	// without updated_at arrives without ordering instead of being refused.
@@ -83,47 +83,47 @@ func newShopify(cfg Config) (Verifier, error) {
 	return s, nil
 }
 
-func (s *shopify) Verify(d *Delivery) (Event, error) {
+func (s *shopify) Verify(d *Request) (Identity, error) {
 	sig := d.Header.Get(shopifyHMACHeader)
 	if sig == "" {
-		return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, shopifyHMACHeader)
+		return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, shopifyHMACHeader)
 	}
 	shop := d.Header.Get(shopifyShopHeader)
 	if shop == "" {
-		return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, shopifyShopHeader)
+		return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, shopifyShopHeader)
 	}
 	var id string
 	if s.defaultID {
 		if id = d.Header.Get(shopifyEventIDHeader); id == "" {
 			if id = d.Header.Get(shopifyWebhookIDHeader); id == "" {
-				return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, shopifyWebhookIDHeader)
+				return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, shopifyWebhookIDHeader)
 			}
 		}
 	}
 	var want [sha256.Size]byte
 	if !decodeFixed(want[:], sig) {
-		return Event{}, fmt.Errorf("%w: %s is not base64 of a SHA-256 MAC", ErrBadSignature, shopifyHMACHeader)
+		return Identity{}, fmt.Errorf("%w: %s is not base64 of a SHA-256 MAC", ErrBadSignature, shopifyHMACHeader)
 	}
 	idx := firstMatch(sha256.New, s.keys, want[:], d.Body)
 	if idx < 0 {
-		return Event{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, shopifyHMACHeader)
+		return Identity{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, shopifyHMACHeader)
 	}
 
 	// Checked after the signature, so that a rejection for the shop means a
 	// genuine Shopify delivery from a shop nobody allowed.
 	shop = strings.ToLower(shop)
 	if !s.allowed[shop] {
-		return Event{}, fmt.Errorf("%w: %s is not in allowed_shops", ErrAccount, shopifyShopHeader)
+		return Identity{}, fmt.Errorf("%w: %s is not in allowed_shops", ErrAccount, shopifyShopHeader)
 	}
 	body := jsonBody{raw: d.Body}
 	if !body.isObject() {
 		// The same secret signs session tokens and OAuth parameters; no
 		// webhook of Shopify's is anything but a JSON object.
-		return Event{}, fmt.Errorf("%w: a Shopify webhook body is a JSON object", ErrMalformed)
+		return Identity{}, fmt.Errorf("%w: a Shopify webhook body is a JSON object", ErrMalformed)
 	}
-	ev := Event{ID: id, Account: shop, SecretIndex: idx}
+	ev := Identity{ID: id, Account: shop, SecretIndex: idx}
 	if err := s.identity.read(d.Header, &body, &ev); err != nil {
-		return Event{}, err
+		return Identity{}, err
 	}
 	if s.defaultObject && (ev.ObjectID == "" || ev.ObjectVersion == "") {
 		// A resource without admin_graphql_api_id or updated_at (shop/redact,
@@ -131,7 +131,7 @@ func (s *shopify) Verify(d *Delivery) (Event, error) {
 		ev.ObjectID, ev.ObjectVersion = "", ""
 	}
 	if err := checkVersionNotFuture(ev.ObjectVersion, d.now(), s.tolerance); err != nil {
-		return Event{}, err
+		return Identity{}, err
 	}
 	return ev, nil
 }

@@ -30,11 +30,11 @@ func TestShopifyLibraryVector(t *testing.T) {
 	v := newTestVerifier(t, Config{Provider: "shopify", Secrets: []string{"test_secret_key"}, AllowedShops: []string{"shop1.myshopify.com"}})
 	h := hdr("X-Shopify-Hmac-Sha256", want, "X-Shopify-Shop-Domain", "shop1.myshopify.com",
 		"X-Shopify-Topic", "products/create", "X-Shopify-Webhook-Id", "123456789", "X-Shopify-API-Version", "2023-01")
-	ev, err := v.Verify(&Delivery{Header: h, Body: []byte(`{"foo": "bar"}`)})
+	ev, err := v.Verify(&Request{Header: h, Body: []byte(`{"foo": "bar"}`)})
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
-	if want := (Event{ID: "123456789", Type: "products/create", Account: "shop1.myshopify.com"}); ev != want {
+	if want := (Identity{ID: "123456789", Type: "products/create", Account: "shop1.myshopify.com"}); ev != want {
 		t.Fatalf("event = %+v, want %+v", ev, want)
 	}
 	if got := shopifySig("test_secret_key", `{"foo": "bar"}`); got != want {
@@ -48,14 +48,14 @@ func TestShopifyVerify(t *testing.T) {
 	h := hdr("X-Shopify-Hmac-Sha256", good, "X-Shopify-Shop-Domain", "Acme.myshopify.com",
 		"X-Shopify-Topic", "orders/create", "X-Shopify-Webhook-Id", "wh-1", "X-Shopify-Event-Id", "ev-1",
 		"X-Shopify-Triggered-At", "2024-03-01T12:00:00.123456789Z")
-	want := Event{ID: "ev-1", Type: "orders/create", Account: "acme.myshopify.com",
+	want := Identity{ID: "ev-1", Type: "orders/create", Account: "acme.myshopify.com",
 		ObjectID: "gid://shopify/Order/820982911946154508", ObjectVersion: "2023-11-14T17:10:00-05:00"}
 	shops := func(s ...string) func(*Config) { return func(c *Config) { c.AllowedShops = s } }
 	signed := func(b string) (*string, http.Header) {
 		return &b, with(h, "X-Shopify-Hmac-Sha256", shopifySig(shopifySecret, b))
 	}
 	now := time.Unix(1_700_000_000, 0) // 2023-11-14T22:13:20Z
-	noObject := Event{ID: "ev-1", Type: "orders/create", Account: "acme.myshopify.com"}
+	noObject := Identity{ID: "ev-1", Type: "orders/create", Account: "acme.myshopify.com"}
 
 	xml, xmlH := signed(`<order/>`)
 	noGID, noGIDH := signed(`{"shop_id":1,"updated_at":"2023-11-14T22:10:00Z"}`)
@@ -70,14 +70,14 @@ func TestShopifyVerify(t *testing.T) {
 	runVerifyCases(t, Config{Provider: "shopify", Secrets: []string{shopifySecret}, AllowedShops: []string{"acme.myshopify.com"}}, body, now, []verifyCase{
 		{name: "valid", header: h, want: want},
 		{name: "webhook id when no event id", header: with(h, "X-Shopify-Event-Id", ""),
-			want: func() Event { w := want; w.ID = "wh-1"; return w }()},
+			want: func() Identity { w := want; w.ID = "wh-1"; return w }()},
 		{name: "event id alone", header: with(h, "X-Shopify-Webhook-Id", ""), want: want},
 		{name: "allowed shop (any case)", cfg: shops("other.myshopify.com", "ACME.myshopify.com"), header: h, want: want},
 		{name: "shop not allowed", cfg: shops("other.myshopify.com"), header: h, wantErr: ErrAccount},
 		{name: "shop checked after the signature", cfg: shops("other.myshopify.com"),
 			header: with(h, "X-Shopify-Hmac-Sha256", shopifySig(shopifyOtherSecret, body)), wantErr: ErrBadSignature},
 		{name: "rotated: second secret", cfg: func(c *Config) { c.Secrets = []string{shopifyOtherSecret, shopifySecret} },
-			header: h, want: func() Event { w := want; w.SecretIndex = 1; return w }()},
+			header: h, want: func() Identity { w := want; w.SecretIndex = 1; return w }()},
 		{name: "wrong secret", header: with(h, "X-Shopify-Hmac-Sha256", shopifySig(shopifyOtherSecret, body)), wantErr: ErrBadSignature},
 		{name: "tampered body", body: strp(strings.Replace(body, "jon", "jan", 1)), header: h, wantErr: ErrBadSignature},
 		{name: "hex instead of base64", header: with(h, "X-Shopify-Hmac-Sha256", strings.Repeat("ab", 32)), wantErr: ErrBadSignature},
@@ -89,27 +89,27 @@ func TestShopifyVerify(t *testing.T) {
 			wantErr: ErrMissingHeader, errHas: "X-Shopify-Webhook-Id"},
 		{name: "shop with a slash", header: with(h, "X-Shopify-Shop-Domain", "acme.myshopify.com/x"), wantErr: ErrAccount},
 		{name: "no topic, no triggered-at", header: with(with(h, "X-Shopify-Topic", ""), "X-Shopify-Triggered-At", ""),
-			want: func() Event { w := want; w.Type = ""; return w }()},
+			want: func() Identity { w := want; w.Type = ""; return w }()},
 		// Issue 14: the version came from the unsigned X-Shopify-Triggered-At;
 		// a replay with a far-future one froze the order.
 		{name: "Triggered-At is not the version", header: with(h, "X-Shopify-Triggered-At", "9999-12-31T23:59:59Z"), want: want},
 		{name: "far-future updated_at", body: future, header: futureH, wantErr: ErrObjectVersion},
 		{name: "updated_at at now plus the tolerance", body: edge, header: edgeH,
-			want: Event{ID: "ev-1", Type: "orders/create", Account: "acme.myshopify.com", ObjectID: "gid://shopify/Order/1", ObjectVersion: "2023-11-14T22:18:20Z"}},
+			want: Identity{ID: "ev-1", Type: "orders/create", Account: "acme.myshopify.com", ObjectID: "gid://shopify/Order/1", ObjectVersion: "2023-11-14T22:18:20Z"}},
 		{name: "updated_at a second past it", body: past, header: pastH, wantErr: ErrObjectVersion},
 		{name: "duplicated updated_at", body: dup, header: dupH, wantErr: ErrMalformed},
 		{name: "body without admin_graphql_api_id", body: noGID, header: noGIDH, want: noObject},
 		{name: "object without updated_at: no ordering", body: noUpdated, header: noUpdatedH, want: noObject},
 		{name: "configured version must be there", cfg: func(c *Config) { c.ObjectVersion = Field{Field: "updated_at"} },
 			body: noUpdated, header: noUpdatedH,
-			want: Event{ID: "ev-1", Type: "orders/create", Account: "acme.myshopify.com", ObjectID: "gid://shopify/Customer/1"}},
+			want: Identity{ID: "ev-1", Type: "orders/create", Account: "acme.myshopify.com", ObjectID: "gid://shopify/Customer/1"}},
 		// Issue 14: the client secret also signs HS256 tokens and OAuth
 		// parameters; a body that is no JSON object is no Shopify webhook.
 		{name: "XML body", body: xml, header: xmlH, wantErr: ErrMalformed},
 		{name: "JSON array body", body: arr, header: arrH, wantErr: ErrMalformed},
 		{name: "JSON string body", body: str, header: strH, wantErr: ErrMalformed},
 		{name: "object id configured to the numeric id", cfg: func(c *Config) { c.ObjectID = Field{Field: "id"} },
-			header: h, want: func() Event { w := want; w.ObjectID = "820982911946154508"; return w }()},
+			header: h, want: func() Identity { w := want; w.ObjectID = "820982911946154508"; return w }()},
 	})
 }
 
@@ -140,7 +140,7 @@ func TestShopifyRefusesTokenForgery(t *testing.T) {
 		"OAuth hmac":    {oauth, shopifySig(shopifySecret, oauth)},
 	} {
 		v := newTestVerifier(t, Config{Provider: "shopify", Secrets: []string{shopifySecret}, AllowedShops: []string{"acme.myshopify.com"}})
-		_, err := v.Verify(&Delivery{Header: hdr("X-Shopify-Hmac-Sha256", forged.mac, "X-Shopify-Shop-Domain", "acme.myshopify.com",
+		_, err := v.Verify(&Request{Header: hdr("X-Shopify-Hmac-Sha256", forged.mac, "X-Shopify-Shop-Domain", "acme.myshopify.com",
 			"X-Shopify-Topic", "shop/redact", "X-Shopify-Event-Id", "chosen-by-the-attacker"), Body: []byte(forged.body), Now: time.Unix(1_700_000_000, 0)})
 		if err == nil || !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: forged webhook err = %v, want a refusal (ErrMalformed)", name, err)
@@ -155,8 +155,8 @@ func TestShopifyRefusesTokenForgery(t *testing.T) {
 func TestShopifyGenuineUpdateAfterForgedFutureVersion(t *testing.T) {
 	v := newTestVerifier(t, Config{Provider: "shopify", Secrets: []string{shopifySecret}, AllowedShops: []string{"acme.myshopify.com"}})
 	now := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
-	send := func(id, triggered, body string) (Event, error) {
-		return v.Verify(&Delivery{Header: hdr("X-Shopify-Hmac-Sha256", shopifySig(shopifySecret, body), "X-Shopify-Shop-Domain", "acme.myshopify.com",
+	send := func(id, triggered, body string) (Identity, error) {
+		return v.Verify(&Request{Header: hdr("X-Shopify-Hmac-Sha256", shopifySig(shopifySecret, body), "X-Shopify-Shop-Domain", "acme.myshopify.com",
 			"X-Shopify-Topic", "orders/updated", "X-Shopify-Event-Id", id, "X-Shopify-Triggered-At", triggered), Body: []byte(body), Now: now})
 	}
 	first := `{"admin_graphql_api_id":"gid://shopify/Order/7","updated_at":"2024-03-01T11:00:00Z"}`

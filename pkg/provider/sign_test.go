@@ -41,7 +41,7 @@ func TestSignRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ev, err := v.Verify(&Delivery{Header: h, Body: body, Now: now.Add(time.Second)})
+			ev, err := v.Verify(&Request{Header: h, Body: body, Now: now.Add(time.Second)})
 			if err != nil {
 				t.Fatalf("Verify: %v\nheaders %v\nbody %s", err, h, body)
 			}
@@ -58,12 +58,12 @@ func TestSignRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if ev, err := v.Verify(&Delivery{Header: h0, Body: body, Now: now}); err != nil || ev.SecretIndex != 0 {
+				if ev, err := v.Verify(&Request{Header: h0, Body: body, Now: now}); err != nil || ev.SecretIndex != 0 {
 					t.Fatalf("signed with secrets[0]: %+v, %v", ev, err)
 				}
 			}
 			// And the same body with another byte does not verify.
-			if _, err := v.Verify(&Delivery{Header: h, Body: append(append([]byte(nil), body...), ' '), Now: now}); err == nil {
+			if _, err := v.Verify(&Request{Header: h, Body: append(append([]byte(nil), body...), ' '), Now: now}); err == nil {
 				t.Fatal("tampered body verified")
 			}
 		})
@@ -113,7 +113,7 @@ func TestSignWhskForms(t *testing.T) {
 		if !strings.HasPrefix(h.Get("webhook-signature"), "v1a,") {
 			t.Fatalf("signature %q is not v1a", h.Get("webhook-signature"))
 		}
-		if _, err := v.Verify(&Delivery{Header: h, Body: []byte(`{}`), Now: now}); err != nil {
+		if _, err := v.Verify(&Request{Header: h, Body: []byte(`{}`), Now: now}); err != nil {
 			t.Fatalf("Verify: %v", err)
 		}
 	}

@@ -36,7 +36,7 @@ const maxChallengeBytes = 512
 type slack struct {
 	keys        [][]byte
 	tolerance   time.Duration
-	identity    identity
+	identity    identityReader
 	defaultType bool // fall back from event.type to type
 }
 
@@ -53,33 +53,33 @@ func newSlack(cfg Config) (Verifier, error) {
 	return s, nil
 }
 
-func (s *slack) Verify(d *Delivery) (Event, error) {
+func (s *slack) Verify(d *Request) (Identity, error) {
 	sig := d.Header.Get(slackSignatureHeader)
 	if sig == "" {
-		return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, slackSignatureHeader)
+		return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, slackSignatureHeader)
 	}
 	ts := d.Header.Get(slackTimestampHeader)
 	if ts == "" {
-		return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, slackTimestampHeader)
+		return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, slackTimestampHeader)
 	}
 	sec, err := parseUnixSeconds(ts)
 	if err == nil {
 		err = checkWithin(sec, d.now(), s.tolerance)
 	}
 	if err != nil {
-		return Event{}, fmt.Errorf("%w (%s)", err, slackTimestampHeader)
+		return Identity{}, fmt.Errorf("%w (%s)", err, slackTimestampHeader)
 	}
 	hexMAC, ok := strings.CutPrefix(sig, "v0=")
 	var want [sha256.Size]byte
 	if !ok || len(hexMAC) != hex.EncodedLen(sha256.Size) {
-		return Event{}, fmt.Errorf("%w: %s is not v0=<64 hex digits>", ErrBadSignature, slackSignatureHeader)
+		return Identity{}, fmt.Errorf("%w: %s is not v0=<64 hex digits>", ErrBadSignature, slackSignatureHeader)
 	}
 	if _, err := hex.Decode(want[:], []byte(hexMAC)); err != nil {
-		return Event{}, fmt.Errorf("%w: %s is not hex", ErrBadSignature, slackSignatureHeader)
+		return Identity{}, fmt.Errorf("%w: %s is not hex", ErrBadSignature, slackSignatureHeader)
 	}
 	idx := firstMatch(sha256.New, s.keys, want[:], []byte("v0:"+ts+":"), d.Body)
 	if idx < 0 {
-		return Event{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, slackSignatureHeader)
+		return Identity{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, slackSignatureHeader)
 	}
 
 	body := jsonBody{raw: d.Body}
@@ -88,18 +88,18 @@ func (s *slack) Verify(d *Delivery) (Event, error) {
 	if typ, _ := body.field("type"); typ == "url_verification" {
 		challenge, _ := body.field("challenge")
 		if !validChallenge(challenge) {
-			return Event{}, fmt.Errorf("%w: url_verification without a usable challenge", ErrMalformed)
+			return Identity{}, fmt.Errorf("%w: url_verification without a usable challenge", ErrMalformed)
 		}
-		return Event{Type: typ, Challenge: challenge, SecretIndex: idx}, nil
+		return Identity{Type: typ, Challenge: challenge, SecretIndex: idx}, nil
 	}
-	ev := Event{SecretIndex: idx}
+	ev := Identity{SecretIndex: idx}
 	if err := s.identity.read(d.Header, &body, &ev); err != nil {
-		return Event{}, err
+		return Identity{}, err
 	}
 	if ev.Type == "" && s.defaultType {
 		ev.Type, _ = body.field("type")
 		if err := checkType(ev.Type); err != nil {
-			return Event{}, err
+			return Identity{}, err
 		}
 	}
 	ev.RetryHints = slackRetryHints(d.Header)

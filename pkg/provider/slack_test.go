@@ -38,15 +38,15 @@ func TestSlackDocsVector(t *testing.T) {
 	now := time.Unix(1531420618, 0)
 	// By default the form body has no event_id: verified, then malformed.
 	v := newTestVerifier(t, Config{Provider: "slack", Secrets: []string{secret}})
-	if _, err := v.Verify(&Delivery{Header: slackHeader(ts, want), Body: []byte(body), Now: now}); Reason(err) != "malformed" {
+	if _, err := v.Verify(&Request{Header: slackHeader(ts, want), Body: []byte(body), Now: now}); Reason(err) != "malformed" {
 		t.Fatalf("default config: err = %v, want malformed (verified, but no event_id)", err)
 	}
 	v = newTestVerifier(t, Config{Provider: "slack", Secrets: []string{secret}, EventID: Field{Header: "X-Test-Id"}})
-	ev, err := v.Verify(&Delivery{Header: with(slackHeader(ts, want), "X-Test-Id", "cmd-1"), Body: []byte(body), Now: now})
+	ev, err := v.Verify(&Request{Header: with(slackHeader(ts, want), "X-Test-Id", "cmd-1"), Body: []byte(body), Now: now})
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
-	if ev != (Event{ID: "cmd-1"}) {
+	if ev != (Identity{ID: "cmd-1"}) {
 		t.Fatalf("event = %+v", ev)
 	}
 	if got := slackSig(secret, ts, body); got != want {
@@ -64,13 +64,13 @@ func TestSlackVerify(t *testing.T) {
 		return slackHeader(ts, slackSig(slackSecret, ts, body))
 	}
 	signed := func(b string) http.Header { return slackHeader(tsStr, slackSig(slackSecret, tsStr, b)) }
-	want := Event{ID: "Ev01", Type: "app_mention"}
+	want := Identity{ID: "Ev01", Type: "app_mention"}
 	const challenge = `{"token":"x","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`
 
 	runVerifyCases(t, Config{Provider: "slack", Secrets: []string{slackSecret}}, body, now, []verifyCase{
 		{name: "valid", header: slackHeader(tsStr, good), want: want},
 		{name: "url_verification answered", body: strp(challenge), header: signed(challenge),
-			want: Event{Type: "url_verification", Challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}},
+			want: Identity{Type: "url_verification", Challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}},
 		{name: "url_verification with a wrong signature", body: strp(challenge), header: slackHeader(tsStr, good), wantErr: ErrBadSignature},
 		{name: "url_verification stale", body: strp(challenge), header: func() http.Header {
 			ts := strconv.FormatInt(now.Add(-time.Hour).Unix(), 10)
@@ -81,9 +81,9 @@ func TestSlackVerify(t *testing.T) {
 		{name: "url_verification with a challenge to reflect", body: strp(`{"type":"url_verification","challenge":"<script>x</script> y"}`),
 			header: signed(`{"type":"url_verification","challenge":"<script>x</script> y"}`), wantErr: ErrMalformed},
 		{name: "type falls back to the top level", body: strp(`{"type":"app_rate_limited_x","event_id":"Ev2"}`),
-			header: signed(`{"type":"app_rate_limited_x","event_id":"Ev2"}`), want: Event{ID: "Ev2", Type: "app_rate_limited_x"}},
+			header: signed(`{"type":"app_rate_limited_x","event_id":"Ev2"}`), want: Identity{ID: "Ev2", Type: "app_rate_limited_x"}},
 		{name: "rotated: second secret", cfg: func(c *Config) { c.Secrets = []string{slackOtherSecret, slackSecret} },
-			header: slackHeader(tsStr, good), want: Event{ID: "Ev01", Type: "app_mention", SecretIndex: 1}},
+			header: slackHeader(tsStr, good), want: Identity{ID: "Ev01", Type: "app_mention", SecretIndex: 1}},
 		{name: "wrong secret", header: slackHeader(tsStr, slackSig(slackOtherSecret, tsStr, body)), wantErr: ErrBadSignature},
 		{name: "tampered body", body: strp(strings.Replace(body, "hi", "ho", 1)), header: slackHeader(tsStr, good), wantErr: ErrBadSignature},
 		{name: "tampered timestamp", header: slackHeader(strconv.FormatInt(now.Unix()-1, 10), good), wantErr: ErrBadSignature},
@@ -102,7 +102,7 @@ func TestSlackVerify(t *testing.T) {
 		{name: "object fields configured", cfg: func(c *Config) {
 			c.ObjectID = Field{Field: "team_id"}
 			c.ObjectVersion = Field{Field: "event_time"}
-		}, header: slackHeader(tsStr, good), want: Event{ID: "Ev01", Type: "app_mention", ObjectID: "T1", ObjectVersion: "1700000000"}},
+		}, header: slackHeader(tsStr, good), want: Identity{ID: "Ev01", Type: "app_mention", ObjectID: "T1", ObjectVersion: "1700000000"}},
 	})
 }
 
@@ -125,7 +125,7 @@ func TestRetryHintsOnlySlacksAndBounded(t *testing.T) {
 		{"1234", "http_timeout", map[string]string{"X-Slack-Retry-Reason": "http_timeout"}},
 	} {
 		h := with(with(slackHeader(ts, slackSig(slackSecret, ts, body)), "X-Slack-Retry-Num", c.num), "X-Slack-Retry-Reason", c.reason)
-		ev, err := slack.Verify(&Delivery{Header: h, Body: []byte(body), Now: now})
+		ev, err := slack.Verify(&Request{Header: h, Body: []byte(body), Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestRetryHintsOnlySlacksAndBounded(t *testing.T) {
 	gh := newTestVerifier(t, Config{Provider: "github", Secrets: []string{githubSecret}})
 	h := hdr("X-Hub-Signature-256", githubSig(githubSecret, body), "X-GitHub-Delivery", "d1", "X-GitHub-Event", "push",
 		"X-Slack-Retry-Num", "1", "X-Slack-Retry-Reason", "http_timeout")
-	ev, err := gh.Verify(&Delivery{Header: h, Body: []byte(body), Now: now})
+	ev, err := gh.Verify(&Request{Header: h, Body: []byte(body), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ type standard struct {
 	keys              []standardKey // in Config.Secrets order
 	hasMAC, hasPubKey bool
 	tolerance         time.Duration
-	identity          identity
+	identity          identityReader
 }
 
 func newStandard(cfg Config) (Verifier, error) {
@@ -127,10 +127,10 @@ func parseStandardKey(secret string) (standardKey, error) {
 	}
 }
 
-func (s *standard) Verify(d *Delivery) (Event, error) {
+func (s *standard) Verify(d *Request) (Identity, error) {
 	names, id, ts, sigs, err := s.headers(d.Header)
 	if err != nil {
-		return Event{}, err
+		return Identity{}, err
 	}
 	// Timestamp first: it is cheap and rejects stale replays without any MAC.
 	sec, err := parseUnixSeconds(ts)
@@ -138,21 +138,21 @@ func (s *standard) Verify(d *Delivery) (Event, error) {
 		err = checkWithin(sec, d.now(), s.tolerance)
 	}
 	if err != nil {
-		return Event{}, fmt.Errorf("%w (%s)", err, names.timestamp)
+		return Identity{}, fmt.Errorf("%w (%s)", err, names.timestamp)
 	}
 	// The reference libraries sign the parsed number, not the header text;
 	// signing the same makes "0170…" verify exactly where theirs does.
 	var tsBuf [20]byte
 	idx, ok := s.match(id, strconv.AppendInt(tsBuf[:0], sec, 10), sigs, d.Body)
 	if !ok {
-		return Event{}, fmt.Errorf("%w: no %s entry matches", ErrBadSignature, names.signature)
+		return Identity{}, fmt.Errorf("%w: no %s entry matches", ErrBadSignature, names.signature)
 	}
 
 	// Verified: only now is the body parsed.
-	ev := Event{ID: id, SecretIndex: idx}
+	ev := Identity{ID: id, SecretIndex: idx}
 	body := jsonBody{raw: d.Body}
 	if err := s.identity.read(d.Header, &body, &ev); err != nil {
-		return Event{}, err
+		return Identity{}, err
 	}
 	return ev, nil
 }

@@ -58,7 +58,7 @@ func newTestVerifier(t *testing.T, cfg Config) Verifier {
 
 func TestStandardSpecVector(t *testing.T) {
 	v := newTestVerifier(t, Config{Provider: "standard", Secrets: []string{specSecret}})
-	ev, err := v.Verify(&Delivery{
+	ev, err := v.Verify(&Request{
 		Header: standardHeader(specMsgID, strconv.Itoa(specTimestamp), specSignature),
 		Body:   []byte(specPayload),
 		Now:    time.Unix(specTimestamp, 0),
@@ -66,7 +66,7 @@ func TestStandardSpecVector(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
-	want := Event{ID: specMsgID}
+	want := Identity{ID: specMsgID}
 	if ev != want {
 		t.Fatalf("event = %+v, want %+v", ev, want)
 	}
@@ -110,29 +110,29 @@ func TestStandardVerify(t *testing.T) {
 		header  http.Header
 		body    string // "" means the default body, unless noBody
 		noBody  bool
-		want    Event
+		want    Identity
 		wantErr error
 		errHas  string // a detail the message must name
 	}{
-		{name: "valid", header: standardHeader(id, tsStr, sigA), want: Event{ID: id, Type: "invoice.paid"}},
+		{name: "valid", header: standardHeader(id, tsStr, sigA), want: Identity{ID: id, Type: "invoice.paid"}},
 		{name: "one of several entries matches", header: standardHeader(id, tsStr, sigC+" "+sigA+" "+sigC),
-			want: Event{ID: id, Type: "invoice.paid"}},
+			want: Identity{ID: id, Type: "invoice.paid"}},
 		{name: "extra spaces between entries", header: standardHeader(id, tsStr, "  "+sigC+"   "+sigA+" "),
-			want: Event{ID: id, Type: "invoice.paid"}},
+			want: Identity{ID: id, Type: "invoice.paid"}},
 		{name: "rotated: second secret matches", secrets: []string{whsec(keyC), whsec(keyB)},
-			header: standardHeader(id, tsStr, sigB), want: Event{ID: id, Type: "invoice.paid", SecretIndex: 1}},
+			header: standardHeader(id, tsStr, sigB), want: Identity{ID: id, Type: "invoice.paid", SecretIndex: 1}},
 		{name: "both secrets match: first wins", secrets: []string{whsec(keyA), whsec(keyB)},
-			header: standardHeader(id, tsStr, sigB+" "+sigA), want: Event{ID: id, Type: "invoice.paid"}},
+			header: standardHeader(id, tsStr, sigB+" "+sigA), want: Identity{ID: id, Type: "invoice.paid"}},
 		{name: "secret without whsec_ prefix", secrets: []string{base64.StdEncoding.EncodeToString(keyA)},
-			header: standardHeader(id, tsStr, sigA), want: Event{ID: id, Type: "invoice.paid"}},
+			header: standardHeader(id, tsStr, sigA), want: Identity{ID: id, Type: "invoice.paid"}},
 		{name: "tampered body", header: standardHeader(id, tsStr, sigA), body: strings.Replace(body, "in_1", "in_2", 1),
 			wantErr: ErrBadSignature},
 		{name: "tampered id", header: standardHeader("msg_other", tsStr, sigA), wantErr: ErrBadSignature},
 		{name: "tampered timestamp", header: standardHeader(id, strconv.FormatInt(ts-1, 10), sigA), wantErr: ErrBadSignature},
 		{name: "wrong secret", header: standardHeader(id, tsStr, sigC), wantErr: ErrBadSignature},
-		{name: "timestamp at past tolerance", header: at(-tol), want: Event{ID: id, Type: "invoice.paid"}},
+		{name: "timestamp at past tolerance", header: at(-tol), want: Identity{ID: id, Type: "invoice.paid"}},
 		{name: "timestamp 1s past tolerance (past)", header: at(-tol - time.Second), wantErr: ErrTimestamp},
-		{name: "timestamp at future tolerance", header: at(tol), want: Event{ID: id, Type: "invoice.paid"}},
+		{name: "timestamp at future tolerance", header: at(tol), want: Identity{ID: id, Type: "invoice.paid"}},
 		{name: "timestamp 1s past tolerance (future)", header: at(tol + time.Second), wantErr: ErrTimestamp},
 		{name: "timestamp checked before signature", header: standardHeader(id, "1", sigC), wantErr: ErrTimestamp},
 		{name: "timestamp fractional", header: standardHeader(id, tsStr+".5", sigA), wantErr: ErrTimestamp},
@@ -147,32 +147,32 @@ func TestStandardVerify(t *testing.T) {
 		{name: "missing webhook-signature", header: without("webhook-signature"), wantErr: ErrMissingHeader, errHas: "Webhook-Signature"},
 		{name: "empty webhook-signature", header: standardHeader(id, tsStr, ""), wantErr: ErrMissingHeader},
 		{name: "v1a and unknown versions skipped", header: standardHeader(id, tsStr, "v1a,"+macA+" v2,"+macA+" "+sigA),
-			want: Event{ID: id, Type: "invoice.paid"}},
+			want: Identity{ID: id, Type: "invoice.paid"}},
 		{name: "right MAC under v1a only", header: standardHeader(id, tsStr, "v1a,"+macA), wantErr: ErrBadSignature},
 		{name: "right MAC without version", header: standardHeader(id, tsStr, macA), wantErr: ErrBadSignature},
 		{name: "bad base64 entry skipped", header: standardHeader(id, tsStr, "v1,!!not-base64!! v1,"+macA[:43]+"* "+sigA),
-			want: Event{ID: id, Type: "invoice.paid"}},
+			want: Identity{ID: id, Type: "invoice.paid"}},
 		{name: "only bad entries", header: standardHeader(id, tsStr, "v1,!!not-base64!! v1, v1 ,"), wantErr: ErrBadSignature},
 		{name: "unpadded MAC not accepted", header: standardHeader(id, tsStr, strings.TrimRight(sigA, "=")), wantErr: ErrBadSignature},
 		{name: "no type field", body: `{"data":{}}`, header: standardHeader(id, tsStr, signStandard(keyA, id, ts, `{"data":{}}`)),
-			want: Event{ID: id}},
+			want: Identity{ID: id}},
 		{name: "numeric type field", body: `{"type":7}`, header: standardHeader(id, tsStr, signStandard(keyA, id, ts, `{"type":7}`)),
-			want: Event{ID: id, Type: "7"}},
+			want: Identity{ID: id, Type: "7"}},
 		{name: "body not JSON: type empty", body: "plain text", header: standardHeader(id, tsStr, signStandard(keyA, id, ts, "plain text")),
-			want: Event{ID: id}},
+			want: Identity{ID: id}},
 		{name: "empty body", noBody: true, header: standardHeader(id, tsStr, signStandard(keyA, id, ts, "")),
-			want: Event{ID: id}},
+			want: Identity{ID: id}},
 		{name: "event_type from header", cfg: func(c *Config) { c.EventType = Field{Header: "X-Event-Type"} },
 			header: func() http.Header { h := standardHeader(id, tsStr, sigA); h.Set("x-event-type", "hdr.type"); return h }(),
-			want:   Event{ID: id, Type: "hdr.type"}},
+			want:   Identity{ID: id, Type: "hdr.type"}},
 		{name: "event_type header absent falls back to field", cfg: func(c *Config) { c.EventType = Field{Header: "X-Event-Type", Field: "data.kind"} },
-			header: standardHeader(id, tsStr, sigA), want: Event{ID: id, Type: "invoice"}},
+			header: standardHeader(id, tsStr, sigA), want: Identity{ID: id, Type: "invoice"}},
 		{name: "event_type header absent, no field", cfg: func(c *Config) { c.EventType = Field{Header: "X-Event-Type"} },
-			header: standardHeader(id, tsStr, sigA), want: Event{ID: id}},
+			header: standardHeader(id, tsStr, sigA), want: Identity{ID: id}},
 		{name: "event_type field on non-JSON body", cfg: func(c *Config) { c.EventType = Field{Field: "data.kind"} },
 			body: "plain", header: standardHeader(id, tsStr, signStandard(keyA, id, ts, "plain")), wantErr: ErrMalformed},
 		{name: "event_id from field", cfg: func(c *Config) { c.EventID = Field{Field: "data.id"} },
-			header: standardHeader(id, tsStr, sigA), want: Event{ID: "in_1", Type: "invoice.paid"}},
+			header: standardHeader(id, tsStr, sigA), want: Identity{ID: "in_1", Type: "invoice.paid"}},
 		{name: "event_id field missing", cfg: func(c *Config) { c.EventID = Field{Field: "data.nope"} },
 			header: standardHeader(id, tsStr, sigA), wantErr: ErrMalformed},
 		{name: "event_id field on non-JSON body", cfg: func(c *Config) { c.EventID = Field{Field: "id"} },
@@ -194,7 +194,7 @@ func TestStandardVerify(t *testing.T) {
 				b = tt.body
 			}
 			v := newTestVerifier(t, cfg)
-			ev, err := v.Verify(&Delivery{Header: tt.header, Body: []byte(b), Now: now})
+			ev, err := v.Verify(&Request{Header: tt.header, Body: []byte(b), Now: now})
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -222,7 +222,7 @@ func TestStandardZeroNowUsesClock(t *testing.T) {
 	v := newTestVerifier(t, Config{Provider: "standard", Secrets: []string{whsec(keyA)}})
 	ts := time.Now().Unix()
 	h := standardHeader("msg_1", strconv.FormatInt(ts, 10), signStandard(keyA, "msg_1", ts, "{}"))
-	if _, err := v.Verify(&Delivery{Header: h, Body: []byte("{}")}); err != nil {
+	if _, err := v.Verify(&Request{Header: h, Body: []byte("{}")}); err != nil {
 		t.Fatalf("Verify with zero Now: %v", err)
 	}
 }
@@ -245,7 +245,7 @@ func BenchmarkStandardVerify(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := &Delivery{
+	d := &Request{
 		Header: standardHeader("msg_1", strconv.FormatInt(now.Unix(), 10), signStandard(keyA, "msg_1", now.Unix(), string(body))),
 		Body:   body,
 		Now:    now,
@@ -285,8 +285,8 @@ func TestStandardV1aAndRotation(t *testing.T) {
 	_, otherPriv, _ := ed25519.GenerateKey(nil)
 	sigOtherEd := signStandardV1a(otherPriv, id, ts, body)
 	sigA := signStandard(keyA, id, ts, body)
-	want := Event{ID: id, Type: "user.created"}
-	wantAt := func(i int) Event { w := want; w.SecretIndex = i; return w }
+	want := Identity{ID: id, Type: "user.created"}
+	wantAt := func(i int) Identity { w := want; w.SecretIndex = i; return w }
 	secrets := func(s ...string) func(*Config) { return func(c *Config) { c.Secrets = s } }
 	junk := "v1a," + base64.StdEncoding.EncodeToString(make([]byte, ed25519.SignatureSize))
 
@@ -333,9 +333,9 @@ func TestStandardLibraryParity(t *testing.T) {
 	sig := signStandard(keyA, id, now.Unix(), body)
 	runVerifyCases(t, Config{Provider: "standard", Secrets: []string{whsec(keyA)}}, body, now, []verifyCase{
 		{name: "leading zero timestamp", header: standardHeader(id, "0"+strconv.FormatInt(now.Unix(), 10), sig),
-			want: Event{ID: id, Type: "a"}},
+			want: Identity{ID: id, Type: "a"}},
 		{name: "entry with a trailing comma part", header: standardHeader(id, strconv.FormatInt(now.Unix(), 10), sig+",extra"),
-			want: Event{ID: id, Type: "a"}},
+			want: Identity{ID: id, Type: "a"}},
 		{name: "non-canonical base64 padding bits", header: standardHeader(id, strconv.FormatInt(now.Unix(), 10),
 			flipPaddingBits(sig)), wantErr: ErrBadSignature},
 	})
@@ -389,11 +389,11 @@ func TestStandardConformanceWithReferenceLibrary(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := standardHeader(id, strconv.FormatInt(now.Unix(), 10), sig)
-		ev, err := v.Verify(&Delivery{Header: h, Body: body, Now: now})
+		ev, err := v.Verify(&Request{Header: h, Body: body, Now: now})
 		if err != nil {
 			t.Fatalf("Verify: %v", err)
 		}
-		if want := (Event{ID: id, Type: "invoice.paid", SecretIndex: 1}); ev != want {
+		if want := (Identity{ID: id, Type: "invoice.paid", SecretIndex: 1}); ev != want {
 			t.Fatalf("event = %+v, want %+v", ev, want)
 		}
 	})
@@ -431,7 +431,7 @@ func TestStandardConformanceWithReferenceLibrary(t *testing.T) {
 			if err := theirs.Verify(d.body, d.h); err == nil {
 				t.Errorf("%s: reference library accepted", name)
 			}
-			if _, err := v.Verify(&Delivery{Header: d.h, Body: d.body, Now: now}); err == nil {
+			if _, err := v.Verify(&Request{Header: d.h, Body: d.body, Now: now}); err == nil {
 				t.Errorf("%s: Intake accepted", name)
 			}
 		}

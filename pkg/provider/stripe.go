@@ -30,7 +30,7 @@ const stripeSignatureHeader = "Stripe-Signature"
 type stripe struct {
 	keys      [][]byte
 	tolerance time.Duration
-	identity  identity
+	identity  identityReader
 }
 
 func newStripe(cfg Config) (Verifier, error) {
@@ -51,17 +51,17 @@ func newStripe(cfg Config) (Verifier, error) {
 	return s, nil
 }
 
-func (s *stripe) Verify(d *Delivery) (Event, error) {
+func (s *stripe) Verify(d *Request) (Identity, error) {
 	header := d.Header.Get(stripeSignatureHeader)
 	if header == "" {
-		return Event{}, fmt.Errorf("%w: %s", ErrMissingHeader, stripeSignatureHeader)
+		return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, stripeSignatureHeader)
 	}
 	sh, err := parseStripeHeader(header)
 	if err != nil {
-		return Event{}, err
+		return Identity{}, err
 	}
 	if err := checkNotOlder(sh.timestamp, d.now(), s.tolerance); err != nil {
-		return Event{}, fmt.Errorf("%w (%s t)", err, stripeSignatureHeader)
+		return Identity{}, fmt.Errorf("%w (%s t)", err, stripeSignatureHeader)
 	}
 
 	var tsBuf [21]byte
@@ -79,13 +79,13 @@ func (s *stripe) Verify(d *Delivery) (Event, error) {
 		}
 	}
 	if idx < 0 {
-		return Event{}, fmt.Errorf("%w: no %s v1 entry matches", ErrBadSignature, stripeSignatureHeader)
+		return Identity{}, fmt.Errorf("%w: no %s v1 entry matches", ErrBadSignature, stripeSignatureHeader)
 	}
 
-	ev := Event{SecretIndex: idx}
+	ev := Identity{SecretIndex: idx}
 	body := jsonBody{raw: d.Body}
 	if err := s.identity.read(d.Header, &body, &ev); err != nil {
-		return Event{}, err
+		return Identity{}, err
 	}
 	return ev, nil
 }

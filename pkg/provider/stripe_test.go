@@ -43,8 +43,8 @@ func TestStripeVerify(t *testing.T) {
 		t := now.Add(offset).Unix()
 		return sh("t=" + strconv.FormatInt(t, 10) + ",v1=" + stripeSig(stripeSecret, t, body))
 	}
-	want := Event{ID: "evt_1", Type: "charge.succeeded", ObjectID: "ch_1", ObjectVersion: "1699999990"}
-	wantAt := func(i int) Event { w := want; w.SecretIndex = i; return w }
+	want := Identity{ID: "evt_1", Type: "charge.succeeded", ObjectID: "ch_1", ObjectVersion: "1699999990"}
+	wantAt := func(i int) Identity { w := want; w.SecretIndex = i; return w }
 
 	runVerifyCases(t, Config{Provider: "stripe", Secrets: []string{stripeSecret}}, body, now, []verifyCase{
 		{name: "valid", header: sh("t=" + tsStr + ",v1=" + good), want: want},
@@ -89,12 +89,12 @@ func TestStripeVerify(t *testing.T) {
 			header: sh("t=" + tsStr + ",v1=" + stripeSig(stripeSecret, ts, `{"type":"x"}`)), wantErr: ErrMalformed},
 		{name: "thin event: no data.object", body: strp(`{"id":"evt_t","type":"v2.x","created":"2024-01-01T00:00:00Z"}`),
 			header: sh("t=" + tsStr + ",v1=" + stripeSig(stripeSecret, ts, `{"id":"evt_t","type":"v2.x","created":"2024-01-01T00:00:00Z"}`)),
-			want:   Event{ID: "evt_t", Type: "v2.x", ObjectVersion: "2024-01-01T00:00:00Z"}},
+			want:   Identity{ID: "evt_t", Type: "v2.x", ObjectVersion: "2024-01-01T00:00:00Z"}},
 		{name: "object fields configured", cfg: func(c *Config) {
 			c.ObjectID = Field{Field: "data.object.object"}
 			c.ObjectVersion = Field{Header: "X-Version"}
 		}, header: with(sh("t="+tsStr+",v1="+good), "X-Version", "7"),
-			want: Event{ID: "evt_1", Type: "charge.succeeded", ObjectID: "charge", ObjectVersion: "7"}},
+			want: Identity{ID: "evt_1", Type: "charge.succeeded", ObjectID: "charge", ObjectVersion: "7"}},
 	})
 }
 
@@ -104,19 +104,19 @@ func TestStripeConformanceWithStripeGo(t *testing.T) {
 	body := []byte(stripeBody("evt_conf"))
 	cfg := Config{Provider: "stripe", Secrets: []string{stripeOtherSecret, stripeSecret}}
 	v := newTestVerifier(t, cfg)
-	want := Event{ID: "evt_conf", Type: "charge.succeeded", ObjectID: "ch_1", ObjectVersion: "1699999990", SecretIndex: 1}
+	want := Identity{ID: "evt_conf", Type: "charge.succeeded", ObjectID: "ch_1", ObjectVersion: "1699999990", SecretIndex: 1}
 
 	t.Run("stripe-go signs, ours verifies", func(t *testing.T) {
 		now := time.Unix(1_700_000_000, 0)
 		for _, offset := range []time.Duration{0, -299 * time.Second, -300 * time.Second, time.Hour} {
 			p := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: stripeSecret, Timestamp: now.Add(offset)})
-			ev, err := v.Verify(&Delivery{Header: hdr("Stripe-Signature", p.Header), Body: body, Now: now})
+			ev, err := v.Verify(&Request{Header: hdr("Stripe-Signature", p.Header), Body: body, Now: now})
 			if err != nil || ev != want {
 				t.Errorf("offset %v: Verify = %+v, %v; want %+v", offset, ev, err, want)
 			}
 		}
 		p := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: stripeSecret, Timestamp: now.Add(-301 * time.Second)})
-		if _, err := v.Verify(&Delivery{Header: hdr("Stripe-Signature", p.Header), Body: body, Now: now}); Reason(err) != "timestamp" {
+		if _, err := v.Verify(&Request{Header: hdr("Stripe-Signature", p.Header), Body: body, Now: now}); Reason(err) != "timestamp" {
 			t.Errorf("301 s old: err = %v, want a timestamp rejection", err)
 		}
 	})
@@ -154,7 +154,7 @@ func TestStripeConformanceWithStripeGo(t *testing.T) {
 			if err := webhook.ValidatePayload(d.body, d.header, stripeSecret); err == nil {
 				t.Errorf("%s: stripe-go accepted", name)
 			}
-			if _, err := v.Verify(&Delivery{Header: hdr("Stripe-Signature", d.header), Body: d.body, Now: now}); err == nil {
+			if _, err := v.Verify(&Request{Header: hdr("Stripe-Signature", d.header), Body: d.body, Now: now}); err == nil {
 				t.Errorf("%s: Intake accepted", name)
 			}
 		}

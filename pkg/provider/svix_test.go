@@ -24,7 +24,7 @@ func TestSvixVerify(t *testing.T) {
 	tsStr := strconv.FormatInt(ts, 10)
 	sigA := signStandard(keyA, id, ts, body)
 	sigC := signStandard(keyC, id, ts, body)
-	want := Event{ID: id, Type: "payment.succeeded"}
+	want := Identity{ID: id, Type: "payment.succeeded"}
 	at := func(offset time.Duration) http.Header {
 		t := now.Add(offset).Unix()
 		return svixHeader(id, strconv.FormatInt(t, 10), signStandard(keyA, id, t, body))
@@ -47,7 +47,7 @@ func TestSvixVerify(t *testing.T) {
 			return h
 		}(), want: want},
 		{name: "rotated: second secret", cfg: func(c *Config) { c.Secrets = []string{whsec(keyC), whsec(keyA)} },
-			header: svixHeader(id, tsStr, sigA), want: Event{ID: id, Type: "payment.succeeded", SecretIndex: 1}},
+			header: svixHeader(id, tsStr, sigA), want: Identity{ID: id, Type: "payment.succeeded", SecretIndex: 1}},
 		{name: "several signatures, one matches", header: svixHeader(id, tsStr, sigC+" "+sigA), want: want},
 		{name: "tampered body", body: strp(body + " "), header: svixHeader(id, tsStr, sigA), wantErr: ErrBadSignature},
 		{name: "wrong secret", header: svixHeader(id, tsStr, sigC), wantErr: ErrBadSignature},
@@ -86,8 +86,8 @@ func TestSvixConformanceWithSvixLibrary(t *testing.T) {
 			"svix-*":    svixHeader(id, strconv.FormatInt(now.Unix(), 10), sig),
 			"webhook-*": standardHeader(id, strconv.FormatInt(now.Unix(), 10), sig),
 		} {
-			ev, err := v.Verify(&Delivery{Header: h, Body: body, Now: now})
-			if want := (Event{ID: id, Type: "invoice.created", SecretIndex: 1}); err != nil || ev != want {
+			ev, err := v.Verify(&Request{Header: h, Body: body, Now: now})
+			if want := (Identity{ID: id, Type: "invoice.created", SecretIndex: 1}); err != nil || ev != want {
 				t.Errorf("%s: Verify = %+v, %v; want %+v", name, ev, err, want)
 			}
 		}
@@ -121,7 +121,7 @@ func TestSvixConformanceWithSvixLibrary(t *testing.T) {
 			if err := theirs.Verify(d.body, d.h); err == nil {
 				t.Errorf("%s: svix library accepted", name)
 			}
-			if _, err := v.Verify(&Delivery{Header: d.h, Body: d.body, Now: now}); err == nil {
+			if _, err := v.Verify(&Request{Header: d.h, Body: d.body, Now: now}); err == nil {
 				t.Errorf("%s: Intake accepted", name)
 			}
 		}

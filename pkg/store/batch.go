@@ -226,12 +226,12 @@ type BatchWrites struct {
 	// FirstDeliveries are the history rows of the messages that claimed
 	// their inbox row in this batch: the claim counted them, so their keys
 	// need no recount.
-	FirstDeliveries []Delivery
+	FirstDeliveries []DeliveryRecord
 	// Deliveries are the other accepted deliveries entering the history
 	// from their stream message (copies past the duplicate window; a
 	// redelivered one is already there); their keys' delivery_count is
 	// recounted.
-	Deliveries []Delivery
+	Deliveries []DeliveryRecord
 	// Queued are statements handlers queued (Event.Queue); they go first,
 	// in the same round trip.
 	Queued []*pgx.QueuedQuery
@@ -319,7 +319,7 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 }
 
 // deliveryArgs are insertDeliveries' parameters for ds.
-func deliveryArgs(ds []Delivery) ([]any, error) {
+func deliveryArgs(ds []DeliveryRecord) ([]any, error) {
 	n := len(ds)
 	ids, integ, acct, evID, inst, answer, hints := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n)

@@ -32,9 +32,9 @@ func FoldReceipts(ctx context.Context, tx pgx.Tx, rs []envelope.Receipt) (int, e
 	if len(rs) == 0 {
 		return 0, nil
 	}
-	ds, keys := make([]Delivery, len(rs)), make([]string, len(rs))
+	ds, keys := make([]DeliveryRecord, len(rs)), make([]string, len(rs))
 	for i, r := range rs {
-		ds[i] = Delivery{ReceiptID: r.ID, Key: r.Key, ReceivedAt: r.ReceivedAt, Instance: r.Instance,
+		ds[i] = DeliveryRecord{ReceiptID: r.ID, Key: r.Key, ReceivedAt: r.ReceivedAt, Instance: r.Instance,
 			StatusCode: r.StatusCode, Answer: string(r.Answer), RetryHints: r.RetryHints}
 		keys[i] = r.Key.String()
 	}
@@ -78,8 +78,8 @@ const recountDeliveries = `
 	WHERE i.integration = t.integration AND i.account = t.account AND i.event_id = t.event_id
 	  AND c.n > 0 AND (i.delivery_count <> c.n OR i.last_received_at < c.last)`
 
-// Delivery is one row of an event's delivery history.
-type Delivery struct {
+// DeliveryRecord is one row of an event's delivery history.
+type DeliveryRecord struct {
 	Key        envelope.Key
 	ReceiptID  string
 	ReceivedAt time.Time

@@ -38,8 +38,8 @@ func TestDeliveryCountWhateverTheOrder(t *testing.T) {
 	claim := func(k envelope.Key, seq uint64, at time.Time) store.BatchClaim {
 		return store.BatchClaim{Claim: store.Claim{Key: k, Tenant: "acme", EventType: "x", PayloadSHA256: "sha", StreamSeq: seq, ReceivedAt: at}}
 	}
-	delivery := func(k envelope.Key, seq uint64, at time.Time) store.Delivery {
-		return store.Delivery{ReceiptID: envelope.StreamReceiptID(seq), Key: k, ReceivedAt: at, Instance: "ingress-a", StatusCode: 200, Answer: "accepted"}
+	delivery := func(k envelope.Key, seq uint64, at time.Time) store.DeliveryRecord {
+		return store.DeliveryRecord{ReceiptID: envelope.StreamReceiptID(seq), Key: k, ReceivedAt: at, Instance: "ingress-a", StatusCode: 200, Answer: "accepted"}
 	}
 	// One batch: the original of `early`, and `batched` twice (a copy past
 	// the duplicate window landed next to its original).
@@ -53,8 +53,8 @@ func TestDeliveryCountWhateverTheOrder(t *testing.T) {
 			t.Errorf("inserted = %v; want the lower sequence of each key", inserted)
 		}
 		w := store.BatchWrites{
-			FirstDeliveries: []store.Delivery{delivery(batched, 20, t0), delivery(early, 10, t0)},
-			Deliveries:      []store.Delivery{delivery(batched, 21, t0.Add(3*time.Second))},
+			FirstDeliveries: []store.DeliveryRecord{delivery(batched, 20, t0), delivery(early, 10, t0)},
+			Deliveries:      []store.DeliveryRecord{delivery(batched, 21, t0.Add(3*time.Second))},
 		}
 		return w.Flush(ctx, tx)
 	})
@@ -129,8 +129,8 @@ func TestRecordFailureKeepsTheHistory(t *testing.T) {
 	claim := func(seq uint64, at time.Time) store.Claim {
 		return store.Claim{Key: k, Tenant: "acme", EventType: "x", PayloadSHA256: "sha", StreamSeq: seq, ReceivedAt: at}
 	}
-	delivery := func(seq uint64, at time.Time) *store.Delivery {
-		return &store.Delivery{ReceiptID: envelope.StreamReceiptID(seq), Key: k, ReceivedAt: at, Instance: "ingress-a", StatusCode: 200, Answer: "accepted"}
+	delivery := func(seq uint64, at time.Time) *store.DeliveryRecord {
+		return &store.DeliveryRecord{ReceiptID: envelope.StreamReceiptID(seq), Key: k, ReceivedAt: at, Instance: "ingress-a", StatusCode: 200, Answer: "accepted"}
 	}
 	check := func(step string, status inbox.Status, attempts, count int, last time.Time) {
 		t.Helper()

@@ -14,9 +14,9 @@ import (
 	"github.com/intakehq/intake/pkg/inbox"
 )
 
-// Event is an inbox row with its conflict count, as the operator API lists
-// it (the replayer encodes it as its wire type, apiclient.Event).
-type Event struct {
+// EventRecord is an inbox row with its conflict count, as the operator API lists
+// it (the replayer encodes it as its wire type, apiclient.EventRecord).
+type EventRecord struct {
 	Key             string
 	Integration     string
 	Account         string
@@ -38,7 +38,7 @@ type Event struct {
 // GetEvent reads one inbox row with its conflict count. The account may be
 // empty; when the caller does not know it (API by integration and event id),
 // use FindEvent.
-func (s *Store) GetEvent(ctx context.Context, k envelope.Key) (Event, error) {
+func (s *Store) GetEvent(ctx context.Context, k envelope.Key) (EventRecord, error) {
 	return s.findEvent(ctx, `WHERE i.integration = $1 AND i.account = $2 AND i.event_id = $3`,
 		k.Integration, k.Account, k.EventID)
 }
@@ -46,12 +46,12 @@ func (s *Store) GetEvent(ctx context.Context, k envelope.Key) (Event, error) {
 // FindEvent reads the inbox row of an event by integration and event id.
 // An integration has one account scope, or accounts from a verified header;
 // when several accounts share an event id, the oldest row is returned.
-func (s *Store) FindEvent(ctx context.Context, integration, eventID string) (Event, error) {
+func (s *Store) FindEvent(ctx context.Context, integration, eventID string) (EventRecord, error) {
 	return s.findEvent(ctx, `WHERE i.integration = $1 AND i.event_id = $2`, integration, eventID)
 }
 
-func (s *Store) findEvent(ctx context.Context, where string, args ...any) (Event, error) {
-	var e Event
+func (s *Store) findEvent(ctx context.Context, where string, args ...any) (EventRecord, error) {
+	var e EventRecord
 	err := s.pool.QueryRow(ctx, `
 		SELECT i.integration, i.account, i.event_id, i.tenant, i.event_type, i.status, i.payload_sha256,
 			i.delivery_count, i.attempts, i.stream_seq, i.first_received_at, i.last_received_at,
@@ -64,10 +64,10 @@ func (s *Store) findEvent(ctx context.Context, where string, args ...any) (Event
 		&e.DeliveryCount, &e.Attempts, &e.StreamSeq, &e.FirstReceivedAt, &e.LastReceivedAt,
 		&e.ProcessedAt, &e.Error, &e.Conflicts)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Event{}, ErrNotFound
+		return EventRecord{}, ErrNotFound
 	}
 	if err != nil {
-		return Event{}, fmt.Errorf("store: get event: %w", err)
+		return EventRecord{}, fmt.Errorf("store: get event: %w", err)
 	}
 	e.Key = envelope.Key{Integration: e.Integration, Account: e.Account, EventID: e.EventID}.String()
 	return e, nil
@@ -103,7 +103,7 @@ var ErrBadCursor = errors.New("store: invalid cursor")
 
 // ListEvents returns one page of inbox rows, newest first, and the cursor of
 // the next page ("" when this is the last).
-func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, string, error) {
+func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]EventRecord, string, error) {
 	limit := pageLimit(f.Limit)
 	var w conds
 	w.eq("i.integration", f.Integration)
@@ -145,8 +145,8 @@ const eventColumns = `i.integration, i.account, i.event_id, i.tenant, i.event_ty
 	(SELECT count(*) FROM intake.conflicts c
 	 WHERE c.integration = i.integration AND c.account = i.account AND c.event_id = i.event_id)`
 
-func scanEvent(row pgx.CollectableRow) (Event, error) {
-	var e Event
+func scanEvent(row pgx.CollectableRow) (EventRecord, error) {
+	var e EventRecord
 	err := row.Scan(&e.Integration, &e.Account, &e.EventID, &e.Tenant, &e.EventType, &e.Status, &e.PayloadSHA256,
 		&e.DeliveryCount, &e.Attempts, &e.StreamSeq, &e.FirstReceivedAt, &e.LastReceivedAt,
 		&e.ProcessedAt, &e.Error, &e.Conflicts)
@@ -266,15 +266,15 @@ func (s *Store) queryConflicts(ctx context.Context, q string, args ...any) ([]Co
 }
 
 // EventDeliveryHistory lists the delivery history of one event, oldest first.
-func (s *Store) EventDeliveryHistory(ctx context.Context, k envelope.Key) ([]Delivery, error) {
+func (s *Store) EventDeliveryHistory(ctx context.Context, k envelope.Key) ([]DeliveryRecord, error) {
 	rows, err := s.pool.Query(ctx, `SELECT receipt_id, received_at, instance, status_code, answer, retry_hints
 		FROM intake.deliveries WHERE integration = $1 AND account = $2 AND event_id = $3
 		ORDER BY received_at, receipt_id`, k.Integration, k.Account, k.EventID)
 	if err != nil {
 		return nil, fmt.Errorf("store: deliveries: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Delivery, error) {
-		var d Delivery
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (DeliveryRecord, error) {
+		var d DeliveryRecord
 		err := row.Scan(&d.ReceiptID, &d.ReceivedAt, &d.Instance, &d.StatusCode, &d.Answer, &d.RetryHints)
 		return d, err
 	})

@@ -40,13 +40,13 @@ type Claim struct {
 // FoldReceipts.
 func RecordFailure(ctx context.Context, db interface {
 	Begin(context.Context) (pgx.Tx, error)
-}, c Claim, d *Delivery, status inbox.Status, attempts int, reason string) error {
+}, c Claim, d *DeliveryRecord, status inbox.Status, attempts int, reason string) error {
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(lockKeysSQL, []string{c.Key.String()})
 		var hist []any
 		if d != nil {
-			args, err := deliveryArgs([]Delivery{*d})
+			args, err := deliveryArgs([]DeliveryRecord{*d})
 			if err != nil {
 				return err
 			}

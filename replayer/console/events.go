@@ -77,7 +77,7 @@ const pageSize = 50
 type eventsData struct {
 	Filter   filter
 	Query    url.Values
-	Events   []store.Event
+	Events   []store.EventRecord
 	Next     string
 	Statuses []string
 }
@@ -120,7 +120,7 @@ type entry struct {
 }
 
 type eventData struct {
-	Event    store.Event
+	Event    store.EventRecord
 	Timeline []entry
 	Payload  payload
 }
@@ -163,7 +163,7 @@ func (c *Console) event(w http.ResponseWriter, r *http.Request) {
 // timeline puts everything that happened to an event in time order:
 // deliveries, handler runs, replays that selected it, conflicts, refused
 // messages claiming its key and its body refused under other ids.
-func (c *Console) timeline(ctx context.Context, ev store.Event, k envelope.Key) ([]entry, error) {
+func (c *Console) timeline(ctx context.Context, ev store.EventRecord, k envelope.Key) ([]entry, error) {
 	st := c.ro.Store
 	var out []entry
 	deliveries, err := st.EventDeliveryHistory(ctx, k)
@@ -300,7 +300,7 @@ func (d eventsData) write(w *writer, _ page) {
 	}
 }
 
-func eventTable(w *writer, events []store.Event) {
+func eventTable(w *writer, events []store.EventRecord) {
 	w.m(`<table class="list" id="events">
 <thead><tr><th>First received</th><th>Key</th><th>Tenant</th><th>Type</th><th>Status</th><th>Deliveries</th><th>Conflicts</th><th>Error</th></tr></thead>
 <tbody>

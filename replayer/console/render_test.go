@@ -18,7 +18,7 @@ import (
 func pages(d func(string) string) map[string]content {
 	at := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 	errMsg, by := d("handler: bad input"), d("ops")
-	ev := store.Event{Key: d("demo/main/evt_1"), Integration: d("demo"), Account: d("main"), EventID: d("evt_1"), Tenant: d("acme"),
+	ev := store.EventRecord{Key: d("demo/main/evt_1"), Integration: d("demo"), Account: d("main"), EventID: d("evt_1"), Tenant: d("acme"),
 		EventType: d("invoice.paid"), Status: inbox.Status(d("failed")), PayloadSHA256: d("sha"), FirstReceivedAt: at, LastReceivedAt: at,
 		ProcessedAt: &at, Error: &errMsg}
 	failed := ev
@@ -35,7 +35,7 @@ func pages(d func(string) string) map[string]content {
 	return map[string]content{
 		"error":  errorData{},
 		"signin": signInData{Pre: d("pre"), Next: d("/ui/events")},
-		"events": eventsData{Filter: f, Query: q, Events: []store.Event{ev}, Next: d("cursor"), Statuses: []string{d("failed")}},
+		"events": eventsData{Filter: f, Query: q, Events: []store.EventRecord{ev}, Next: d("cursor"), Statuses: []string{d("failed")}},
 		"event": eventData{Event: failed, Payload: pl, Timeline: []entry{
 			{At: at, Kind: d("replay"), What: d("replay exact"), Detail: d("reason"), Link: replayLink(d("replay-id"), "")},
 			{At: at, Kind: d("conflict"), What: d("conflicting payload"), Link: conflictLink(d("demo/main/evt_1"), 3)},
@@ -45,7 +45,7 @@ func pages(d func(string) string) map[string]content {
 		"conflict": conflictData{Conflict: cf, Original: pl, Conflicting: pl, Changed: 1,
 			Diff: []diffRow{{Op: "same", Left: d("{"), Right: d("{"), LN: 1, RN: 1}, {Op: "change", Left: d("a"), Right: d("b"), LN: 2, RN: 2}}},
 		"conflict-missing": conflictData{Conflict: cf, Original: payload{Missing: d("gone")}},
-		"failed":           failedData{Filter: f, Query: q, Events: []store.Event{ev}, Next: d("cursor")},
+		"failed":           failedData{Filter: f, Query: q, Events: []store.EventRecord{ev}, Next: d("cursor")},
 		"dryrun": dryRunData{Replay: rep, Form: replayForm{SelectorJSON: d(`{"keys":["demo/main/evt_1"]}`), Mode: d("exact"), Reason: d("why")},
 			Modes: []string{"exact", "reexecute"}},
 		"replays": replaysData{Replays: []store.Replay{rep}, Next: d("cursor")},

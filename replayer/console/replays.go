@@ -20,7 +20,7 @@ import (
 type failedData struct {
 	Filter filter
 	Query  url.Values
-	Events []store.Event
+	Events []store.EventRecord
 	Next   string
 }
 

@@ -28,7 +28,7 @@ func TestRequestsAreSignedBodiesOfTheAskedSize(t *testing.T) {
 		if err := json.Unmarshal(body, &doc); err != nil || doc["id"] != id {
 			t.Fatalf("body is not the event's JSON: %v", err)
 		}
-		ev, err := v.Verify(&provider.Delivery{Header: req.Header, Body: body, Now: time.Now()})
+		ev, err := v.Verify(&provider.Request{Header: req.Header, Body: body, Now: time.Now()})
 		if err != nil || ev.ID != id {
 			t.Fatalf("generator request does not verify: %v (id %q)", err, ev.ID)
 		}

@@ -127,7 +127,7 @@ func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers 
 					now := time.Now()
 					claims[j] = store.BatchClaim{Claim: store.Claim{Key: k, Tenant: "t", EventType: "bench.event",
 						PayloadSHA256: sha, StreamSeq: uint64(i), ReceivedAt: now}}
-					w.FirstDeliveries = append(w.FirstDeliveries, store.Delivery{ReceiptID: envelope.StreamReceiptID(uint64(i)),
+					w.FirstDeliveries = append(w.FirstDeliveries, store.DeliveryRecord{ReceiptID: envelope.StreamReceiptID(uint64(i)),
 						Key: k, ReceivedAt: now, Instance: "bench", StatusCode: 200, Answer: "accepted"})
 					id := store.NewID()
 					w.Executions = append(w.Executions, store.Execution{ID: id, Key: k, Mode: inbox.ModeOriginal, StreamSeq: uint64(i)})
