@@ -66,12 +66,12 @@ type request struct {
 	in  *integration
 	now time.Time
 
-	client netip.Addr     // the address limitClient charged
-	res    *bodyRead      // the body's room in the in-flight budget
-	body   []byte         // the raw body, the bytes the signature covers
+	client netip.Addr        // the address limitClient charged
+	res    *bodyRead         // the body's room in the in-flight budget
+	body   []byte            // the raw body, the bytes the signature covers
 	ev     provider.Identity // what the verifier read from the delivery
-	key    envelope.Key   // the scoped key
-	msg    *nats.Msg      // the INTAKE_IN message
+	key    envelope.Key      // the scoped key
+	msg    *nats.Msg         // the INTAKE_IN message
 }
 
 // verdict is what a step decided: the zero verdict lets the request go on

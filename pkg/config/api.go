@@ -150,10 +150,10 @@ const (
 // itself or as the hex SHA-256 of it (so the config file need not hold the
 // token: `printf %s "$TOKEN" | sha256sum`). Exactly one of the two.
 type Token struct {
-	Name        string `yaml:"name"`
-	Token       string `yaml:"token"`
-	TokenSHA256 string `yaml:"token_sha256"`
-	Role        TokenRole   `yaml:"role"`
+	Name        string    `yaml:"name"`
+	Token       string    `yaml:"token"`
+	TokenSHA256 string    `yaml:"token_sha256"`
+	Role        TokenRole `yaml:"role"`
 }
 
 // Sum is the SHA-256 the API compares a presented token's digest with

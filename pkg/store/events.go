@@ -15,7 +15,7 @@ import (
 )
 
 // EventRecord is an inbox row with its conflict count, as the operator API lists
-// it (the replayer encodes it as its wire type, apiclient.EventRecord).
+// it (the replayer encodes it as its wire type, apiclient.Event).
 type EventRecord struct {
 	Key             string
 	Integration     string
