@@ -23,8 +23,8 @@ import (
 	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/provider"
-	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/replayer/apiclient"
 )
@@ -190,7 +190,7 @@ func TestOneDeliveryIsProcessedOnce(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET event = %d", code)
 	}
-	if ev.Status != store.StatusProcessed || ev.DeliveryCount != 1 || ev.Tenant != "acme" ||
+	if ev.Status != inbox.StatusProcessed || ev.DeliveryCount != 1 || ev.Tenant != "acme" ||
 		ev.EventType != "invoice.paid" || ev.PayloadSHA256 != envelope.PayloadSHA256(d.body) || ev.StreamSeq != 1 {
 		t.Fatalf("event = %+v", ev)
 	}
@@ -293,7 +293,7 @@ func TestSameIDDifferentPayloadIsAConflict(t *testing.T) {
 	}, "conflict never recorded")
 
 	_, ev := p.getEvent(viewerToken, "demo", "evt_c")
-	if ev.PayloadSHA256 != envelope.PayloadSHA256(first.body) || ev.Status != store.StatusProcessed || ev.DeliveryCount != 1 {
+	if ev.PayloadSHA256 != envelope.PayloadSHA256(first.body) || ev.Status != inbox.StatusProcessed || ev.DeliveryCount != 1 {
 		t.Fatalf("original row changed: %+v", ev)
 	}
 	var origSHA, conflSHA string

@@ -24,6 +24,7 @@ import (
 	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/subscriber"
 	"github.com/intakehq/intake/pkg/telemetry"
 	"github.com/intakehq/intake/pkg/telemetry/otlp"
@@ -324,7 +325,7 @@ func TestAReplayLinksToTheOriginalTrace(t *testing.T) {
 	no := false
 	c := apiclient.New(p.apiBase, operatorToken, nil)
 	rep, err := c.StartReplay(context.Background(), apiclient.ReplayRequest{Selector: apiclient.Selector{Keys: []string{"demo/main/evt_replayed"}},
-		Mode: envelope.ReplayReexecute, DryRun: &no, Reason: "tracing test"})
+		Mode: inbox.ReplayReexecute, DryRun: &no, Reason: "tracing test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +348,7 @@ func TestAReplayLinksToTheOriginalTrace(t *testing.T) {
 	if !slices.Contains(rp.Links, spanLink{TraceID: orig.TraceID, SpanID: orig.SpanID, Kind: "original"}) {
 		t.Fatalf("republish span links %+v, want the original's ingress publish span %s/%s", rp.Links, orig.TraceID, orig.SpanID)
 	}
-	if rp.Attrs["intake.replay_id"] != rep.ID || rp.Attrs["intake.replay_mode"] != string(envelope.ReplayReexecute) {
+	if rp.Attrs["intake.replay_id"] != rep.ID || rp.Attrs["intake.replay_mode"] != string(inbox.ReplayReexecute) {
 		t.Errorf("republish span attributes %v", rp.Attrs)
 	}
 	ev := findSpan(spans, "intake.processor.event", rp.TraceID)

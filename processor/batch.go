@@ -47,7 +47,7 @@ type batchTx struct {
 	// inserted says, by position in order, whether the claim inserted the
 	// message's row; existing holds the rows it found, by key.
 	inserted []bool
-	existing map[envelope.Key]store.Row
+	existing map[envelope.Key]inbox.Row
 	// runs are the indexes in b of the messages whose handler runs.
 	runs []int
 	// culprit is the index in b of the message whose handler failed, or -1.

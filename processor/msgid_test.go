@@ -103,7 +103,7 @@ func TestLostCommitRunAgainPublishesUnderTheSameMsgIDs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.replay(1, envelope.ReplayExact)
+	r.replay(1, inbox.ReplayExact)
 	r.settled(1)
 	r.tr.CaughtUp(t, 30*time.Second)
 
@@ -125,7 +125,7 @@ func TestLostCommitRunAgainPublishesUnderTheSameMsgIDs(t *testing.T) {
 	}
 
 	// A re-execution runs the handler again on purpose: new ids, its replay's.
-	re := r.replay(1, envelope.ReplayReexecute)
+	re := r.replay(1, inbox.ReplayReexecute)
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		return r.count(`SELECT count(*) FROM intake.executions WHERE event_id = $1 AND mode = 'reexecute'`, k.EventID) == 1
 	}, "re-execution never recorded")

@@ -411,9 +411,9 @@ func (p *Processor) committed(b []*item, outbox []store.OutboxRow, pub *acker) {
 // out a database that is away (retryDB) until shutdown.
 func (p *Processor) handlerFailed(work, shutdown context.Context, it *item, herr error) {
 	ev := it.ev
-	status := store.StatusFailed
+	status := inbox.StatusFailed
 	if errors.Is(herr, ErrQuarantine) {
-		status = store.StatusQuarantined
+		status = inbox.StatusQuarantined
 	}
 	final := errors.Is(herr, ErrPermanent) || errors.Is(herr, ErrQuarantine)
 	last := ev.Delivery >= uint64(p.o.Config.MaxDeliver)

@@ -422,7 +422,7 @@ func TestReplayModes(t *testing.T) {
 	}, "first pass never settled")
 
 	// Exact replay of a processed event: the inbox decides, nothing applies.
-	r.replay(1, envelope.ReplayExact)
+	r.replay(1, inbox.ReplayExact)
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		return testutil.ToFloat64(m.Processed.WithLabelValues("demo", "replayed")) >= 1
 	}, "exact replay never processed")
@@ -432,7 +432,7 @@ func TestReplayModes(t *testing.T) {
 
 	// Exact replay of a failed event after the cause is fixed: applied once.
 	broken.Store(false)
-	r2 := r.replay(2, envelope.ReplayExact)
+	r2 := r.replay(2, inbox.ReplayExact)
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		return r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'processed'`) == 2
 	}, "failed event never retried")
@@ -444,7 +444,7 @@ func TestReplayModes(t *testing.T) {
 	}
 
 	// Re-execution: a second execution, linked to the replay.
-	r3 := r.replay(1, envelope.ReplayReexecute)
+	r3 := r.replay(1, inbox.ReplayReexecute)
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		return r.count(`SELECT count(*) FROM intake.executions WHERE event_id = 'evt_ok'`) == 2
 	}, "re-execution never recorded")
@@ -722,8 +722,8 @@ func TestTwoReplaysOfAFailedEventInOneBatchApplyItOnce(t *testing.T) {
 	// Two operators replay it while no processor runs: both copies are in
 	// the stream when the next processor starts, and arrive as one batch.
 	broken.Store(false)
-	r.replay(1, envelope.ReplayExact)
-	r.replay(1, envelope.ReplayExact)
+	r.replay(1, inbox.ReplayExact)
+	r.replay(1, inbox.ReplayExact)
 	r.run(processor.Options{Metrics: m, Handler: handler})
 	r.tr.CaughtUp(t, 30*time.Second)
 	if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, key("evt_twice").String()); n != 1 {
@@ -754,7 +754,7 @@ func TestReexecutionRedeliveredAfterItsCommitRunsOnce(t *testing.T) {
 		once.Do(func() { close(crashed) })
 		return errors.New("simulated crash: the ack is never sent")
 	}}, processor.Options{Metrics: m})
-	r.replay(1, envelope.ReplayReexecute)
+	r.replay(1, inbox.ReplayReexecute)
 	<-crashed
 	stopA()
 

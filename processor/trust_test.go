@@ -15,6 +15,7 @@ import (
 	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/telemetry"
 	"github.com/intakehq/intake/processor"
@@ -88,13 +89,13 @@ func TestForgedReplayAppliesNothing(t *testing.T) {
 	// The attack of issue 13: a copy of the processed message, made a
 	// re-execution by an invented replay id.
 	forged := r.processedCopy("evt_1")
-	forged.Header.Set(envelope.HeaderReplayMode, string(envelope.ReplayReexecute))
+	forged.Header.Set(envelope.HeaderReplayMode, string(inbox.ReplayReexecute))
 	forged.Header.Set(envelope.HeaderReplayID, uuid.NewString())
 	forged.Header.Set(envelope.HeaderMsgID, "forged-1")
 	a := r.publishMsg(forged)
 	// The same as an exact replay with an id that is no replay's at all.
 	forged = r.processedCopy("evt_1")
-	forged.Header.Set(envelope.HeaderReplayMode, string(envelope.ReplayExact))
+	forged.Header.Set(envelope.HeaderReplayMode, string(inbox.ReplayExact))
 	forged.Header.Set(envelope.HeaderReplayID, "not-a-replay")
 	forged.Header.Set(envelope.HeaderMsgID, "forged-2")
 	b := r.publishMsg(forged)
@@ -139,7 +140,7 @@ func TestReplayNotCoveringTheKeyAppliesNothing(t *testing.T) {
 	}
 	copyOf := func(evt, msgID string) *nats.Msg {
 		c := r.processedCopy(evt)
-		c.Header.Set(envelope.HeaderReplayMode, string(envelope.ReplayReexecute))
+		c.Header.Set(envelope.HeaderReplayMode, string(inbox.ReplayReexecute))
 		c.Header.Set(envelope.HeaderReplayID, id)
 		c.Header.Set(envelope.HeaderMsgID, msgID)
 		return c
@@ -179,7 +180,7 @@ func TestReplayNotCoveringTheKeyAppliesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := r.processedCopy("evt_2")
-	c.Header.Set(envelope.HeaderReplayMode, string(envelope.ReplayReexecute))
+	c.Header.Set(envelope.HeaderReplayMode, string(inbox.ReplayReexecute))
 	c.Header.Set(envelope.HeaderReplayID, id2)
 	c.Header.Set(envelope.HeaderMsgID, "replay:"+id2+":"+key("evt_2").String())
 	reused := r.publishMsg(c)
@@ -307,7 +308,7 @@ func TestAReplayRunsAKeyOnceAndEndedReplaysCoverNothing(t *testing.T) {
 	replayID, msgID := r.runningReexecution("evt_1")
 	copyOf := func() *nats.Msg {
 		c := r.processedCopy("evt_1")
-		c.Header.Set(envelope.HeaderReplayMode, string(envelope.ReplayReexecute))
+		c.Header.Set(envelope.HeaderReplayMode, string(inbox.ReplayReexecute))
 		c.Header.Set(envelope.HeaderReplayID, replayID)
 		c.Header.Set(envelope.HeaderMsgID, msgID)
 		return c
@@ -358,7 +359,7 @@ func TestAReplayCopyWithAnotherBodyAppliesNothing(t *testing.T) {
 	r.settled(1)
 	replayID, msgID := r.runningReexecution("evt_1")
 	c := r.processedCopy("evt_1")
-	c.Header.Set(envelope.HeaderReplayMode, string(envelope.ReplayReexecute))
+	c.Header.Set(envelope.HeaderReplayMode, string(inbox.ReplayReexecute))
 	c.Header.Set(envelope.HeaderReplayID, replayID)
 	c.Header.Set(envelope.HeaderMsgID, msgID)
 	c.Data = []byte(`{"attacker":"body"}`) // the original hash header kept
@@ -380,7 +381,7 @@ func (r *rig) runningReexecution(id string) (replayID, msgID string) {
 	replayID = store.NewID()
 	msgID = "replay:" + replayID + ":" + key(id).String()
 	if err := r.store.CreateReplay(context.Background(), &store.Replay{ID: replayID, RequestedBy: "ops", Selector: []byte(`{}`),
-		Mode: string(envelope.ReplayReexecute), Reason: "test", Rate: 10, State: store.ReplayRunning, Matched: 1},
+		Mode: string(inbox.ReplayReexecute), Reason: "test", Rate: 10, State: store.ReplayRunning, Matched: 1},
 		[]store.ReplayItem{{Key: key(id), Tenant: "acme", EventType: "thing.happened", StreamSeq: 1,
 			MsgID: msgID, Outcome: "would_apply"}}); err != nil {
 		r.t.Fatal(err)

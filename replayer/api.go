@@ -16,6 +16,7 @@ import (
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // maxRequestBody bounds POST bodies (a replay by keys may list many keys).
@@ -186,7 +187,7 @@ func (r *Replayer) getReplay(w http.ResponseWriter, req *http.Request) {
 
 func (r *Replayer) postReplay(w http.ResponseWriter, req *http.Request) {
 	allowSlow(w)
-	var spec ReplayRequest
+	var spec apiclient.ReplayRequest
 	if !decodeBody(w, req, &spec) {
 		return
 	}
@@ -197,7 +198,7 @@ func (r *Replayer) postReplay(w http.ResponseWriter, req *http.Request) {
 
 func (r *Replayer) postRedelivery(w http.ResponseWriter, req *http.Request) {
 	allowSlow(w)
-	var spec RedeliveryRequest
+	var spec apiclient.RedeliveryRequest
 	if !decodeBody(w, req, &spec) {
 		return
 	}

@@ -125,34 +125,34 @@ func apiJSON() map[string]func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusConflict, map[string]any{"error": "replay is " + rep.State + ", not running", "replay": wireReplay(rep)})
 		},
 		"reconcile": func(w http.ResponseWriter) {
-			missing := []MissingEvent{{Key: "demo/main/evt_2", StreamSeq: 2}}
+			missing := []apiclient.MissingEvent{{Key: "demo/main/evt_2", StreamSeq: 2}}
 			no := false
 			writeJSON(w, http.StatusOK, ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Shard: "eu", Checked: 5,
 				Missing: missing, Truncated: true, Pending: 1, Rejected: 2, AckFloor: 4, LastSeq: 5, LostConflicts: missing,
-				Fix: &ReplayRequest{Selector: Selector{Keys: []string{"demo/main/evt_2"}, Integration: "demo", Tenant: "acme",
-					EventType: "invoice.paid", StreamSeq: &SeqRange{From: 2, To: 2}, Since: &pinAt, Until: &pinLater, Status: "failed"},
+				Fix: &apiclient.ReplayRequest{Selector: apiclient.Selector{Keys: []string{"demo/main/evt_2"}, Integration: "demo", Tenant: "acme",
+					EventType: "invoice.paid", StreamSeq: &apiclient.SeqRange{From: 2, To: 2}, Since: &pinAt, Until: &pinLater, Status: "failed"},
 					Mode: inbox.ReplayExact, DryRun: &no, Reason: "reconcile", Rate: 10}},
 				missingSeq: map[envelope.Key]uint64{{Integration: "demo"}: 2}})
 		},
 		"reconcile_clean": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Checked: 5, Missing: []MissingEvent{}, AckFloor: 5, LastSeq: 5}})
+			writeJSON(w, http.StatusOK, ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Checked: 5, Missing: []apiclient.MissingEvent{}, AckFloor: 5, LastSeq: 5}})
 		},
 		"gaps": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, Gaps{CheckedAt: pinAt, Stream: envelope.StreamIn, FirstSeq: 1, LastSeq: 9, Deleted: 2,
+			writeJSON(w, http.StatusOK, apiclient.Gaps{CheckedAt: pinAt, Stream: envelope.StreamIn, FirstSeq: 1, LastSeq: 9, Deleted: 2,
 				DeletedSample: []uint64{3, 4}, InboxMaxSeq: 11, RolledBack: 2, ReceiptsWithoutEvent: 1, ReceiptsSample: []string{"demo/main/evt_9"}})
 		},
 		"gaps_none": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, Gaps{CheckedAt: pinAt, Stream: envelope.StreamIn, FirstSeq: 1, LastSeq: 9})
+			writeJSON(w, http.StatusOK, apiclient.Gaps{CheckedAt: pinAt, Stream: envelope.StreamIn, FirstSeq: 1, LastSeq: 9})
 		},
 		"redrive": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, RedriveStatus{Enabled: true, Interval: "1m0s", Lookback: "10m0s", Cursor: 9, Passes: []Redrive{
-				{Trigger: RedriveFailover, At: pinAt, FromSeq: 1, ToSeq: 9, Checked: 9, Missing: 2, Redriven: 1, Truncated: true,
+			writeJSON(w, http.StatusOK, apiclient.RedriveStatus{Enabled: true, Interval: "1m0s", Lookback: "10m0s", Cursor: 9, Passes: []apiclient.Redrive{
+				{Trigger: apiclient.RedriveFailover, At: pinAt, FromSeq: 1, ToSeq: 9, Checked: 9, Missing: 2, Redriven: 1, Truncated: true,
 					ConflictsRecorded: 1, Unfixable: 1, ReplayIDs: []string{pinReplayID}, Error: "timeout"},
-				{Trigger: RedriveStart, At: pinLater, ReplayIDs: []string{}},
+				{Trigger: apiclient.RedriveStart, At: pinLater, ReplayIDs: []string{}},
 			}})
 		},
 		"redrive_none": func(w http.ResponseWriter) {
-			writeJSON(w, http.StatusOK, RedriveStatus{Interval: "-1s", Lookback: "10m0s", Passes: []Redrive{}})
+			writeJSON(w, http.StatusOK, apiclient.RedriveStatus{Interval: "-1s", Lookback: "10m0s", Passes: []apiclient.Redrive{}})
 		},
 	}
 }

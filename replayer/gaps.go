@@ -26,9 +26,6 @@ import (
 // the one at the processor's ack floor) and the event has neither an inbox
 // row nor a rejection, the message vanished before the processor saw it.
 
-// Gaps is apiclient.Gaps, the result of one gap check (GET /api/v1/gaps).
-type Gaps = apiclient.Gaps
-
 // receiptWindow is how far back the gap check reads receipts; receiptSkew
 // allows for ingress's clock (received_at) running ahead of the
 // nats-server's (stored times).
@@ -38,7 +35,7 @@ const (
 )
 
 // receiptGaps fills the receipt half of a gap check.
-func (r *Replayer) receiptGaps(ctx context.Context, s jetstream.Stream, g *Gaps) error {
+func (r *Replayer) receiptGaps(ctx context.Context, s jetstream.Stream, g *apiclient.Gaps) error {
 	floor, err := r.ackFloor(ctx)
 	if err != nil || floor == 0 || floor < g.FirstSeq {
 		return err // nothing settled yet, or the floor aged out of the stream
@@ -68,16 +65,16 @@ const gapSample = 100
 
 // CheckGaps checks INTAKE_IN against itself and the inbox, and records the
 // result in the gap metric.
-func (r *Replayer) CheckGaps(ctx context.Context) (Gaps, error) {
+func (r *Replayer) CheckGaps(ctx context.Context) (apiclient.Gaps, error) {
 	s, err := r.o.JS.Stream(ctx, envelope.StreamIn)
 	if err != nil {
-		return Gaps{}, fmt.Errorf("stream %s: %w", envelope.StreamIn, err)
+		return apiclient.Gaps{}, fmt.Errorf("stream %s: %w", envelope.StreamIn, err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return Gaps{}, fmt.Errorf("stream %s: info: %w", envelope.StreamIn, err)
+		return apiclient.Gaps{}, fmt.Errorf("stream %s: info: %w", envelope.StreamIn, err)
 	}
-	g := Gaps{CheckedAt: time.Now().UTC(), Stream: envelope.StreamIn, FirstSeq: info.State.FirstSeq,
+	g := apiclient.Gaps{CheckedAt: time.Now().UTC(), Stream: envelope.StreamIn, FirstSeq: info.State.FirstSeq,
 		LastSeq: info.State.LastSeq, Deleted: uint64(info.State.NumDeleted)}
 	if g.Deleted > 0 && g.Deleted <= 10*gapSample { // the details only while they are few
 		if detailed, err := s.Info(ctx, jetstream.WithDeletedDetails(true)); err == nil {
@@ -86,13 +83,13 @@ func (r *Replayer) CheckGaps(ctx context.Context) (Gaps, error) {
 		}
 	}
 	if g.InboxMaxSeq, err = r.o.Store.MaxInboxStreamSeq(ctx); err != nil {
-		return Gaps{}, err
+		return apiclient.Gaps{}, err
 	}
 	if g.InboxMaxSeq > g.LastSeq {
 		g.RolledBack = g.InboxMaxSeq - g.LastSeq
 	}
 	if err := r.receiptGaps(ctx, s, &g); err != nil {
-		return Gaps{}, err
+		return apiclient.Gaps{}, err
 	}
 	r.metrics.gaps.WithLabelValues(g.Stream, "deleted").Set(float64(g.Deleted))
 	r.metrics.gaps.WithLabelValues(g.Stream, "rolled_back").Set(float64(g.RolledBack))

@@ -14,6 +14,7 @@ import (
 	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // TestGapsBehindIntakesBackAreReported is issue 20's acceptance: messages
@@ -28,7 +29,7 @@ func TestGapsBehindIntakesBackAreReported(t *testing.T) {
 	r.publish("evt_1", "evt_2", "evt_3", "evt_4", "evt_5")
 	r.settled()
 
-	var g replayer.Gaps
+	var g apiclient.Gaps
 	r.api("GET", "/api/v1/gaps", nil, 200, &g)
 	if g.Found() || g.LastSeq != 5 || g.InboxMaxSeq != 5 {
 		t.Fatalf("a whole stream: %+v, want no gap at last seq 5", g)
@@ -108,7 +109,7 @@ func TestReceiptsWithoutEventAreReported(t *testing.T) {
 	receipt("evt_gone", 5*time.Minute) // its message vanished
 	receipt("evt_late", 0)             // newer than the settled messages: not judged yet
 
-	var g replayer.Gaps
+	var g apiclient.Gaps
 	r.api("GET", "/api/v1/gaps", nil, 200, &g)
 	if g.ReceiptsWithoutEvent != 1 || !slices.Equal(g.ReceiptsSample, []string{key("evt_gone").String()}) || !g.Found() {
 		t.Fatalf("gaps: %+v, want evt_gone alone", g)

@@ -12,6 +12,7 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // Predicted outcomes of a replay item (the keys of "outcomes"). Those of a
@@ -120,7 +121,7 @@ func Prediction(o inbox.Outcome) string {
 }
 
 // planReplay resolves a replay's selector against the stream and the inbox.
-func (r *Replayer) planReplay(ctx context.Context, id string, req ReplayRequest) (*plan, error) {
+func (r *Replayer) planReplay(ctx context.Context, id string, req apiclient.ReplayRequest) (*plan, error) {
 	s := req.Selector
 	if s.StreamSeq != nil || s.Since != nil || s.Until != nil {
 		return r.planFromStream(ctx, id, req)
@@ -221,7 +222,7 @@ type candidate struct {
 // planFromStream scans INTAKE_IN over the range and picks one message per
 // key: preferably the inbox row's own, else an original (not a replay copy)
 // with the inbox row's payload, else the first original, else the first copy.
-func (r *Replayer) planFromStream(ctx context.Context, id string, req ReplayRequest) (*plan, error) {
+func (r *Replayer) planFromStream(ctx context.Context, id string, req apiclient.ReplayRequest) (*plan, error) {
 	s := req.Selector
 	rg := newScanRange(s.StreamSeq, s.Since, s.Until)
 	rg.Subjects = r.inSubjects(s.Integration)
@@ -301,8 +302,8 @@ func choose(cands []candidate, row store.InboxState, hasRow bool) candidate {
 
 // planRedelivery resolves a redelivery's selector against INTAKE_OUT or the
 // published outbox rows.
-func (r *Replayer) planRedelivery(ctx context.Context, id string, req RedeliveryRequest) (*plan, error) {
-	if req.Source == SourceOutbox {
+func (r *Replayer) planRedelivery(ctx context.Context, id string, req apiclient.RedeliveryRequest) (*plan, error) {
+	if req.Source == apiclient.SourceOutbox {
 		return r.planRedeliveryFromOutbox(ctx, id, req.Selector)
 	}
 	return r.planRedeliveryFromStream(ctx, id, req.Selector)
@@ -310,7 +311,7 @@ func (r *Replayer) planRedelivery(ctx context.Context, id string, req Redelivery
 
 // planRedeliveryFromOutbox picks the published outbox rows s matches, one
 // copy per message id.
-func (r *Replayer) planRedeliveryFromOutbox(ctx context.Context, id string, s RedeliverySelector) (*plan, error) {
+func (r *Replayer) planRedeliveryFromOutbox(ctx context.Context, id string, s apiclient.RedeliverySelector) (*plan, error) {
 	last, err := lastSeq(ctx, r.o.JS, envelope.StreamOut)
 	if err != nil {
 		return nil, err
@@ -352,7 +353,7 @@ func (r *Replayer) planRedeliveryFromOutbox(ctx context.Context, id string, s Re
 // planRedeliveryFromStream scans INTAKE_OUT over s's range and picks each
 // processed message s matches once (by message id), leaving out earlier
 // redeliveries' copies.
-func (r *Replayer) planRedeliveryFromStream(ctx context.Context, id string, s RedeliverySelector) (*plan, error) {
+func (r *Replayer) planRedeliveryFromStream(ctx context.Context, id string, s apiclient.RedeliverySelector) (*plan, error) {
 	keyFilter := keySet(s.Keys)
 	rg := newScanRange(s.StreamSeq, s.Since, s.Until)
 	if s.Subject != "" {

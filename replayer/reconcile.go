@@ -34,10 +34,6 @@ var ErrBusy = errors.New("replayer: too many reconciles running")
 // may check; the error says the bound. Split the range.
 var ErrSpanTooLarge = errors.New("replayer: reconcile range too large")
 
-// MissingEvent is apiclient.MissingEvent: an accepted message whose event
-// has no inbox row.
-type MissingEvent = apiclient.MissingEvent
-
 // ReconcileResult is a reconcile's answer, as GET /api/v1/reconcile sends
 // it (apiclient.ReconcileResult), and what the re-drive needs besides to
 // act on it.
@@ -69,7 +65,7 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 		return ReconcileResult{}, ErrBusy
 	}
 
-	res := ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Shard: r.o.Shard, Missing: []MissingEvent{}}}
+	res := ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Shard: r.o.Shard, Missing: []apiclient.MissingEvent{}}}
 	// The ack floor first: a message at or below it was settled before the
 	// scan read the inbox, so no inbox row then means missing.
 	ackFloor, err := r.ackFloor(ctx)
@@ -102,7 +98,7 @@ func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (Reconci
 		return res, err
 	}
 	for _, c := range res.lostConflicts {
-		res.LostConflicts = append(res.LostConflicts, MissingEvent{Key: c.Key.String(), StreamSeq: c.StreamSeq})
+		res.LostConflicts = append(res.LostConflicts, apiclient.MissingEvent{Key: c.Key.String(), StreamSeq: c.StreamSeq})
 	}
 	res.listMissing(msgs, rows, rejected, ackFloor)
 	return res, nil
@@ -237,7 +233,7 @@ func (res *ReconcileResult) listMissing(msgs []inMsg, rows map[envelope.Key]stor
 			res.Truncated = true
 			continue
 		}
-		res.Missing = append(res.Missing, MissingEvent{Key: m.key.String(), StreamSeq: m.seq})
+		res.Missing = append(res.Missing, apiclient.MissingEvent{Key: m.key.String(), StreamSeq: m.seq})
 		res.missingSeq[m.key] = m.seq
 		fixKeys = append(fixKeys, m.key.String())
 		if from == 0 || m.seq < from {
@@ -255,8 +251,8 @@ func (res *ReconcileResult) listMissing(msgs []inMsg, rows map[envelope.Key]stor
 		}
 	}
 	if len(fixKeys) > 0 {
-		res.Fix = &ReplayRequest{
-			Selector: Selector{Keys: fixKeys, StreamSeq: &SeqRange{From: from, To: to}},
+		res.Fix = &apiclient.ReplayRequest{
+			Selector: apiclient.Selector{Keys: fixKeys, StreamSeq: &apiclient.SeqRange{From: from, To: to}},
 			Mode:     inbox.ReplayExact,
 			Reason:   fmt.Sprintf("reconcile: %d accepted events without an inbox row", len(fixKeys)),
 		}

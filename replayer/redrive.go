@@ -32,16 +32,6 @@ import (
 // purpose (rejected) are never re-driven. A shard's replayer re-drives its
 // shard's: the ack floor of processor-{shard}, its integrations' messages.
 
-// RedriveTrigger is apiclient.RedriveTrigger: why a re-drive pass ran.
-type RedriveTrigger = apiclient.RedriveTrigger
-
-// Re-drive triggers (apiclient's).
-const (
-	RedriveStart     = apiclient.RedriveStart
-	RedriveScheduled = apiclient.RedriveScheduled
-	RedriveFailover  = apiclient.RedriveFailover
-)
-
 // RedriveRequester is the requested_by of the replays re-drive passes start.
 const RedriveRequester = "redrive"
 
@@ -65,10 +55,6 @@ const (
 	redriveUnfixableLogged = 100
 )
 
-// Redrive is apiclient.Redrive, the record of one re-drive pass (GET
-// /api/v1/redrive).
-type Redrive = apiclient.Redrive
-
 // redriveState is a replayer's re-drive memory: in-process only; a new
 // replayer starts with a lookback pass.
 type redriveState struct {
@@ -77,7 +63,7 @@ type redriveState struct {
 
 	mu     sync.Mutex
 	cursor uint64 // highest sequence checked by a pass
-	passes []Redrive
+	passes []apiclient.Redrive
 
 	// Guarded by pass.
 	floors   []floorSample               // the ack floor over the last RedriveLookback, oldest first
@@ -115,11 +101,11 @@ type redriveAttempt struct {
 // start or failover pass (or the first one) checks messages of the last
 // RedriveLookback. Missing events are replayed (exact mode, requested by
 // RedriveRequester). Run calls it; tests and operators may too.
-func (r *Replayer) RedrivePass(ctx context.Context, trigger RedriveTrigger) (Redrive, error) {
+func (r *Replayer) RedrivePass(ctx context.Context, trigger apiclient.RedriveTrigger) (apiclient.Redrive, error) {
 	st := &r.redrive
 	st.pass.Lock()
 	defer st.pass.Unlock()
-	rec := Redrive{Trigger: trigger, At: time.Now().UTC(), ReplayIDs: []string{}}
+	rec := apiclient.Redrive{Trigger: trigger, At: time.Now().UTC(), ReplayIDs: []string{}}
 	err := r.redrivePass(ctx, &rec)
 	if err != nil {
 		rec.Error = err.Error()
@@ -128,7 +114,7 @@ func (r *Replayer) RedrivePass(ctx context.Context, trigger RedriveTrigger) (Red
 	st.mu.Lock()
 	st.passes = append(st.passes, rec)
 	if len(st.passes) > redriveKept {
-		st.passes = append([]Redrive(nil), st.passes[len(st.passes)-redriveKept:]...)
+		st.passes = append([]apiclient.Redrive(nil), st.passes[len(st.passes)-redriveKept:]...)
 	}
 	st.mu.Unlock()
 	switch {
@@ -144,7 +130,7 @@ func (r *Replayer) RedrivePass(ctx context.Context, trigger RedriveTrigger) (Red
 	return rec, err
 }
 
-func (r *Replayer) redrivePass(ctx context.Context, rec *Redrive) error {
+func (r *Replayer) redrivePass(ctx context.Context, rec *apiclient.Redrive) error {
 	ackFloor, err := r.ackFloor(ctx)
 	if err != nil {
 		return err
@@ -169,7 +155,7 @@ func (r *Replayer) redrivePass(ctx context.Context, rec *Redrive) error {
 	st.mu.Unlock()
 	overlap := r.redriveOverlap()
 	var from uint64
-	if rec.Trigger == RedriveScheduled && cursor > 0 {
+	if rec.Trigger == apiclient.RedriveScheduled && cursor > 0 {
 		from = cursor + 1 - min(cursor, overlap)
 	} else {
 		// A lookback pass starts at the lowest of: the first message
@@ -303,14 +289,14 @@ func (st *redriveState) pruneAttempts(now time.Time, keep time.Duration) {
 // redriveFix starts fix for real, without the keys a running replay has yet
 // to publish and the messages a re-drive replay already ran for (counted
 // unfixable once their replay's copies are settled).
-func (r *Replayer) redriveFix(ctx context.Context, rec *Redrive, res ReconcileResult, lo, hi uint64) error {
+func (r *Replayer) redriveFix(ctx context.Context, rec *apiclient.Redrive, res ReconcileResult, lo, hi uint64) error {
 	fix := *res.Fix
 	keys := parseKeys(fix.Selector.Keys)
 	queued, err := r.o.Store.QueuedForReplay(ctx, keys)
 	if err != nil {
 		return err
 	}
-	var waiting []MissingEvent
+	var waiting []apiclient.MissingEvent
 	for _, m := range res.Missing {
 		if k, ok := envelope.ParseKey(m.Key); ok && !queued[k] {
 			waiting = append(waiting, m)
@@ -355,12 +341,12 @@ func (r *Replayer) redriveFix(ctx context.Context, rec *Redrive, res ReconcileRe
 // are not settled) or unfixable: still missing after their copy was
 // settled — the processor rejected it again under the copy's sequence, or
 // terminated it without a record. Replaying those again would loop.
-func (r *Replayer) triage(ctx context.Context, rec *Redrive, missing []MissingEvent, ackFloor uint64) ([]MissingEvent, error) {
+func (r *Replayer) triage(ctx context.Context, rec *apiclient.Redrive, missing []apiclient.MissingEvent, ackFloor uint64) ([]apiclient.MissingEvent, error) {
 	st := &r.redrive
 	now := time.Now()
 	states := map[string]string{} // replay id → state, read once per call
 	var lastSeq uint64
-	var fresh []MissingEvent
+	var fresh []apiclient.MissingEvent
 	var found []uint64
 	for _, m := range missing {
 		a := st.attempts[m.StreamSeq]
@@ -450,16 +436,16 @@ func (r *Replayer) firstSeqSince(ctx context.Context, t time.Time) (uint64, erro
 func (r *Replayer) watchRedrive(ctx context.Context) {
 	tick := time.NewTicker(r.o.RedriveInterval)
 	defer tick.Stop()
-	trigger := RedriveStart
+	trigger := apiclient.RedriveStart
 	for {
 		_, _ = r.RedrivePass(ctx, trigger) // logged inside
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			trigger = RedriveScheduled
+			trigger = apiclient.RedriveScheduled
 		case <-r.redrive.failover:
-			trigger = RedriveFailover
+			trigger = apiclient.RedriveFailover
 		}
 	}
 }
@@ -476,16 +462,13 @@ func (r *Replayer) serverChanged(c store.ServerChange) {
 	}
 }
 
-// RedriveStatus is apiclient.RedriveStatus, GET /api/v1/redrive.
-type RedriveStatus = apiclient.RedriveStatus
-
 // RedriveStatus reports this replayer's re-drive settings and last passes.
-func (r *Replayer) RedriveStatus() RedriveStatus {
+func (r *Replayer) RedriveStatus() apiclient.RedriveStatus {
 	st := &r.redrive
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	s := RedriveStatus{Enabled: r.o.RedriveInterval > 0, Interval: r.o.RedriveInterval.String(),
-		Lookback: r.o.RedriveLookback.String(), Cursor: st.cursor, Passes: make([]Redrive, 0, len(st.passes))}
+	s := apiclient.RedriveStatus{Enabled: r.o.RedriveInterval > 0, Interval: r.o.RedriveInterval.String(),
+		Lookback: r.o.RedriveLookback.String(), Cursor: st.cursor, Passes: make([]apiclient.Redrive, 0, len(st.passes))}
 	for i := len(st.passes) - 1; i >= 0; i-- {
 		s.Passes = append(s.Passes, st.passes[i])
 	}
@@ -517,7 +500,7 @@ func (st *redriveState) deferConflicts(cs []store.ConflictRow, now time.Time) {
 // key has its row again with another payload (and no record of them yet);
 // a message with the row's payload was a duplicate. A key still without a
 // row waits, up to keep.
-func (r *Replayer) judgeDeferredConflicts(ctx context.Context, rec *Redrive, now time.Time, keep time.Duration) error {
+func (r *Replayer) judgeDeferredConflicts(ctx context.Context, rec *apiclient.Redrive, now time.Time, keep time.Duration) error {
 	st := &r.redrive
 	if len(st.afterFix) == 0 {
 		return nil

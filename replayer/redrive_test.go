@@ -52,7 +52,7 @@ func TestRedriveReplaysLostCommits(t *testing.T) {
 	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: -1, Registry: reg, Log: slog.New(slog.NewTextHandler(logs, nil))})
 	r.runReplayer(rp) // publishes the replays the passes start
 
-	pass, err := rp.RedrivePass(ctx, replayer.RedriveFailover)
+	pass, err := rp.RedrivePass(ctx, apiclient.RedriveFailover)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestRedriveReplaysLostCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	pendingSeq := r.publish("evt_6")[0]
-	pass, err = rp.RedrivePass(ctx, replayer.RedriveScheduled)
+	pass, err = rp.RedrivePass(ctx, apiclient.RedriveScheduled)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +131,8 @@ intake_redrive_passes_total{trigger="scheduled"} 1
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Enabled || len(st.Passes) != 2 || st.Passes[0].Trigger != replayer.RedriveScheduled ||
-		st.Passes[1].Trigger != replayer.RedriveFailover || st.Passes[1].Redriven != 2 || st.Cursor < 5 || st.Cursor >= pendingSeq {
+	if st.Enabled || len(st.Passes) != 2 || st.Passes[0].Trigger != apiclient.RedriveScheduled ||
+		st.Passes[1].Trigger != apiclient.RedriveFailover || st.Passes[1].Redriven != 2 || st.Cursor < 5 || st.Cursor >= pendingSeq {
 		t.Fatalf("GET /api/v1/redrive: %+v", st)
 	}
 }
@@ -158,7 +158,7 @@ func TestRedriveStartPass(t *testing.T) {
 		return r.count(`SELECT count(*) FROM intake.inbox WHERE event_id = 'evt_1' AND status = 'processed'`) == 1
 	}, "the start pass did not re-drive evt_1")
 	st := rp.RedriveStatus()
-	if !st.Enabled || len(st.Passes) == 0 || st.Passes[len(st.Passes)-1].Trigger != replayer.RedriveStart {
+	if !st.Enabled || len(st.Passes) == 0 || st.Passes[len(st.Passes)-1].Trigger != apiclient.RedriveStart {
 		t.Fatalf("status: %+v", st)
 	}
 }
@@ -179,11 +179,11 @@ func TestRedriveSkipsQueuedKeys(t *testing.T) {
 	}
 
 	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: -1})
-	first, err := rp.RedrivePass(ctx, replayer.RedriveStart)
+	first, err := rp.RedrivePass(ctx, apiclient.RedriveStart)
 	if err != nil || first.Redriven != 2 {
 		t.Fatalf("first pass: %+v, %v", first, err)
 	}
-	again, err := rp.RedrivePass(ctx, replayer.RedriveFailover)
+	again, err := rp.RedrivePass(ctx, apiclient.RedriveFailover)
 	if err != nil || again.Missing != 2 || again.Redriven != 0 || len(again.ReplayIDs) != 0 {
 		t.Fatalf("a pass while the first re-drive is queued: %+v, %v; want 2 missing, none re-driven", again, err)
 	}
@@ -229,9 +229,9 @@ func TestRedriveAfterServerChange(t *testing.T) {
 	if n := r.count(`SELECT count(*) FROM effects`); n != 3 {
 		t.Fatalf("%d business rows, want 3", n)
 	}
-	var failover *replayer.Redrive
+	var failover *apiclient.Redrive
 	for _, p := range rp.RedriveStatus().Passes {
-		if p.Trigger == replayer.RedriveFailover && p.Redriven == 1 {
+		if p.Trigger == apiclient.RedriveFailover && p.Redriven == 1 {
 			failover = &p
 		}
 	}
@@ -292,7 +292,7 @@ func TestRedriveRecordsLostConflicts(t *testing.T) {
 	if len(res.Missing) != 0 || len(res.LostConflicts) != 1 || res.LostConflicts[0].StreamSeq != seqs[0] {
 		t.Fatalf("reconcile: missing %v, lost conflicts %v; want only the other payload (seq %d)", res.Missing, res.LostConflicts, seqs[0])
 	}
-	pass, err := rp.RedrivePass(ctx, replayer.RedriveFailover)
+	pass, err := rp.RedrivePass(ctx, apiclient.RedriveFailover)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestRedriveRecordsLostConflicts(t *testing.T) {
 	if n := r.count(`SELECT count(*) FROM intake.conflicts`); n != 1 {
 		t.Fatalf("%d conflict records, want 1: the forged copy is no conflict", n)
 	}
-	if pass, err = rp.RedrivePass(ctx, replayer.RedriveFailover); err != nil || pass.ConflictsRecorded != 0 {
+	if pass, err = rp.RedrivePass(ctx, apiclient.RedriveFailover); err != nil || pass.ConflictsRecorded != 0 {
 		t.Fatalf("second pass: %+v, %v; want nothing recorded", pass, err)
 	}
 	want := `
@@ -375,7 +375,7 @@ func TestRedriveFailoverPassBelowCursor(t *testing.T) {
 
 	r.publish("evt_0")
 	r.settled()
-	if pass, err := rp.RedrivePass(ctx, replayer.RedriveScheduled); err != nil || rp.RedriveStatus().Cursor != 1 {
+	if pass, err := rp.RedrivePass(ctx, apiclient.RedriveScheduled); err != nil || rp.RedriveStatus().Cursor != 1 {
 		t.Fatalf("first pass: %+v, %v; want the cursor at 1", pass, err)
 	}
 	lost := r.publish("evt_lost")[0]
@@ -393,7 +393,7 @@ func TestRedriveFailoverPassBelowCursor(t *testing.T) {
 	last := r.publish("evt_new_1", "evt_new_2")[1]
 	r.settled()
 
-	failover, err := rp.RedrivePass(ctx, replayer.RedriveFailover)
+	failover, err := rp.RedrivePass(ctx, apiclient.RedriveFailover)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestRedriveFailoverPassBelowCursor(t *testing.T) {
 		t.Fatalf("failover pass: %+v, cursor %d; want 1..1000 checked, evt_lost re-driven, the cursor at 1000",
 			failover, rp.RedriveStatus().Cursor)
 	}
-	scheduled, err := rp.RedrivePass(ctx, replayer.RedriveScheduled)
+	scheduled, err := rp.RedrivePass(ctx, apiclient.RedriveScheduled)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestRedriveLookbackCoversLateAcks(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow := r.publish("evt_slow")[0]
-	if _, err := rp.RedrivePass(ctx, replayer.RedriveStart); err != nil {
+	if _, err := rp.RedrivePass(ctx, apiclient.RedriveStart); err != nil {
 		t.Fatal(err)
 	}
 	sampled := time.Now()
@@ -457,12 +457,12 @@ func TestRedriveLookbackCoversLateAcks(t *testing.T) {
 	// A pass checks it all (its commit is there) and moves the cursor far
 	// above; then the commit is lost.
 	checkedAt := time.Now()
-	pass, err := rp.RedrivePass(ctx, replayer.RedriveScheduled)
+	pass, err := rp.RedrivePass(ctx, apiclient.RedriveScheduled)
 	if err != nil || pass.FromSeq != slow || pass.Redriven != 0 || rp.RedriveStatus().Cursor != slow+1200 {
 		t.Fatalf("pass: %+v, %v; want %d..%d checked, nothing re-driven", pass, err, slow, slow+1200)
 	}
 	r.loseCommits("evt_slow")
-	failover, err := rp.RedrivePass(ctx, replayer.RedriveFailover)
+	failover, err := rp.RedrivePass(ctx, apiclient.RedriveFailover)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,19 +504,19 @@ func TestRedriveUnfixable(t *testing.T) {
 	logs := &testenv.Buffer{}
 	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: -1, Registry: reg, Log: slog.New(slog.NewTextHandler(logs, nil))})
 	r.runReplayer(rp)
-	first, err := rp.RedrivePass(ctx, replayer.RedriveStart)
+	first, err := rp.RedrivePass(ctx, apiclient.RedriveStart)
 	if err != nil || first.Missing != 1 || first.Redriven != 1 || first.Unfixable != 0 || len(first.ReplayIDs) != 1 {
 		t.Fatalf("first pass: %+v, %v; want evt_bad re-driven once", first, err)
 	}
 	r.waitReplay(first.ReplayIDs[0], "done")
 	r.settled()
 	for i := range 2 {
-		pass, err := rp.RedrivePass(ctx, replayer.RedriveScheduled)
+		pass, err := rp.RedrivePass(ctx, apiclient.RedriveScheduled)
 		if err != nil || pass.Missing != 1 || pass.Unfixable != 1 || pass.Redriven != 0 || len(pass.ReplayIDs) != 0 {
 			t.Fatalf("pass %d after the replay: %+v, %v; want evt_bad unfixable, no replay", i+2, pass, err)
 		}
 	}
-	pass, err := rp.RedrivePass(ctx, replayer.RedriveFailover)
+	pass, err := rp.RedrivePass(ctx, apiclient.RedriveFailover)
 	if err != nil || pass.Unfixable != 1 || len(pass.ReplayIDs) != 0 {
 		t.Fatalf("failover pass: %+v, %v; want evt_bad unfixable, no replay", pass, err)
 	}
@@ -571,13 +571,13 @@ func TestRedriveRecordsConflictsOfALostKey(t *testing.T) {
 	}
 	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: -1})
 	r.runReplayer(rp)
-	pass, err := rp.RedrivePass(ctx, replayer.RedriveFailover)
+	pass, err := rp.RedrivePass(ctx, apiclient.RedriveFailover)
 	if err != nil || pass.Redriven != 1 || pass.ConflictsRecorded != 0 {
 		t.Fatalf("first pass: %+v, %v; want the event re-driven", pass, err)
 	}
 	r.waitReplay(pass.ReplayIDs[0], "done")
 	r.settled()
-	pass, err = rp.RedrivePass(ctx, replayer.RedriveScheduled)
+	pass, err = rp.RedrivePass(ctx, apiclient.RedriveScheduled)
 	if err != nil || pass.ConflictsRecorded != 1 || pass.Redriven != 0 {
 		t.Fatalf("second pass: %+v, %v; want the second payload's conflict recorded", pass, err)
 	}

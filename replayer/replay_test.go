@@ -46,7 +46,7 @@ func TestExactReplayOfProcessedEventAppliesNothing(t *testing.T) {
 	if err := r.db.QueryRow(context.Background(), `SELECT status, delivery_count, stream_seq FROM intake.inbox`).Scan(&status, &deliveries, &seq); err != nil {
 		t.Fatal(err)
 	}
-	if status != store.StatusProcessed || deliveries != 1 || seq != 1 {
+	if status != inbox.StatusProcessed || deliveries != 1 || seq != 1 {
 		t.Fatalf("inbox row changed by the replay: status %s, delivery_count %d, stream_seq %d", status, deliveries, seq)
 	}
 	copies := r.copies(envelope.StreamIn, envelope.HeaderReplayID, rep.ID)
@@ -142,7 +142,7 @@ func TestReexecuteRecordsALinkedExecution(t *testing.T) {
 	if len(ev.Replays) != 1 || ev.Replays[0].ID != rep.ID || ev.Replays[0].ItemState != store.ItemPublished || ev.Replays[0].Mode != "reexecute" {
 		t.Fatalf("replays of the event = %+v", ev.Replays)
 	}
-	if ev.Status != store.StatusProcessed || ev.DeliveryCount != 1 {
+	if ev.Status != inbox.StatusProcessed || ev.DeliveryCount != 1 {
 		t.Fatalf("event = %+v", ev.Event)
 	}
 }
@@ -349,8 +349,8 @@ func TestEveryReplayIsAudited(t *testing.T) {
 		t.Errorf("replay audit = %+v", d)
 	}
 	var recorded struct {
-		Source    string            `json:"source"`
-		StreamSeq replayer.SeqRange `json:"stream_seq"`
+		Source    string             `json:"source"`
+		StreamSeq apiclient.SeqRange `json:"stream_seq"`
 	}
 	d := byID[redeliv.ID]
 	if err := json.Unmarshal(d.Selector, &recorded); err != nil {
@@ -373,7 +373,7 @@ func TestReconcileFindsADeletedInboxRow(t *testing.T) {
 
 	var res replayer.ReconcileResult
 	r.api(http.MethodGet, fmt.Sprintf("/api/v1/reconcile?from_seq=%d&to_seq=%d", seqs[0], seqs[4]), nil, http.StatusOK, &res)
-	if res.Checked != 5 || len(res.Missing) != 1 || res.Missing[0] != (replayer.MissingEvent{Key: "demo/main/evt_3", StreamSeq: seqs[2]}) ||
+	if res.Checked != 5 || len(res.Missing) != 1 || res.Missing[0] != (apiclient.MissingEvent{Key: "demo/main/evt_3", StreamSeq: seqs[2]}) ||
 		res.Pending != 0 || res.Fix == nil {
 		t.Fatalf("reconcile = %+v", res)
 	}
@@ -475,8 +475,8 @@ func TestKilledReplayerResumesWithoutDoublePublishing(t *testing.T) {
 		_ = a.Run(ctxA)
 	}()
 	no := false
-	rep, err := a.Replay(context.Background(), "ops", replayer.ReplayRequest{
-		Selector: replayer.Selector{StreamSeq: &replayer.SeqRange{From: 1, To: n}}, DryRun: &no, Rate: 1000})
+	rep, err := a.Replay(context.Background(), "ops", apiclient.ReplayRequest{
+		Selector: apiclient.Selector{StreamSeq: &apiclient.SeqRange{From: 1, To: n}}, DryRun: &no, Rate: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,8 +528,8 @@ func TestReplayerLosingNATSMidReplayResumes(t *testing.T) {
 	a, ncA := r.newReplayer(replayer.Options{})
 	stopA := r.runReplayer(a)
 	no := false
-	rep, err := a.Replay(context.Background(), "ops", replayer.ReplayRequest{
-		Selector: replayer.Selector{StreamSeq: &replayer.SeqRange{From: 1}}, DryRun: &no, Rate: 100})
+	rep, err := a.Replay(context.Background(), "ops", apiclient.ReplayRequest{
+		Selector: apiclient.Selector{StreamSeq: &apiclient.SeqRange{From: 1}}, DryRun: &no, Rate: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/telemetry"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // Headers the replayer adds to redelivered messages on INTAKE_OUT.
@@ -354,7 +355,7 @@ func (r *Replayer) Options() Options { return r.o }
 
 // Replay records a replay (always, dry runs too: the audit trail) and, unless
 // it is a dry run, hands it to Run to publish.
-func (r *Replayer) Replay(ctx context.Context, requestedBy string, req ReplayRequest) (store.Replay, error) {
+func (r *Replayer) Replay(ctx context.Context, requestedBy string, req apiclient.ReplayRequest) (store.Replay, error) {
 	if err := r.normalizeReplay(&req); err != nil {
 		return store.Replay{}, err
 	}
@@ -373,7 +374,7 @@ func (r *Replayer) Replay(ctx context.Context, requestedBy string, req ReplayReq
 
 // Redeliver records a redelivery and, unless it is a dry run, hands it to
 // Run to publish.
-func (r *Replayer) Redeliver(ctx context.Context, requestedBy string, req RedeliveryRequest) (store.Replay, error) {
+func (r *Replayer) Redeliver(ctx context.Context, requestedBy string, req apiclient.RedeliveryRequest) (store.Replay, error) {
 	if err := r.normalizeRedelivery(&req); err != nil {
 		return store.Replay{}, err
 	}

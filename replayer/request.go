@@ -12,36 +12,12 @@ import (
 	"github.com/intakehq/intake/replayer/apiclient"
 )
 
-// The requests' wire types are the API's own, defined once in apiclient
-// (the client sends what the server decodes); the engine keeps these names
-// for them.
-type (
-	// SeqRange is apiclient.SeqRange: an inclusive range of stream sequences.
-	SeqRange = apiclient.SeqRange
-	// Selector is apiclient.Selector: which events a replay republishes.
-	Selector = apiclient.Selector
-	// ReplayRequest is apiclient.ReplayRequest, the body of POST /api/v1/replays.
-	ReplayRequest = apiclient.ReplayRequest
-	// RedeliverySelector is apiclient.RedeliverySelector: which processed
-	// messages a redelivery publishes again.
-	RedeliverySelector = apiclient.RedeliverySelector
-	// RedeliveryRequest is apiclient.RedeliveryRequest, the body of POST
-	// /api/v1/redeliveries.
-	RedeliveryRequest = apiclient.RedeliveryRequest
-)
-
-// Redelivery sources (apiclient's).
-const (
-	SourceStream = apiclient.SourceStream
-	SourceOutbox = apiclient.SourceOutbox
-)
-
 // recordedRedelivery is what intake.replays.selector holds for a
 // redelivery: the source next to the selector, so the audit says where the
 // messages came from.
 type recordedRedelivery struct {
 	Source string `json:"source"`
-	RedeliverySelector
+	apiclient.RedeliverySelector
 }
 
 // RequestError is a request the replayer refuses as asked (400).
@@ -60,7 +36,7 @@ const maxKeys = 100_000
 
 var replayStatuses = []string{string(inbox.StatusProcessed), string(inbox.StatusStale), string(inbox.StatusFailed), string(inbox.StatusQuarantined)}
 
-func (r *Replayer) normalizeReplay(req *ReplayRequest) error {
+func (r *Replayer) normalizeReplay(req *apiclient.ReplayRequest) error {
 	if req.Mode == "" {
 		req.Mode = inbox.ReplayExact
 	}
@@ -100,9 +76,9 @@ func (r *Replayer) normalizeReplay(req *ReplayRequest) error {
 	return nil
 }
 
-func (r *Replayer) normalizeRedelivery(req *RedeliveryRequest) error {
+func (r *Replayer) normalizeRedelivery(req *apiclient.RedeliveryRequest) error {
 	if req.Source == "" {
-		req.Source = SourceStream
+		req.Source = apiclient.SourceStream
 	}
 	if req.DryRun == nil {
 		t := true
@@ -126,14 +102,14 @@ func (r *Replayer) normalizeRedelivery(req *RedeliveryRequest) error {
 		return err
 	}
 	switch req.Source {
-	case SourceStream:
+	case apiclient.SourceStream:
 		if s.StreamSeq == nil && s.Since == nil && s.Until == nil {
 			return badRequest("selector: a redelivery from the stream needs stream_seq or since/until (of INTAKE_OUT)")
 		}
 		if s.Subject != "" && !envelope.IsSubjectOutFilter(s.Subject) {
 			return badRequest("selector.subject: must be an INTAKE_OUT subject (intake.out.…), got %q", s.Subject)
 		}
-	case SourceOutbox:
+	case apiclient.SourceOutbox:
 		if s.StreamSeq != nil || s.Subject != "" {
 			return badRequest("selector: stream_seq and subject apply to source stream only")
 		}
@@ -170,7 +146,7 @@ func checkKeys(keys []string) error {
 	return nil
 }
 
-func checkRange(seq *SeqRange, since, until *time.Time) error {
+func checkRange(seq *apiclient.SeqRange, since, until *time.Time) error {
 	if seq != nil {
 		if seq.From < 1 {
 			return badRequest("selector.stream_seq.from: must be at least 1")

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // scanned is one message of a stream scan: headers only, never the body.
@@ -28,7 +30,7 @@ type scanRange struct {
 }
 
 // newScanRange is a selector's stream range; nil bounds are open.
-func newScanRange(seq *SeqRange, since, until *time.Time) scanRange {
+func newScanRange(seq *apiclient.SeqRange, since, until *time.Time) scanRange {
 	var rg scanRange
 	if seq != nil {
 		rg.From, rg.To = seq.From, seq.To

@@ -20,6 +20,7 @@ import (
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/processor"
 	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // TestShardReplayersReconcileAndRedriveTheirOwn: one INTAKE_IN, two shards
@@ -138,26 +139,26 @@ func TestShardReplayersReconcileAndRedriveTheirOwn(t *testing.T) {
 	if _, err := b.rp.Reconcile(ctx, replayer.ReconcileRequest{FromSeq: 1, Integration: demo.Name}); !errors.As(err, &re) {
 		t.Errorf("shard b's reconcile of %s: err = %v, want a RequestError", demo.Name, err)
 	}
-	for _, sel := range []replayer.Selector{{Integration: demo.Name, Status: "processed"}, {Keys: []string{lost}}} {
-		if _, err := b.rp.Replay(ctx, "test", replayer.ReplayRequest{Selector: sel}); !errors.As(err, &re) {
+	for _, sel := range []apiclient.Selector{{Integration: demo.Name, Status: "processed"}, {Keys: []string{lost}}} {
+		if _, err := b.rp.Replay(ctx, "test", apiclient.ReplayRequest{Selector: sel}); !errors.As(err, &re) {
 			t.Errorf("shard b's replay of %+v: err = %v, want a RequestError", sel, err)
 		}
 	}
-	if _, err := b.rp.Redeliver(ctx, "test", replayer.RedeliveryRequest{Source: replayer.SourceOutbox,
-		Selector: replayer.RedeliverySelector{Keys: []string{lost}}}); !errors.As(err, &re) {
+	if _, err := b.rp.Redeliver(ctx, "test", apiclient.RedeliveryRequest{Source: apiclient.SourceOutbox,
+		Selector: apiclient.RedeliverySelector{Keys: []string{lost}}}); !errors.As(err, &re) {
 		t.Errorf("shard b's redelivery of %s: err = %v, want a RequestError", lost, err)
 	}
 	// A dry run over the whole stream plans the shard's own events only.
-	dry, err := b.rp.Replay(ctx, "test", replayer.ReplayRequest{Selector: replayer.Selector{StreamSeq: &replayer.SeqRange{From: 1}}})
+	dry, err := b.rp.Replay(ctx, "test", apiclient.ReplayRequest{Selector: apiclient.Selector{StreamSeq: &apiclient.SeqRange{From: 1}}})
 	if err != nil || dry.Matched != events {
 		t.Errorf("shard b's dry run over the stream: matched %d (err %v), want its %d events", dry.Matched, err, events)
 	}
 
 	// B's re-drive finds nothing; A's replays the lost event into A.
-	if pass, err := b.rp.RedrivePass(ctx, replayer.RedriveFailover); err != nil || pass.Missing != 0 || pass.Redriven != 0 || pass.Checked != events {
+	if pass, err := b.rp.RedrivePass(ctx, apiclient.RedriveFailover); err != nil || pass.Missing != 0 || pass.Redriven != 0 || pass.Checked != events {
 		t.Fatalf("shard b's pass: %+v, %v; want its %d messages checked, nothing re-driven", pass, err, events)
 	}
-	pass, err := a.rp.RedrivePass(ctx, replayer.RedriveFailover)
+	pass, err := a.rp.RedrivePass(ctx, apiclient.RedriveFailover)
 	if err != nil || pass.Checked != events || pass.Missing != 1 || pass.Redriven != 1 || len(pass.ReplayIDs) != 1 {
 		t.Fatalf("shard a's pass: %+v, %v; want %s re-driven by one replay", pass, err, lost)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/inbox"
 )
 
 // The replayer, not the processor, reads the counts operators alert on from
@@ -22,8 +22,8 @@ func (r *Replayer) watchStats(ctx context.Context) {
 	// a rise sees the series before it.
 	seen := map[[2]string]bool{}
 	for _, name := range r.o.Integrations {
-		seen[[2]string{name, string(store.StatusFailed)}] = true
-		seen[[2]string{name, string(store.StatusQuarantined)}] = true
+		seen[[2]string{name, string(inbox.StatusFailed)}] = true
+		seen[[2]string{name, string(inbox.StatusQuarantined)}] = true
 	}
 	t := time.NewTicker(r.o.StatsInterval)
 	defer t.Stop()

@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/intakehq/intake/pkg/inbox"
 )
 
 // Header names carried by every message on INTAKE_IN and INTAKE_OUT.
@@ -45,13 +43,6 @@ const (
 // MaxTraceparentBytes bounds a traceparent read from a message: version 00
 // is 55 bytes; later versions may append fields. A longer one is ignored.
 const MaxTraceparentBytes = 128
-
-// Replay modes, the values of Intake-Replay-Mode: package inbox's, named
-// here beside the header for publishers.
-const (
-	ReplayExact     = inbox.ReplayExact
-	ReplayReexecute = inbox.ReplayReexecute
-)
 
 // Stream and subject names.
 const (

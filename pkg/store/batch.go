@@ -13,10 +13,6 @@ import (
 	"github.com/intakehq/intake/pkg/inbox"
 )
 
-// Row is the state of an existing inbox row a batch found: what the inbox
-// decision reads.
-type Row = inbox.Row
-
 // BatchClaim is the inbox side of one message in a group-commit batch.
 type BatchClaim struct {
 	Claim
@@ -31,7 +27,7 @@ type BatchClaim struct {
 // existing row, locked FOR UPDATE until the transaction ends. When a key
 // appears twice in claims, the lower stream sequence inserts and the other
 // sees it as existing.
-func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted []bool, existing map[envelope.Key]Row, err error) {
+func ClaimBatch(ctx context.Context, tx pgx.Tx, claims []BatchClaim) (inserted []bool, existing map[envelope.Key]inbox.Row, err error) {
 	won, err := insertClaims(ctx, tx, claimColumnsOf(claims))
 	if err != nil {
 		return nil, nil, err
@@ -145,8 +141,8 @@ func winners(claims []BatchClaim, won map[envelope.Key]int64) ([]bool, []envelop
 }
 
 // lockExisting reads the inbox rows of keys, locked FOR UPDATE in key order.
-func lockExisting(ctx context.Context, tx pgx.Tx, keys []envelope.Key) (map[envelope.Key]Row, error) {
-	existing := map[envelope.Key]Row{}
+func lockExisting(ctx context.Context, tx pgx.Tx, keys []envelope.Key) (map[envelope.Key]inbox.Row, error) {
+	existing := map[envelope.Key]inbox.Row{}
 	if len(keys) == 0 {
 		return existing, nil
 	}
@@ -163,7 +159,7 @@ func lockExisting(ctx context.Context, tx pgx.Tx, keys []envelope.Key) (map[enve
 	}
 	var k envelope.Key
 	var s int64
-	var r Row
+	var r inbox.Row
 	_, err = pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID, &r.PayloadSHA256, &s, &r.Status}, func() error {
 		r.StreamSeq = uint64(s)
 		existing[k] = r
@@ -209,7 +205,7 @@ type Execution struct {
 // ConflictRow is a same-key-other-payload message.
 type ConflictRow struct {
 	Claim
-	Original Row
+	Original inbox.Row
 }
 
 // BatchWrites are the rows a batch writes besides the claims; Flush sends

@@ -149,28 +149,28 @@ func TestRecordFailureKeepsTheHistory(t *testing.T) {
 		}
 	}
 
-	if err := store.RecordFailure(ctx, st.Pool(), claim(30, t0), delivery(30, t0), store.StatusFailed, 5, "boom"); err != nil {
+	if err := store.RecordFailure(ctx, st.Pool(), claim(30, t0), delivery(30, t0), inbox.StatusFailed, 5, "boom"); err != nil {
 		t.Fatal(err)
 	}
-	check("first failure", store.StatusFailed, 5, 2, t0.Add(time.Second))
-	if err := store.RecordFailure(ctx, st.Pool(), claim(30, t0), delivery(30, t0), store.StatusFailed, 5, "boom"); err != nil {
+	check("first failure", inbox.StatusFailed, 5, 2, t0.Add(time.Second))
+	if err := store.RecordFailure(ctx, st.Pool(), claim(30, t0), delivery(30, t0), inbox.StatusFailed, 5, "boom"); err != nil {
 		t.Fatal(err)
 	}
-	check("same delivery again", store.StatusFailed, 6, 2, t0.Add(time.Second))
-	if err := store.RecordFailure(ctx, st.Pool(), claim(31, t0.Add(5*time.Second)), delivery(31, t0.Add(5*time.Second)), store.StatusQuarantined, 1, "bad"); err != nil {
+	check("same delivery again", inbox.StatusFailed, 6, 2, t0.Add(time.Second))
+	if err := store.RecordFailure(ctx, st.Pool(), claim(31, t0.Add(5*time.Second)), delivery(31, t0.Add(5*time.Second)), inbox.StatusQuarantined, 1, "bad"); err != nil {
 		t.Fatal(err)
 	}
-	check("a later delivery", store.StatusQuarantined, 7, 3, t0.Add(5*time.Second))
-	if err := store.RecordFailure(ctx, st.Pool(), claim(30, t0), nil, store.StatusFailed, 1, "replay failed"); err != nil {
+	check("a later delivery", inbox.StatusQuarantined, 7, 3, t0.Add(5*time.Second))
+	if err := store.RecordFailure(ctx, st.Pool(), claim(30, t0), nil, inbox.StatusFailed, 1, "replay failed"); err != nil {
 		t.Fatal(err)
 	}
-	check("a replay", store.StatusFailed, 8, 3, t0.Add(5*time.Second))
+	check("a replay", inbox.StatusFailed, 8, 3, t0.Add(5*time.Second))
 
 	if _, err := st.Pool().Exec(ctx, `UPDATE intake.inbox SET status = 'processed' WHERE event_id = $1`, k.EventID); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.RecordFailure(ctx, st.Pool(), claim(32, t0.Add(9*time.Second)), delivery(32, t0.Add(9*time.Second)), store.StatusFailed, 1, "late"); err != nil {
+	if err := store.RecordFailure(ctx, st.Pool(), claim(32, t0.Add(9*time.Second)), delivery(32, t0.Add(9*time.Second)), inbox.StatusFailed, 1, "late"); err != nil {
 		t.Fatal(err)
 	}
-	check("a processed row", store.StatusProcessed, 8, 4, t0.Add(9*time.Second))
+	check("a processed row", inbox.StatusProcessed, 8, 4, t0.Add(9*time.Second))
 }

@@ -11,15 +11,6 @@ import (
 	"github.com/intakehq/intake/pkg/inbox"
 )
 
-// Inbox statuses (intake.inbox.status): package inbox's, named here for
-// the store's callers.
-const (
-	StatusProcessed   = inbox.StatusProcessed
-	StatusStale       = inbox.StatusStale
-	StatusFailed      = inbox.StatusFailed
-	StatusQuarantined = inbox.StatusQuarantined
-)
-
 // Claim is one message's claim on its inbox row.
 type Claim struct {
 	Key           envelope.Key

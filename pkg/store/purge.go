@@ -85,14 +85,14 @@ func purgeSteps(c Cutoffs) []purgeStep {
 			cutoff = c.InboxFor[in]
 		}
 		filter, arg, label := group(in)
-		for _, status := range []inbox.Status{StatusProcessed, StatusStale} {
+		for _, status := range []inbox.Status{inbox.StatusProcessed, inbox.StatusStale} {
 			steps = append(steps, inboxStep(string(status), cutoff, filter, arg, label))
 		}
 		steps = append(steps, byTime("body_hashes", "replay guard records"+label, "(integration, payload_sha256)", "first_seen_at",
 			cutoff, filter, arg))
 	}
 	filter, arg, _ := every("")
-	for _, status := range []inbox.Status{StatusFailed, StatusQuarantined} {
+	for _, status := range []inbox.Status{inbox.StatusFailed, inbox.StatusQuarantined} {
 		steps = append(steps, inboxStep(string(status), c.Evidence, filter, arg, ""))
 	}
 	// Receipts of deliveries the inbox never held (answered duplicate or

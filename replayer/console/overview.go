@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 )
 
@@ -118,7 +119,7 @@ func (o *overviewBuilder) window(ctx context.Context, st *store.Store, i int, si
 		return fmt.Errorf("overview: %w", err)
 	}
 	for _, u := range unresolved {
-		if s := &o.get(u.Integration).Windows[i]; u.Status == string(store.StatusFailed) {
+		if s := &o.get(u.Integration).Windows[i]; u.Status == string(inbox.StatusFailed) {
 			s.Failed = u.Count
 		} else {
 			s.Quarantined = u.Count

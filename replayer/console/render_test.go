@@ -31,7 +31,7 @@ func pages(d func(string) string) map[string]content {
 	rep := store.Replay{ID: d("replay-id"), RequestedBy: by, Reason: d("the bug is fixed"), Mode: d("exact"), State: store.ReplayRunning,
 		Matched: 2, CreatedAt: at, FinishedAt: &at, CancelledBy: &by, Error: &errMsg, Sample: []string{d("demo/main/evt_1")},
 		Counts: []store.OutcomeCount{{Tenant: d("acme"), Integration: d("demo"), EventType: d("invoice.paid"), Outcome: d("would_retry"), Count: 2}}}
-	missing := []replayer.MissingEvent{{Key: d("demo/main/evt_2"), StreamSeq: 2}}
+	missing := []apiclient.MissingEvent{{Key: d("demo/main/evt_2"), StreamSeq: 2}}
 	return map[string]content{
 		"error":  errorData{},
 		"signin": signInData{Pre: d("pre"), Next: d("/ui/events")},

@@ -15,6 +15,7 @@ import (
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 type failedData struct {
@@ -51,7 +52,7 @@ func (c *Console) failed(w http.ResponseWriter, r *http.Request) {
 // replayForm is a replay as the console's forms carry it: the selector as
 // JSON (decoded strictly, as the API decodes it), the mode and the reason.
 type replayForm struct {
-	Selector     replayer.Selector
+	Selector     apiclient.Selector
 	SelectorJSON string
 	Mode         string
 	Reason       string
@@ -60,8 +61,8 @@ type replayForm struct {
 // readSelector takes the selector from a form: "selector" (JSON, from a
 // dry run or a reconcile's fix), the checked "key"s, or "all" with the
 // failed page's filter.
-func readSelector(r *http.Request) (replayer.Selector, error) {
-	var s replayer.Selector
+func readSelector(r *http.Request) (apiclient.Selector, error) {
+	var s apiclient.Selector
 	if raw := r.PostForm.Get("selector"); raw != "" {
 		dec := json.NewDecoder(strings.NewReader(raw))
 		dec.DisallowUnknownFields()
@@ -71,7 +72,7 @@ func readSelector(r *http.Request) (replayer.Selector, error) {
 		return s, nil
 	}
 	if r.PostForm.Get("all") != "" {
-		s = replayer.Selector{Status: r.PostForm.Get("status"), Integration: r.PostForm.Get("integration"),
+		s = apiclient.Selector{Status: r.PostForm.Get("status"), Integration: r.PostForm.Get("integration"),
 			Tenant: r.PostForm.Get("tenant"), EventType: r.PostForm.Get("event_type")}
 		if s.Status == "" {
 			return s, errors.New("status: required to replay all matching")
@@ -122,7 +123,7 @@ func planReason(form replayForm) string {
 func (c *Console) plan(w http.ResponseWriter, r *http.Request, form replayForm, code int, msg string) {
 	dry := true
 	rep, err := c.rp.Replay(r.Context(), sessionFrom(r.Context()).caller.Name,
-		replayer.ReplayRequest{Selector: form.Selector, Mode: inbox.ReplayMode(form.Mode), DryRun: &dry, Reason: planReason(form)})
+		apiclient.ReplayRequest{Selector: form.Selector, Mode: inbox.ReplayMode(form.Mode), DryRun: &dry, Reason: planReason(form)})
 	if c.replayErr(w, r, err) {
 		return
 	}
@@ -174,7 +175,7 @@ func (c *Console) startReplay(w http.ResponseWriter, r *http.Request) {
 	}
 	dry := false
 	rep, err := c.rp.Replay(r.Context(), sessionFrom(r.Context()).caller.Name,
-		replayer.ReplayRequest{Selector: sel, Mode: inbox.ReplayMode(form.Mode), DryRun: &dry, Reason: form.Reason, Rate: rate})
+		apiclient.ReplayRequest{Selector: sel, Mode: inbox.ReplayMode(form.Mode), DryRun: &dry, Reason: form.Reason, Rate: rate})
 	if c.replayErr(w, r, err) {
 		return
 	}
