@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -150,15 +151,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 // builds the selected services and the HTTP router. Nothing listens and no
 // role runs until Start. On error everything New opened is closed again.
 func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error) {
-	if o.Log == nil {
-		o.Log = telemetry.Discard()
-	}
-	if o.Metrics == nil {
-		o.Metrics = NewMetrics(o.Roles)
-	}
-	if o.RestartGrace <= 0 {
-		o.RestartGrace = processor.DefaultRestartGrace
-	}
+	o = o.withDefaults()
 	// A program embedding Intake may hand-build its Config: the streams, the
 	// pool and every service then see the documented defaults, not zeros.
 	withDefaults := cfg.WithDefaults()
@@ -178,9 +171,52 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
+	js, err := a.connect(startCtx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r, err := a.routers(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if o.Roles.Ingress {
+		if err := a.buildIngress(cfg, js, r); err != nil {
+			return nil, err
+		}
+	}
+	if o.Roles.Replayer {
+		if err := a.buildReplayer(cfg, js, r); err != nil {
+			return nil, err
+		}
+	}
+	if o.Roles.Processor {
+		if err := a.buildProcessor(startCtx, cfg, js); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Log == nil {
+		o.Log = telemetry.Discard()
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(o.Roles)
+	}
+	if o.RestartGrace <= 0 {
+		o.RestartGrace = processor.DefaultRestartGrace
+	}
+	return o
+}
+
+// connect reaches NATS (and checks its version and the streams the roles
+// use) and, for the processor and the replayer, Postgres.
+func (a *App) connect(ctx context.Context, cfg *config.Config) (jetstream.JetStream, error) {
+	var err error
 	// Ingress connects without a reconnect buffer: during an outage it must
 	// answer 503 at once, never "accepted" for a write it cannot confirm.
-	a.nc, err = connectNATS(startCtx, cfg.NATS, o.Roles.natsRole(), !o.Roles.Ingress, a.log)
+	a.nc, err = connectNATS(ctx, cfg.NATS, a.o.Roles.natsRole(), !a.o.Roles.Ingress, a.log)
 	if err != nil {
 		return nil, err
 	}
@@ -189,72 +225,77 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	if err := stream.WaitReady(startCtx, js); err != nil {
+	if err := stream.WaitReady(ctx, js); err != nil {
 		return nil, err
 	}
 	if err := stream.CheckServerVersion(a.nc.ConnectedServerVersion()); err != nil {
 		return nil, err
 	}
 	// The roles check the streams; `intake migrate` creates them (as admin).
-	if err := stream.Check(startCtx, js, cfg.NATS.Stream, a.log, o.Roles.streams()...); err != nil {
+	if err := stream.Check(ctx, js, cfg.NATS.Stream, a.log, a.o.Roles.streams()...); err != nil {
 		return nil, err
 	}
-	if o.Roles.Processor || o.Roles.Replayer {
-		if a.st, err = openStore(startCtx, cfg.Postgres, a.log); err != nil {
+	if a.o.Roles.Processor || a.o.Roles.Replayer {
+		if a.st, err = openStore(ctx, cfg.Postgres, a.log); err != nil {
 			return nil, err
 		}
 		a.register(store.NewPoolCollector(a.st.Pool()))
-		a.warnConnectionBudget(startCtx, cfg)
+		a.warnConnectionBudget(ctx, cfg)
 	}
+	return js, nil
+}
 
-	r, err := a.routers(cfg)
+// buildIngress mounts the webhook route; the public listener gets the
+// connection cap.
+func (a *App) buildIngress(cfg *config.Config, js jetstream.JetStream, r chi.Router) error {
+	svc, err := ingress.New(ingress.Options{Config: cfg, JS: js, Metrics: a.o.Metrics, Log: a.log, TracerProvider: a.o.TracerProvider})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if o.Roles.Ingress {
-		svc, err := ingress.New(cfg, js, o.Metrics, a.log, ingress.WithTracerProvider(o.TracerProvider))
-		if err != nil {
-			return nil, err
-		}
-		svc.Mount(r)
-		a.maxConns = cfg.Ingress.MaxConnections
+	svc.Mount(r)
+	a.maxConns = cfg.Ingress.MaxConnections
+	return nil
+}
+
+// buildReplayer mounts the operator API and the console. A shard's
+// replayer (processor.shard) answers for the shard's integrations and
+// reads its durable: the same config as its processors.
+func (a *App) buildReplayer(cfg *config.Config, js jetstream.JetStream, r chi.Router) error {
+	ro := replayerOptions(cfg)
+	ro.Store, ro.JS, ro.Registry = a.st, js, a.o.Metrics.Registry
+	ro.Log, ro.TracerProvider = a.log, a.o.TracerProvider
+	var err error
+	if a.rp, err = replayer.New(ro); err != nil {
+		return err
 	}
-	if o.Roles.Replayer {
-		// A shard's replayer (processor.shard) answers for the shard's
-		// integrations and reads its durable: the same config as its processors.
-		ro := replayerOptions(cfg)
-		ro.Store, ro.JS, ro.Registry = a.st, js, o.Metrics.Registry
-		ro.Log, ro.TracerProvider = a.log, o.TracerProvider
-		a.rp, err = replayer.New(ro)
-		if err != nil {
-			return nil, err
-		}
-		a.rp.Mount(r)
-		if err := console.Mount(r, a.rp); err != nil {
-			return nil, err
-		}
+	a.rp.Mount(r)
+	return console.Mount(r, a.rp)
+}
+
+// buildProcessor builds the processor with its outbox relay (whose
+// partitions it prepares), the purger and the receipt folder.
+func (a *App) buildProcessor(ctx context.Context, cfg *config.Config, js jetstream.JetStream) error {
+	o := a.o
+	a.warnOverlappingDurables(ctx, js, cfg)
+	var err error
+	a.proc, err = processor.New(processor.Options{Store: a.st, JS: js, Config: cfg.Processor, Integrations: cfg.Integrations, Handler: o.Handler,
+		Metrics: o.Metrics, Log: a.log, TracerProvider: o.TracerProvider})
+	if err != nil {
+		return err
 	}
-	if o.Roles.Processor {
-		a.warnOverlappingDurables(startCtx, js, cfg)
-		a.proc, err = processor.New(processor.Options{Store: a.st, JS: js, Config: cfg.Processor, Integrations: cfg.Integrations, Handler: o.Handler,
-			Metrics: o.Metrics, Log: a.log, TracerProvider: o.TracerProvider})
-		if err != nil {
-			return nil, err
-		}
-		if a.relay, err = processor.NewRelay(processor.RelayOptions{Store: a.st, JS: js, Config: cfg.Outbox,
-			DuplicateWindow: cfg.NATS.Stream.DuplicateWindow, Metrics: o.Metrics, Log: a.log, TracerProvider: o.TracerProvider}); err != nil {
-			return nil, err
-		}
-		if err := a.relay.PreparePartitions(startCtx); err != nil {
-			return nil, err
-		}
-		a.purger = processor.NewPurger(processor.PurgerOptions{Store: a.st, Config: cfg, Metrics: o.Metrics, Log: a.log})
-		if a.folder, err = processor.NewReceiptFolder(processor.ReceiptFolderOptions{Store: a.st, JS: js,
-			Config: cfg.Processor, Integrations: cfg.Integrations, Metrics: o.Metrics, Log: a.log}); err != nil {
-			return nil, err
-		}
+	if a.relay, err = processor.NewRelay(processor.RelayOptions{Store: a.st, JS: js, Config: cfg.Outbox,
+		DuplicateWindow: cfg.NATS.Stream.DuplicateWindow, Metrics: o.Metrics, Log: a.log, TracerProvider: o.TracerProvider}); err != nil {
+		return err
 	}
-	return a, nil
+	if err := a.relay.PreparePartitions(ctx); err != nil {
+		return err
+	}
+	if a.purger, err = processor.NewPurger(processor.PurgerOptions{Store: a.st, Config: cfg, Metrics: o.Metrics, Log: a.log}); err != nil {
+		return err
+	}
+	a.folder, err = processor.NewReceiptFolder(processor.ReceiptFolderOptions{Store: a.st, JS: js,
+		Config: cfg.Processor, Integrations: cfg.Integrations, Metrics: o.Metrics, Log: a.log})
+	return err
 }
 
 // connectNATS dials NATS. A role started while its NATS server cannot be

@@ -57,7 +57,7 @@ func benchHandler(b *testing.B, size int, h http.Handler) {
 	}
 	if h == nil {
 		js := streamClient(b, testenv.NATS(b), cfg)
-		svc, err := ingress.New(cfg, js, telemetry.NewMetrics(), telemetry.Discard())
+		svc, err := ingress.New(ingress.Options{Config: cfg, JS: js, Metrics: telemetry.NewMetrics(), Log: telemetry.Discard()})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -345,7 +345,7 @@ integrations:
 		{"", ", max_body_bytes: 1048576"},
 		{"ingress: {max_body_bytes: 1048576}", ""},
 	} {
-		_, err := ingress.New(testrig.ParseConfig(t, fmt.Sprintf(y, set.ingress, set.integration)), js, nil, telemetry.Discard())
+		_, err := ingress.New(ingress.Options{Config: testrig.ParseConfig(t, fmt.Sprintf(y, set.ingress, set.integration)), JS: js, Log: telemetry.Discard()})
 		if !errors.Is(err, ingress.ErrPayloadTooSmall) {
 			t.Fatalf("1 MiB limit set (%q%q) against max_payload %d: err %v, want ErrPayloadTooSmall", set.ingress, set.integration, maxPayload, err)
 		}
@@ -357,7 +357,7 @@ integrations:
 	}
 
 	log := &recordLog{}
-	svc, err := ingress.New(cfg, js, nil, slog.New(log))
+	svc, err := ingress.New(ingress.Options{Config: cfg, JS: js, Log: slog.New(log)})
 	if err != nil {
 		t.Fatalf("the default configuration against a default nats-server: %v", err)
 	}

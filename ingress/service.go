@@ -33,7 +33,7 @@ type Service struct {
 	addrs    clientAddrs
 	bodies   *bodyBudget
 	maxDepth int
-	tracer   trace.Tracer // nil: tracing off (WithTracerProvider)
+	tracer   trace.Tracer // nil: tracing off (Options.TracerProvider)
 }
 
 type integration struct {
@@ -65,16 +65,34 @@ func newIntegrationMetrics(m *telemetry.Metrics, in config.Integration) integrat
 	return im
 }
 
-// New builds the service from cfg: unset fields get config's defaults
+// Options configure New.
+type Options struct {
+	// Config is the whole configuration: ingress reads its integrations, the
+	// ingress section and nats.publish_timeout. Required.
+	Config *config.Config
+	// JS publishes to INTAKE_IN and INTAKE_RECEIPTS. Required.
+	JS jetstream.JetStream
+	// Metrics defaults to a private registry; Log to discarding.
+	Metrics *telemetry.Metrics
+	Log     *slog.Logger
+	// TracerProvider traces each webhook request: a request span
+	// (intake.ingress.request) with a child for the signature check
+	// (intake.ingress.verify) and one for the publish (intake.ingress.publish),
+	// whose context travels to the processor in the message's traceparent.
+	// nil (the default) is tracing off: no span, no header, no allocation.
+	TracerProvider trace.TracerProvider
+}
+
+// New builds the service from o.Config: unset fields get config's defaults
 // (config.Config.WithDefaults, as config.Load applies them) and the result is
 // validated, so a hand-built config behaves like a loaded one and a bad value
 // is an error naming its field. A body limit left at its default is lowered
 // to fit the NATS server's max_payload (logged); one the configuration sets
-// that does not fit is ErrPayloadTooSmall. cfg itself is not modified. Nil
-// m and log default to a private registry and discarding.
-func New(cfg *config.Config, js jetstream.JetStream, m *telemetry.Metrics, log *slog.Logger, opts ...Option) (*Service, error) {
+// that does not fit is ErrPayloadTooSmall. The config itself is not modified.
+func New(o Options) (*Service, error) {
+	cfg, js, m, log := o.Config, o.JS, o.Metrics, o.Log
 	if cfg == nil || js == nil {
-		return nil, errors.New("ingress: a config and a JetStream client are required")
+		return nil, errors.New("ingress: Options.Config and Options.JS are required")
 	}
 	c := cfg.WithDefaults()
 	if err := c.Validate(); err != nil {
@@ -98,9 +116,7 @@ func New(cfg *config.Config, js jetstream.JetStream, m *telemetry.Metrics, log *
 		bodies:         newBodyBudget(c.Ingress.MaxInflightBodyBytes),
 		maxDepth:       c.Ingress.MaxJSONDepth,
 	}
-	for _, o := range opts {
-		o(s)
-	}
+	s.tracer = telemetry.Tracer(o.TracerProvider)
 	trusted, err := c.Ingress.TrustedPrefixes()
 	if err != nil {
 		return nil, fmt.Errorf("ingress: ingress.trusted_proxies: %w", err)

@@ -15,18 +15,6 @@ import (
 	"github.com/intakehq/intake/pkg/telemetry"
 )
 
-// Option configures a Service beyond its Config.
-type Option func(*Service)
-
-// WithTracerProvider traces each webhook request with tp: a request span
-// (intake.ingress.request) with a child for the signature check
-// (intake.ingress.verify) and one for the publish (intake.ingress.publish),
-// whose context travels to the processor in the message's traceparent. nil
-// (the default) is tracing off: no span, no header, no allocation.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(s *Service) { s.tracer = telemetry.Tracer(tp) }
-}
-
 // Span names and attribute keys of ingress's spans (docs/tracing.md). No
 // payloads, headers, secrets or signatures: the integration, its tenant (a
 // name from the config), the event type and a hash of the scoped key.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
+	"github.com/intakehq/intake/pkg/telemetry"
 )
 
 // okVerifier verifies every delivery, allocating nothing.
@@ -34,7 +35,7 @@ func tracedPath(s *Service, r *http.Request, in *integration, d *provider.Reques
 	endRequest(span, http.StatusOK, "accepted")
 }
 
-// With tracing off (no WithTracerProvider) a request allocates nothing for
+// With tracing off (no Options.TracerProvider) a request allocates nothing for
 // tracing and its message gets no traceparent. An allocation count, never a
 // timing.
 func TestTracingOffAllocatesNothingPerRequest(t *testing.T) {
@@ -57,7 +58,7 @@ func TestTracingOffAllocatesNothingPerRequest(t *testing.T) {
 	tp := sdktrace.NewTracerProvider()
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	on := &Service{}
-	WithTracerProvider(tp)(on)
+	on.tracer = telemetry.Tracer(tp)
 	if n := testing.AllocsPerRun(10, func() { tracedPath(on, r, in, d, msg, key, ack) }); n == 0 {
 		t.Error("the traced path allocates nothing: the hooks are not measured")
 	}

@@ -12,6 +12,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/harness/testenv/testrig"
@@ -52,13 +53,13 @@ func (l *recordLog) keys() [][]string {
 
 // badSignatureService is a service with one GitHub integration, logging to
 // log, and a request it rejects for its signature.
-func badSignatureService(t *testing.T, log *slog.Logger, opts ...ingress.Option) (*ingress.Service, func() *http.Request) {
+func badSignatureService(t *testing.T, log *slog.Logger, tp trace.TracerProvider) (*ingress.Service, func() *http.Request) {
 	t.Helper()
 	cfg := testrig.ParseConfig(t, `
 integrations:
   - {name: gh, provider: github, tenant: acme, secrets: ["github-secret"]}
 `)
-	s, err := ingress.New(cfg, testrig.NATS(t, cfg.NATS.Stream).JS, telemetry.NewMetrics(), log, opts...)
+	s, err := ingress.New(ingress.Options{Config: cfg, JS: testrig.NATS(t, cfg.NATS.Stream).JS, Metrics: telemetry.NewMetrics(), Log: log, TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,13 +82,13 @@ func TestRejectionLogLineWithoutTracing(t *testing.T) {
 	want := []string{"integration", "reason", "status", "remote"}
 	for _, traced := range []bool{false, true} {
 		rec := &recordLog{}
-		var opts []ingress.Option
+		var tp trace.TracerProvider
 		if traced {
-			tp := sdktrace.NewTracerProvider()
-			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-			opts = append(opts, ingress.WithTracerProvider(tp))
+			sdk := sdktrace.NewTracerProvider()
+			t.Cleanup(func() { _ = sdk.Shutdown(context.Background()) })
+			tp = sdk
 		}
-		s, req := badSignatureService(t, slog.New(rec), opts...)
+		s, req := badSignatureService(t, slog.New(rec), tp)
 		w := httptest.NewRecorder()
 		s.Handler().ServeHTTP(w, req())
 		if w.Code != http.StatusUnauthorized {
@@ -110,7 +111,7 @@ func TestProviderTraceparentIgnored(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	s, req := badSignatureService(t, telemetry.Discard(), ingress.WithTracerProvider(tp))
+	s, req := badSignatureService(t, telemetry.Discard(), tp)
 	s.Handler().ServeHTTP(httptest.NewRecorder(), req())
 	var found bool
 	for _, sp := range rec.Ended() {

@@ -105,7 +105,7 @@ func startRigYAML(t *testing.T, y string, maxConns int) *rig {
 	cfg := testrig.ParseConfig(t, y)
 	js := testrig.NATS(t, cfg.NATS.Stream).JS
 	m := telemetry.NewMetrics()
-	svc, err := ingress.New(cfg, js, m, telemetry.Discard())
+	svc, err := ingress.New(ingress.Options{Config: cfg, JS: js, Metrics: m, Log: telemetry.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

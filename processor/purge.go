@@ -72,23 +72,27 @@ type PurgerOptions struct {
 	Store   *store.Store
 	Config  *config.Config
 	Metrics *telemetry.Metrics // defaults to a private registry
-	Log     *slog.Logger
+	Log     *slog.Logger       // defaults to discarding, as every constructor's
 	// Now is the clock; defaults to time.Now (tests inject one).
 	Now func() time.Time
 }
 
-// NewPurger builds the scheduled purge.
-func NewPurger(o PurgerOptions) *Purger {
+// NewPurger builds the scheduled purge. Store and Config are required; the
+// rest default as their fields say.
+func NewPurger(o PurgerOptions) (*Purger, error) {
+	if o.Store == nil || o.Config == nil {
+		return nil, errors.New("purger: PurgerOptions.Store and PurgerOptions.Config are required")
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Log == nil {
-		o.Log = slog.Default()
+		o.Log = telemetry.Discard()
 	}
 	if o.Metrics == nil {
 		o.Metrics = telemetry.NewMetricsFor(telemetry.Roles{Processor: true})
 	}
-	return &Purger{st: o.Store, cfg: o.Config, log: o.Log, now: o.Now, metrics: o.Metrics, holder: PurgeHolder()}
+	return &Purger{st: o.Store, cfg: o.Config, log: o.Log, now: o.Now, metrics: o.Metrics, holder: PurgeHolder()}, nil
 }
 
 // Run purges every retention.interval until ctx ends; the first pass comes

@@ -62,8 +62,11 @@ func TestPurgePassKeepsWhatIsRetained(t *testing.T) {
 	}
 
 	pm := telemetry.NewMetricsFor(telemetry.Roles{Processor: true})
-	p := processor.NewPurger(processor.PurgerOptions{Store: r.store, Config: retentionConfig(), Metrics: pm,
+	p, err := processor.NewPurger(processor.PurgerOptions{Store: r.store, Config: retentionConfig(), Metrics: pm,
 		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	p.Pass(context.Background())
 
 	if got := r.count(`SELECT count(*) FROM intake.inbox WHERE event_id IN ('young', 'bad')`); got != 2 {
@@ -129,8 +132,12 @@ func TestTwoProcessorsNeverPurgeAtOnce(t *testing.T) {
 	ms := []*telemetry.Metrics{telemetry.NewMetricsFor(telemetry.Roles{Processor: true}), telemetry.NewMetricsFor(telemetry.Roles{Processor: true})}
 	var purgers []*processor.Purger
 	for _, m := range ms {
-		purgers = append(purgers, processor.NewPurger(processor.PurgerOptions{Store: r.store, Config: cfg, Metrics: m,
-			Now: func() time.Time { return now }}))
+		p, err := processor.NewPurger(processor.PurgerOptions{Store: r.store, Config: cfg, Metrics: m,
+			Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		purgers = append(purgers, p)
 	}
 
 	var most atomic.Int32

@@ -59,7 +59,7 @@ integrations:
 		defer cancel()
 		return stream.Ensure(cctx, js, cfg.NATS.Stream) == nil
 	}, "R3 streams never created")
-	svc, err := ingress.New(cfg, js, telemetry.NewMetrics(), telemetry.Discard())
+	svc, err := ingress.New(ingress.Options{Config: cfg, JS: js, Metrics: telemetry.NewMetrics(), Log: telemetry.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ func TestRolesFromZeroConfigGetTheDocumentedDefaults(t *testing.T) {
 	t.Run("ingress", func(t *testing.T) {
 		cfg := &config.Config{Integrations: []config.Integration{{Name: "demo", Tenant: "acme",
 			Config: provider.Config{Provider: "standard", Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}}}}
-		svc, err := ingress.New(cfg, r.js, nil, nil)
+		svc, err := ingress.New(ingress.Options{Config: cfg, JS: r.js})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func TestConstructorsRefuseBadValues(t *testing.T) {
 			Config: config.Outbox{BatchSize: -1}})), "outbox.batch_size"},
 		{"receipt folder ack wait", errOf(processor.NewReceiptFolder(processor.ReceiptFolderOptions{Store: r.store, JS: r.js,
 			Config: config.Processor{AckWait: time.Millisecond}})), "processor.ack_wait"},
-		{"ingress publish timeout", errOf(ingress.New(&config.Config{NATS: config.NATS{PublishTimeout: -time.Second}}, r.js, nil, nil)),
+		{"ingress publish timeout", errOf(ingress.New(ingress.Options{Config: &config.Config{NATS: config.NATS{PublishTimeout: -time.Second}}, JS: r.js})),
 			"nats.publish_timeout"},
 		{"replayer rates", errOf(replayer.New(replayer.Options{Store: r.store, JS: r.js, DefaultRate: 500, MaxRate: 50})),
 			"DefaultRate"},
