@@ -23,25 +23,7 @@ import (
 // lagEvery.
 func TestRelayReportsItsBacklogWhileBusy(t *testing.T) {
 	ctx := context.Background()
-	dbURL := testenv.Postgres(t)
-	if err := store.Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, dbURL, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	ns := testenv.NATS(t)
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, js := relayDeps(t)
 	if err := stream.Ensure(ctx, js, config.Stream{}.WithDefaults()); err != nil {
 		t.Fatal(err)
 	}
@@ -74,24 +56,7 @@ func TestRelayReportsItsBacklogWhileBusy(t *testing.T) {
 // the next hour, and an error when they do not.
 func TestPreparePartitionsFailsOnlyWhenInsertsWould(t *testing.T) {
 	ctx := context.Background()
-	dbURL := testenv.Postgres(t)
-	if err := store.Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, dbURL, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	nc, err := nats.Connect(testenv.NATS(t).URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, js := relayDeps(t)
 	m := telemetry.NewMetrics()
 	r, err := NewRelay(RelayOptions{Store: st, JS: js, Metrics: m})
 	if err != nil {
@@ -126,4 +91,30 @@ func TestPreparePartitionsFailsOnlyWhenInsertsWould(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "outbox partitions end at") {
 		t.Errorf("partitions ending in 30 minutes, none made: %v; want the start refused", err)
 	}
+}
+
+// relayDeps are what a relay needs: a migrated database's store and a
+// JetStream client of an embedded server.
+func relayDeps(t *testing.T) (*store.Store, jetstream.JetStream) {
+	t.Helper()
+	ctx := context.Background()
+	dbURL := testenv.Postgres(t)
+	if err := store.Migrate(ctx, dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, dbURL, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	nc, err := nats.Connect(testenv.NATS(t).URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, js
 }
