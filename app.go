@@ -101,7 +101,7 @@ type App struct {
 	folder *processor.ReceiptFolder
 	rp     *replayer.Replayer
 
-	maxConns  int          // ingress.max_connections on the public listener; 0: no cap
+	maxConns  int          // ingress.max_connections on every role's public listener; 0: no cap
 	ln        net.Listener // set by Start
 	iln       net.Listener // set by Start with the internal server
 	stopWork  context.CancelFunc
@@ -245,15 +245,13 @@ func (a *App) connect(ctx context.Context, cfg *config.Config) (jetstream.JetStr
 	return js, nil
 }
 
-// buildIngress mounts the webhook route; the public listener gets the
-// connection cap.
+// buildIngress mounts the webhook route.
 func (a *App) buildIngress(cfg *config.Config, js jetstream.JetStream, r chi.Router) error {
 	svc, err := ingress.New(ingress.Options{Config: cfg, JS: js, Metrics: a.o.Metrics, Log: a.log, TracerProvider: a.o.TracerProvider})
 	if err != nil {
 		return err
 	}
 	svc.Mount(r)
-	a.maxConns = cfg.Ingress.MaxConnections
 	return nil
 }
 

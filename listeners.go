@@ -40,6 +40,9 @@ func (a *App) routers(cfg *config.Config) (chi.Router, error) {
 		ops.Mount("/debug", middleware.Profiler())
 	}
 	a.srv = httpserver.New(a.o.HTTPAddr, public, cfg.Ingress.Timeouts())
+	// Every role's public listener is capped, not ingress's alone: a
+	// replayer's console and API are as reachable before authentication.
+	a.maxConns = cfg.Ingress.MaxConnections
 	if cfg.HTTP.TLS.Enabled() {
 		certs, err := newCertLoader(cfg.HTTP.TLS.CertFile, cfg.HTTP.TLS.KeyFile, a.log)
 		if err != nil {
@@ -63,6 +66,8 @@ func (a *App) listen() (public, internal net.Listener, err error) {
 		return nil, nil, fmt.Errorf("listen %s: %w", a.o.HTTPAddr, err)
 	}
 	if a.maxConns > 0 {
+		// Counted as intake_ingress_rejected_total, registered with the
+		// ingress role only.
 		refused := a.o.Metrics.Rejected.WithLabelValues("", "connections")
 		limited := httpserver.LimitListener(public, a.maxConns, a.srv.TLSConfig != nil, refused.Inc)
 		a.srv.ConnState = chainConnState(a.srv.ConnState, limited.ConnState)

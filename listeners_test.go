@@ -375,3 +375,29 @@ func TestStartFailsWhenTheInternalAddressIsTaken(t *testing.T) {
 	}
 	_ = ln.Close()
 }
+
+// TestReplayerConnectionCap: a replayer-only process caps its public
+// listener at ingress.max_connections as ingress does, so a pre-auth flood
+// of connections cannot reach the console: one over the cap is answered
+// 503 + Retry-After.
+func TestReplayerConnectionCap(t *testing.T) {
+	t.Parallel()
+	cfg, _ := lifecycleConfig(t)
+	cfg.Ingress.MaxConnections = 2
+	a := startApp(t, cfg, intake.Options{Roles: intake.Roles{Replayer: true}})
+	for range 2 {
+		c, err := net.Dial("tcp", a.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + a.Addr().String() + "/ui/")
+	if err != nil {
+		t.Fatalf("over the connection cap: %v, want an answer", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("GET /ui/ over the connection cap: %d Retry-After %q, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}

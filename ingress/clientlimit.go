@@ -24,6 +24,7 @@ type clientLimiter struct {
 
 	mu      sync.Mutex
 	buckets map[netip.Addr]*bucket
+	peers   *sharedPeer // nil once decided, or when a proxy is trusted
 }
 
 type bucket struct {
@@ -43,6 +44,9 @@ func newClientLimiter(perSecond float64, burst, max int) *clientLimiter {
 func (c *clientLimiter) take(addr netip.Addr, now time.Time) (time.Duration, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.peers != nil && c.peers.see(addr) {
+		c.peers = nil
+	}
 	b, ok := c.buckets[addr]
 	if !ok {
 		if len(c.buckets) >= c.max {

@@ -29,7 +29,10 @@
 // the publish, as middleware wraps a handler, and cost nothing when off.
 //
 // The public listener caps its connections (internal/httpserver.LimitListener,
-// wired by package intake). A body limit must fit, with its headers
+// wired by package intake). With no trusted proxy, the client address's
+// limit watches its first requests and warns once when all come from one
+// private address (sharedpeer.go): a proxy every client shares a bucket
+// behind. A body limit must fit, with its headers
 // (HeaderAllowance), the NATS server's max_payload, or such a body would be
 // answered 503 on every retry: New lowers a limit left at its default to
 // fit (a stock nats-server's 1 MB is below 1 MiB plus headers) and refuses

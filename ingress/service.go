@@ -122,6 +122,9 @@ func New(o Options) (*Service, error) {
 		return nil, fmt.Errorf("ingress: ingress.trusted_proxies: %w", err)
 	}
 	s.addrs = clientAddrs{trusted: trusted, header: c.Ingress.ClientIPHeader}
+	if s.clients != nil && len(trusted) == 0 {
+		s.clients.peers = &sharedPeer{private: isPrivatePeer, log: log}
+	}
 	// The server's max_payload is known once connected: a body the limit
 	// admits must fit it, or it would be answered 503 on every retry. A
 	// default limit is sized to fit; c.Integrations is New's own copy.

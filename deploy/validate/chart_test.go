@@ -903,3 +903,63 @@ func TestTemplate(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustedProxiesReachTheConfig: ingress.trustedProxies and
+// ingress.clientIPHeader become the config's ingress.trusted_proxies and
+// client_ip_header (issue 30, item 5: behind the Ingress controller every
+// client otherwise shares one per-address bucket); the default trusts no
+// proxy and writes no header; the chart refuses them set in both places, or
+// trustedProxies without a header.
+func TestTrustedProxiesReachTheConfig(t *testing.T) {
+	rendered := func(values string) (*config.Config, error) {
+		t.Helper()
+		var vals map[string]any
+		if err := yaml.Unmarshal([]byte(values), &vals); err != nil {
+			t.Fatal(err)
+		}
+		objs, err := render(vals)
+		if err != nil {
+			return nil, err
+		}
+		for _, cm := range byKind[*corev1.ConfigMap](objs) {
+			if raw, ok := cm.Data["intake.yaml"]; ok {
+				cfg, err := config.Parse([]byte(raw), func(string) (string, bool) { return "x", true })
+				if err != nil {
+					t.Fatalf("intake refuses the rendered config: %v\n%s", err, raw)
+				}
+				return cfg, nil
+			}
+		}
+		t.Fatal("no config ConfigMap")
+		return nil, nil
+	}
+	cfg, err := rendered(`{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Ingress.TrustedProxies) != 0 || cfg.Ingress.ClientIPHeader != "" {
+		t.Errorf("default values: trusted_proxies %v, client_ip_header %q, want none", cfg.Ingress.TrustedProxies, cfg.Ingress.ClientIPHeader)
+	}
+	cfg, err = rendered(`ingress: {trustedProxies: [10.244.0.0/16, 10.0.0.7]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Ingress.TrustedProxies, ","); got != "10.244.0.0/16,10.0.0.7" || cfg.Ingress.ClientIPHeader != "X-Forwarded-For" {
+		t.Errorf("trustedProxies set: trusted_proxies %q, client_ip_header %q, want 10.244.0.0/16,10.0.0.7 and X-Forwarded-For", got, cfg.Ingress.ClientIPHeader)
+	}
+	cfg, err = rendered(`ingress: {trustedProxies: [10.244.0.0/16], clientIPHeader: X-Real-IP}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Ingress.ClientIPHeader != "X-Real-IP" {
+		t.Errorf("clientIPHeader X-Real-IP: client_ip_header %q", cfg.Ingress.ClientIPHeader)
+	}
+	for _, c := range []struct{ values, want string }{
+		{`{ingress: {trustedProxies: [10.244.0.0/16]}, config: {ingress: {trusted_proxies: [10.0.0.0/8], client_ip_header: X-Forwarded-For}}}`, "not both places"},
+		{`ingress: {trustedProxies: [10.244.0.0/16], clientIPHeader: ""}`, "ingress.clientIPHeader: required"},
+	} {
+		if _, err := rendered(c.values); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("values %s: render %v, want an error naming %q", c.values, err, c.want)
+		}
+	}
+}

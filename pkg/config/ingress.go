@@ -34,8 +34,9 @@ type Ingress struct {
 	// Retry-After before its body is read. Defaults to
 	// DefaultMaxInflightBodyBytes (16 MiB).
 	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
-	// MaxConnections caps the open connections of the public listener; one
-	// more is answered 503 + Retry-After and closed. Defaults to
+	// MaxConnections caps the open connections of every role's public
+	// listener (a replayer's console too, not only ingress's); one more is
+	// answered 503 + Retry-After and closed. Defaults to
 	// DefaultMaxConnections (2048).
 	MaxConnections int `yaml:"max_connections"`
 	// MaxJSONDepth is the deepest nesting of JSON arrays and objects a body

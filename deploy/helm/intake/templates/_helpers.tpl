@@ -120,6 +120,16 @@ checks that no secret sits in it literally.
 {{- $ing := dict }}
 {{- if hasKey $cfg "ingress" }}{{ $ing = $cfg.ingress | default dict }}{{ end }}
 {{- $_ = set $ing "addr" (printf ":%d" (.Values.ingress.port | int)) }}
+{{- with .Values.ingress.trustedProxies }}
+{{- if or (get $ing "trusted_proxies") (get $ing "client_ip_header") }}
+{{- fail "config.ingress.trusted_proxies / client_ip_header: set ingress.trustedProxies and ingress.clientIPHeader, not both places" }}
+{{- end }}
+{{- if not $.Values.ingress.clientIPHeader }}
+{{- fail "ingress.clientIPHeader: required with ingress.trustedProxies (the header the proxy names the client in)" }}
+{{- end }}
+{{- $_ = set $ing "trusted_proxies" . }}
+{{- $_ = set $ing "client_ip_header" $.Values.ingress.clientIPHeader }}
+{{- end }}
 {{- $_ = set $cfg "ingress" $ing }}
 {{- $proc := dict }}
 {{- if hasKey $cfg "processor" }}{{ $proc = $cfg.processor | default dict }}{{ end }}
