@@ -157,11 +157,16 @@ type inMsg struct {
 	seq     uint64
 	subject string
 	h       nats.Header
+	// malformed: the envelope does not parse, so the processor refuses it
+	// (terminated, recorded as store.RejectMalformed): counted rejected,
+	// never replayed — a copy would come with its headers repaired.
+	malformed bool
 }
 
 // scanDeliveries reads req's range of INTAKE_IN: the ingress messages (not
 // replay copies) of this replayer's integrations, and the stream's last
-// sequence. More than span messages in the range is ErrSpanTooLarge.
+// sequence. A message is judged by the processor's own parse
+// (envelope.ParseDelivery): one that fails it is kept as malformed. More than span messages in the range is ErrSpanTooLarge.
 func (r *Replayer) scanDeliveries(ctx context.Context, req ReconcileRequest, span uint64) ([]inMsg, uint64, error) {
 	rg := scanRange{From: req.FromSeq, To: req.ToSeq, Since: req.Since, Until: req.Until,
 		Subjects: r.inSubjects(req.Integration)}
@@ -171,17 +176,21 @@ func (r *Replayer) scanDeliveries(ctx context.Context, req ReconcileRequest, spa
 		if scannedMsgs++; scannedMsgs > span {
 			return spanTooLarge(span)
 		}
-		if m.Header.Get(envelope.HeaderReplayID) != "" {
-			return nil
+		d, err := envelope.ParseDelivery(m.Header, nil)
+		if err == nil && d.ReplayID != "" {
+			return nil // a replay copy is never itself missing
 		}
-		k, ok := envelope.ParseKey(m.Header.Get(envelope.HeaderKey))
+		k, ok := d.Key, err == nil
+		if !ok {
+			k, ok = envelope.ParseKey(m.Header.Get(envelope.HeaderKey))
+		}
 		if !ok || (req.Integration != "" && k.Integration != req.Integration) || !r.mine(k.Integration) {
 			return nil
 		}
 		if len(msgs) >= r.o.MaxMatched {
 			return ErrTooMany
 		}
-		msgs = append(msgs, inMsg{key: k, seq: m.Seq, subject: m.Subject, h: m.Header})
+		msgs = append(msgs, inMsg{key: k, seq: m.Seq, subject: m.Subject, h: m.Header, malformed: err != nil})
 		return nil
 	})
 	return msgs, last, err
@@ -195,6 +204,7 @@ func withoutRecord(msgs []inMsg, rows map[envelope.Key]store.InboxState, ackFloo
 	for _, m := range msgs {
 		row, ok := rows[m.key]
 		switch {
+		case m.malformed:
 		case !ok:
 			noRow = append(noRow, m.seq)
 		case m.seq <= ackFloor && m.seq != row.StreamSeq && m.h.Get(envelope.HeaderPayloadSHA256) != row.PayloadSHA256 &&
@@ -217,6 +227,10 @@ func (res *ReconcileResult) listMissing(msgs []inMsg, rows map[envelope.Key]stor
 	var from, to uint64
 	var fixKeys []string
 	for _, m := range msgs {
+		if m.malformed {
+			res.Rejected++
+			continue
+		}
 		if _, ok := rows[m.key]; ok || listed[m.key] {
 			continue
 		}
@@ -245,7 +259,7 @@ func (res *ReconcileResult) listMissing(msgs []inMsg, rows map[envelope.Key]stor
 	// same id, whose conflict record went with the lost commit) can be
 	// judged only once the fix has given the key its row again.
 	for _, m := range msgs {
-		if first, ok := res.missingSeq[m.key]; ok && m.seq != first && m.seq <= ackFloor && !rejected[m.seq] &&
+		if first, ok := res.missingSeq[m.key]; ok && !m.malformed && m.seq != first && m.seq <= ackFloor && !rejected[m.seq] &&
 			envelope.IsSubjectIn(m.subject, m.key.Integration) {
 			res.afterFix = append(res.afterFix, conflictOf(m.key, m.seq, m.h, store.InboxState{}))
 		}

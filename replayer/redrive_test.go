@@ -592,3 +592,65 @@ func TestRedriveRecordsConflictsOfALostKey(t *testing.T) {
 		t.Fatalf("%d business rows, want 1", n)
 	}
 }
+
+// TestRedriveLeavesMalformedMessagesAlone reproduces issue 30's item 7: a
+// message the processor's parse refuses (Intake-Replay-Mode without an id,
+// a non-integer Intake-Object-Version) is terminated, and the re-drive must
+// not republish it — its copy would carry the replay headers that make it
+// parse, and the event would run. The processor records it as rejected
+// (reason malformed); reconcile counts it rejected, not missing.
+func TestRedriveLeavesMalformedMessagesAlone(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	r.start()
+	ctx := context.Background()
+	malformed := map[string]func(nats.Header){
+		"evt_mode_only": func(h nats.Header) { h.Set(envelope.HeaderReplayMode, "exact") },
+		"evt_bad_version": func(h nats.Header) {
+			h.Set(envelope.HeaderObjectID, "in_1")
+			h.Set(envelope.HeaderObjectVersion, "not-a-number")
+		},
+	}
+	var seqs []int64
+	for id, spoil := range malformed {
+		msg := envelope.NewDelivery(key(id), "acme", "invoice.paid", body(id), time.Now()).Msg()
+		spoil(msg.Header)
+		ack, err := r.js.PublishMsg(ctx, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, int64(ack.Sequence))
+	}
+	r.publish("evt_ok")
+	r.settled()
+	if n := r.count(`SELECT count(*) FROM intake.rejected_messages WHERE reason = 'malformed' AND stream_seq = ANY($1)
+		AND subject LIKE 'intake.in.demo.%' AND tenant = 'acme' AND integration = 'demo'`, seqs); n != 2 {
+		t.Errorf("%d malformed messages recorded as rejected, want 2", n)
+	}
+
+	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: -1})
+	r.runReplayer(rp)
+	pass, err := rp.RedrivePass(ctx, apiclient.RedriveFailover)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pass.Missing != 0 || pass.Redriven != 0 || len(pass.ReplayIDs) != 0 {
+		t.Errorf("pass: %+v, want nothing missing or re-driven", pass)
+	}
+	res, err := rp.Reconcile(ctx, replayer.ReconcileRequest{FromSeq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rejected != 2 || len(res.Missing) != 0 || res.Fix != nil {
+		t.Errorf("reconcile: %+v, want the two malformed messages rejected, none missing", res.ReconcileResult)
+	}
+	r.settled()
+	for id := range malformed {
+		if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, key(id).String()); n != 0 {
+			t.Errorf("%s: the handler ran %d times", id, n)
+		}
+		if n := r.count(`SELECT count(*) FROM intake.inbox WHERE event_id = $1`, id); n != 0 {
+			t.Errorf("%s: %d inbox rows", id, n)
+		}
+	}
+}
