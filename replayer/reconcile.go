@@ -24,11 +24,18 @@ type ReconcileRequest struct {
 	// MaxSpan lowers Options.ReconcileMaxSpan for this request (the API
 	// sets Options.ReconcileViewerMaxSpan for a viewer). 0: no lower.
 	MaxSpan int
+	// Viewer marks a viewer's reconcile (the API sets it): viewers'
+	// reconciles hold at most one of Options.MaxReconciles slots.
+	Viewer bool
 }
 
-// ErrBusy: Options.MaxReconciles reconciles are running already; try again
-// later (the API answers 429 with Retry-After).
+// ErrBusy: Options.MaxReconciles reconciles are running already (or, for a
+// viewer's, a viewer's reconcile is); try again later (the API answers 429
+// with Retry-After).
 var ErrBusy = errors.New("replayer: too many reconciles running")
+
+// errViewerBusy is ErrBusy for a viewer's reconcile while another viewer's runs.
+var errViewerBusy = fmt.Errorf("%w: a viewer's reconcile is running, and viewers run one at a time", ErrBusy)
 
 // ErrSpanTooLarge: the range covers more stream messages than one reconcile
 // may check; the error says the bound. Split the range.
@@ -52,19 +59,49 @@ type ReconcileResult struct {
 const maxMissingListed = 10_000
 
 // Reconcile compares an INTAKE_IN range with the inbox and lists accepted
-// messages without an inbox row.
+// messages without an inbox row. It runs in one of Options.MaxReconciles
+// slots, or returns ErrBusy.
 func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (ReconcileResult, error) {
 	span, err := r.reconcileSpan(req)
 	if err != nil {
 		return ReconcileResult{}, err
 	}
+	release, err := r.reconcileSlot(req.Viewer)
+	if err != nil {
+		return ReconcileResult{}, err
+	}
+	defer release()
+	return r.runReconcile(ctx, req, span)
+}
+
+// reconcileSlot takes an API reconcile's slot, and for a viewer's the
+// viewers' one, without waiting: ErrBusy when none is free.
+func (r *Replayer) reconcileSlot(viewer bool) (release func(), err error) {
+	if viewer {
+		select {
+		case r.viewerReconcile <- struct{}{}:
+		default:
+			return nil, errViewerBusy
+		}
+	}
 	select {
 	case r.reconciles <- struct{}{}:
-		defer func() { <-r.reconciles }()
 	default:
-		return ReconcileResult{}, ErrBusy
+		if viewer {
+			<-r.viewerReconcile
+		}
+		return nil, ErrBusy
 	}
+	return func() {
+		<-r.reconciles
+		if viewer {
+			<-r.viewerReconcile
+		}
+	}, nil
+}
 
+// runReconcile is Reconcile without a slot: the re-drive's (one pass at a time).
+func (r *Replayer) runReconcile(ctx context.Context, req ReconcileRequest, span uint64) (ReconcileResult, error) {
 	res := ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Shard: r.o.Shard, Missing: []apiclient.MissingEvent{}}}
 	// The ack floor first: a message at or below it was settled before the
 	// scan read the inbox, so no inbox row then means missing.

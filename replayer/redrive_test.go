@@ -2,6 +2,7 @@ package replayer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -653,4 +654,62 @@ func TestRedriveLeavesMalformedMessagesAlone(t *testing.T) {
 			t.Errorf("%s: %d inbox rows", id, n)
 		}
 	}
+}
+
+// TestRedriveNotHeldOffByViewers reproduces issue 30's item 8: viewers'
+// reconciles could take every slot, and the re-drive then waited a minute
+// and failed. A viewer holds at most one slot (a second viewer reconcile
+// gets 429), and with every API slot held a re-drive pass runs at once.
+func TestRedriveNotHeldOffByViewers(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	r.start()
+	r.publish("evt_1", "evt_2")
+	r.settled()
+	r.loseCommits("evt_1")
+	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: -1}) // max_running: 2
+	r.runReplayer(rp)
+	router := chi.NewRouter()
+	rp.Mount(router)
+	srv := httptest.NewServer(router)
+	t.Cleanup(srv.Close)
+	reconcile := func(token string) int {
+		t.Helper()
+		_, err := apiclient.New(srv.URL, token, nil).Reconcile(context.Background(), apiclient.ReconcileQuery{FromSeq: 1})
+		if ae := (*apiclient.Error)(nil); errors.As(err, &ae) {
+			return ae.Status
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return http.StatusOK
+	}
+
+	release, err := replayer.HoldReconcile(rp, true) // a viewer's reconcile in progress
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	if code := reconcile(viewerToken); code != http.StatusTooManyRequests {
+		t.Errorf("a second viewer reconcile: %d, want 429", code)
+	}
+	release, err = replayer.HoldReconcile(rp, false) // and an operator's: every API slot held
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	if code := reconcile(operatorToken); code != http.StatusTooManyRequests {
+		t.Errorf("an operator reconcile beyond max_running: %d, want 429", code)
+	}
+
+	// At once: well inside the minute the re-drive used to wait for a slot.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	pass, err := rp.RedrivePass(ctx, apiclient.RedriveFailover)
+	if err != nil || pass.Redriven != 1 {
+		t.Fatalf("re-drive pass with every API slot held: %+v, %v; want evt_1 re-driven", pass, err)
+	}
+	r.waitReplay(pass.ReplayIDs[0], "done")
+	r.settled()
+	r.processedOnce("evt_1", "evt_2")
 }
