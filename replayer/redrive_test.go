@@ -479,9 +479,10 @@ func TestRedriveLookbackCoversLateAcks(t *testing.T) {
 	r.processedOnce("evt_slow")
 }
 
-// TestRedriveUnfixable: a keyed message the processor terminates without a
-// record (no tenant header) looks missing to every pass. The first replays
-// it once; the later ones count it unfixable, log it once (its stream
+// TestRedriveUnfixable: a rejection whose record was lost (another tenant's
+// message, its rejected_messages row gone) looks missing to every pass. The
+// first replays it once (the copy is rejected again under its own
+// sequence); the later ones count it unfixable, log it once (its stream
 // sequence, what to do) and start no replay.
 func TestRedriveUnfixable(t *testing.T) {
 	t.Parallel()
@@ -489,16 +490,17 @@ func TestRedriveUnfixable(t *testing.T) {
 	r.start()
 	ctx := context.Background()
 	r.publish("evt_1")
-	bad := envelope.NewDelivery(key("evt_bad"), "acme", "invoice.paid", body("evt_bad"), time.Now()).Msg()
-	bad.Header.Del(envelope.HeaderTenant)
+	bad := envelope.NewDelivery(key("evt_bad"), "other", "invoice.paid", body("evt_bad"), time.Now()).Msg()
 	ack, err := r.js.PublishMsg(ctx, bad)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.settled()
-	if n := r.count(`SELECT count(*) FROM intake.inbox WHERE event_id = 'evt_bad'`) +
-		r.count(`SELECT count(*) FROM intake.rejected_messages`); n != 0 {
-		t.Fatalf("%d records of the message without a tenant, want none (the processor terminates it)", n)
+	if n := r.count(`SELECT count(*) FROM intake.rejected_messages WHERE reason = 'tenant_mismatch'`); n != 1 {
+		t.Fatalf("%d rejections of the other tenant's message, want 1", n)
+	}
+	if _, err := r.db.Exec(ctx, `DELETE FROM intake.rejected_messages`); err != nil { // the record lost
+		t.Fatal(err)
 	}
 
 	reg := prometheus.NewRegistry()
