@@ -213,11 +213,7 @@ func (p *Processor) handleBatch(work, shutdown context.Context, msgs []jetstream
 	for _, m := range msgs {
 		ev, err := decode(m)
 		if err != nil {
-			// Not something ingress or the replayer wrote; retrying cannot
-			// help. It stays in INTAKE_IN for inspection.
-			p.o.Metrics.Failures.WithLabelValues("", "malformed").Inc()
-			p.o.Log.Error("terminating malformed message", "subject", m.Subject(), "err", err)
-			_ = m.TermWithReason("malformed envelope")
+			p.malformed(shutdown, work, m, err)
 			continue
 		}
 		items = append(items, &item{msg: m, ev: ev})

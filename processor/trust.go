@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
@@ -95,6 +96,52 @@ func (p *Processor) rejected(it *item) {
 		// The record stands; a redelivery is screened and recorded once.
 		p.o.Log.Warn("term failed after commit", "key", ev.Key.String(), "err", err)
 	}
+}
+
+// malformed records (intake.rejected_messages, store.RejectMalformed) and
+// terminates a message decode refused: not something ingress or the
+// replayer wrote, so retrying cannot help. Recorded, reconcile counts it
+// rejected instead of missing, and the re-drive never republishes it with
+// the offending header repaired. It stays in INTAKE_IN for inspection.
+// While the record cannot be written the message stays unacked, like a
+// batch in an outage.
+func (p *Processor) malformed(shutdown, work context.Context, m jetstream.Msg, cause error) {
+	p.o.Metrics.Failures.WithLabelValues("", "malformed").Inc()
+	p.o.Log.Error("terminating malformed message", "subject", m.Subject(), "err", cause)
+	if r, ok := malformedRejection(m, cause); ok {
+		if err := p.retryDB(shutdown, func() error { return p.o.Store.RecordRejections(work, []store.Rejection{r}) }); err != nil {
+			p.o.Log.Warn("malformed message not recorded; leaving it for a redelivery", "subject", m.Subject(), "err", err)
+			_ = m.Nak()
+			return
+		}
+	}
+	_ = m.TermWithReason("malformed envelope")
+}
+
+// malformedRejection is the record of m, refused by decode for cause: the
+// identity headers as sent ("" where absent or not a key). ok is false for
+// a message without stream metadata, which has no sequence to record.
+func malformedRejection(m jetstream.Msg, cause error) (store.Rejection, bool) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return store.Rejection{}, false
+	}
+	h := m.Headers()
+	r := store.Rejection{
+		Tenant: h.Get(envelope.HeaderTenant), EventType: h.Get(envelope.HeaderEventType),
+		PayloadSHA256: h.Get(envelope.HeaderPayloadSHA256), StreamSeq: int64(meta.Sequence.Stream), Subject: m.Subject(),
+		MsgID: h.Get(envelope.HeaderMsgID), Reason: store.RejectMalformed, Detail: cause.Error(), ReceivedAt: &meta.Timestamp,
+	}
+	if k, ok := envelope.ParseKey(h.Get(envelope.HeaderKey)); ok {
+		r.Integration, r.Account, r.EventID = k.Integration, k.Account, k.EventID
+	}
+	if id := h.Get(envelope.HeaderReplayID); id != "" {
+		r.ReplayID = &id
+	}
+	if mode := h.Get(envelope.HeaderReplayMode); mode != "" {
+		r.ReplayMode = &mode
+	}
+	return r, true
 }
 
 // replayIDLog is a log line's replay id: the envelope's Intake-Replay-Id

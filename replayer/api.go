@@ -250,7 +250,7 @@ func (r *Replayer) reconcile(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if c, _ := CallerFrom(req.Context()); c.Role != config.RoleOperator {
-		spec.MaxSpan = r.o.ReconcileViewerMaxSpan
+		spec.MaxSpan, spec.Viewer = r.o.ReconcileViewerMaxSpan, true
 	}
 	res, err := r.Reconcile(req.Context(), spec)
 	if err != nil {
@@ -297,7 +297,11 @@ func (r *Replayer) writeFailure(w http.ResponseWriter, f failure, err error) {
 		writeError(w, http.StatusNotFound, f.notFound)
 	case errors.Is(err, ErrBusy):
 		w.Header().Set("Retry-After", strconv.Itoa(int(reconcileRetryAfter.Seconds())))
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%d reconciles are running on this replayer, the most it runs at once: retry later", r.o.MaxReconciles))
+		msg := fmt.Sprintf("%d reconciles are running on this replayer, the most it runs at once: retry later", r.o.MaxReconciles)
+		if errors.Is(err, errViewerBusy) {
+			msg = "a viewer's reconcile is running on this replayer, and viewers run one at a time: retry later"
+		}
+		writeError(w, http.StatusTooManyRequests, msg)
 	case errors.Is(err, ErrSpanTooLarge):
 		writeError(w, http.StatusUnprocessableEntity, "range: "+strings.TrimPrefix(err.Error(), ErrSpanTooLarge.Error()+": "))
 	case errors.Is(err, ErrTooMany) && f.tooMany != "":

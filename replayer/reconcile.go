@@ -24,11 +24,18 @@ type ReconcileRequest struct {
 	// MaxSpan lowers Options.ReconcileMaxSpan for this request (the API
 	// sets Options.ReconcileViewerMaxSpan for a viewer). 0: no lower.
 	MaxSpan int
+	// Viewer marks a viewer's reconcile (the API sets it): viewers'
+	// reconciles hold at most one of Options.MaxReconciles slots.
+	Viewer bool
 }
 
-// ErrBusy: Options.MaxReconciles reconciles are running already; try again
-// later (the API answers 429 with Retry-After).
+// ErrBusy: Options.MaxReconciles reconciles are running already (or, for a
+// viewer's, a viewer's reconcile is); try again later (the API answers 429
+// with Retry-After).
 var ErrBusy = errors.New("replayer: too many reconciles running")
+
+// errViewerBusy is ErrBusy for a viewer's reconcile while another viewer's runs.
+var errViewerBusy = fmt.Errorf("%w: a viewer's reconcile is running, and viewers run one at a time", ErrBusy)
 
 // ErrSpanTooLarge: the range covers more stream messages than one reconcile
 // may check; the error says the bound. Split the range.
@@ -52,19 +59,49 @@ type ReconcileResult struct {
 const maxMissingListed = 10_000
 
 // Reconcile compares an INTAKE_IN range with the inbox and lists accepted
-// messages without an inbox row.
+// messages without an inbox row. It runs in one of Options.MaxReconciles
+// slots, or returns ErrBusy.
 func (r *Replayer) Reconcile(ctx context.Context, req ReconcileRequest) (ReconcileResult, error) {
 	span, err := r.reconcileSpan(req)
 	if err != nil {
 		return ReconcileResult{}, err
 	}
+	release, err := r.reconcileSlot(req.Viewer)
+	if err != nil {
+		return ReconcileResult{}, err
+	}
+	defer release()
+	return r.runReconcile(ctx, req, span)
+}
+
+// reconcileSlot takes an API reconcile's slot, and for a viewer's the
+// viewers' one, without waiting: ErrBusy when none is free.
+func (r *Replayer) reconcileSlot(viewer bool) (release func(), err error) {
+	if viewer {
+		select {
+		case r.viewerReconcile <- struct{}{}:
+		default:
+			return nil, errViewerBusy
+		}
+	}
 	select {
 	case r.reconciles <- struct{}{}:
-		defer func() { <-r.reconciles }()
 	default:
-		return ReconcileResult{}, ErrBusy
+		if viewer {
+			<-r.viewerReconcile
+		}
+		return nil, ErrBusy
 	}
+	return func() {
+		<-r.reconciles
+		if viewer {
+			<-r.viewerReconcile
+		}
+	}, nil
+}
 
+// runReconcile is Reconcile without a slot: the re-drive's (one pass at a time).
+func (r *Replayer) runReconcile(ctx context.Context, req ReconcileRequest, span uint64) (ReconcileResult, error) {
 	res := ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Shard: r.o.Shard, Missing: []apiclient.MissingEvent{}}}
 	// The ack floor first: a message at or below it was settled before the
 	// scan read the inbox, so no inbox row then means missing.
@@ -157,11 +194,16 @@ type inMsg struct {
 	seq     uint64
 	subject string
 	h       nats.Header
+	// malformed: the envelope does not parse, so the processor refuses it
+	// (terminated, recorded as store.RejectMalformed): counted rejected,
+	// never replayed — a copy would come with its headers repaired.
+	malformed bool
 }
 
 // scanDeliveries reads req's range of INTAKE_IN: the ingress messages (not
 // replay copies) of this replayer's integrations, and the stream's last
-// sequence. More than span messages in the range is ErrSpanTooLarge.
+// sequence. A message is judged by the processor's own parse
+// (envelope.ParseDelivery): one that fails it is kept as malformed. More than span messages in the range is ErrSpanTooLarge.
 func (r *Replayer) scanDeliveries(ctx context.Context, req ReconcileRequest, span uint64) ([]inMsg, uint64, error) {
 	rg := scanRange{From: req.FromSeq, To: req.ToSeq, Since: req.Since, Until: req.Until,
 		Subjects: r.inSubjects(req.Integration)}
@@ -171,17 +213,21 @@ func (r *Replayer) scanDeliveries(ctx context.Context, req ReconcileRequest, spa
 		if scannedMsgs++; scannedMsgs > span {
 			return spanTooLarge(span)
 		}
-		if m.Header.Get(envelope.HeaderReplayID) != "" {
-			return nil
+		d, err := envelope.ParseDelivery(m.Header, nil)
+		if err == nil && d.ReplayID != "" {
+			return nil // a replay copy is never itself missing
 		}
-		k, ok := envelope.ParseKey(m.Header.Get(envelope.HeaderKey))
+		k, ok := d.Key, err == nil
+		if !ok {
+			k, ok = envelope.ParseKey(m.Header.Get(envelope.HeaderKey))
+		}
 		if !ok || (req.Integration != "" && k.Integration != req.Integration) || !r.mine(k.Integration) {
 			return nil
 		}
 		if len(msgs) >= r.o.MaxMatched {
 			return ErrTooMany
 		}
-		msgs = append(msgs, inMsg{key: k, seq: m.Seq, subject: m.Subject, h: m.Header})
+		msgs = append(msgs, inMsg{key: k, seq: m.Seq, subject: m.Subject, h: m.Header, malformed: err != nil})
 		return nil
 	})
 	return msgs, last, err
@@ -195,6 +241,7 @@ func withoutRecord(msgs []inMsg, rows map[envelope.Key]store.InboxState, ackFloo
 	for _, m := range msgs {
 		row, ok := rows[m.key]
 		switch {
+		case m.malformed:
 		case !ok:
 			noRow = append(noRow, m.seq)
 		case m.seq <= ackFloor && m.seq != row.StreamSeq && m.h.Get(envelope.HeaderPayloadSHA256) != row.PayloadSHA256 &&
@@ -217,6 +264,10 @@ func (res *ReconcileResult) listMissing(msgs []inMsg, rows map[envelope.Key]stor
 	var from, to uint64
 	var fixKeys []string
 	for _, m := range msgs {
+		if m.malformed {
+			res.Rejected++
+			continue
+		}
 		if _, ok := rows[m.key]; ok || listed[m.key] {
 			continue
 		}
@@ -245,7 +296,7 @@ func (res *ReconcileResult) listMissing(msgs []inMsg, rows map[envelope.Key]stor
 	// same id, whose conflict record went with the lost commit) can be
 	// judged only once the fix has given the key its row again.
 	for _, m := range msgs {
-		if first, ok := res.missingSeq[m.key]; ok && m.seq != first && m.seq <= ackFloor && !rejected[m.seq] &&
+		if first, ok := res.missingSeq[m.key]; ok && !m.malformed && m.seq != first && m.seq <= ackFloor && !rejected[m.seq] &&
 			envelope.IsSubjectIn(m.subject, m.key.Integration) {
 			res.afterFix = append(res.afterFix, conflictOf(m.key, m.seq, m.h, store.InboxState{}))
 		}

@@ -18,7 +18,7 @@ import (
 // before it needs them.
 func bareReplayer(o Options) *Replayer {
 	o = o.WithDefaults()
-	return &Replayer{o: o, reconciles: make(chan struct{}, o.MaxReconciles)}
+	return &Replayer{o: o, reconciles: make(chan struct{}, o.MaxReconciles), viewerReconcile: make(chan struct{}, 1)}
 }
 
 func TestReconcileRefusesARangeWiderThanItsSpan(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
@@ -194,7 +193,7 @@ func (r *Replayer) redrivePass(ctx context.Context, rec *apiclient.Redrive) erro
 	span := uint64(r.o.ReconcileMaxSpan)
 	for lo, chunks := from, 0; lo <= ackFloor && chunks < redriveMaxChunks; chunks++ {
 		hi := min(ackFloor, lo+span-1)
-		res, err := r.reconcileWhenFree(ctx, ReconcileRequest{FromSeq: lo, ToSeq: hi})
+		res, err := r.runReconcile(ctx, ReconcileRequest{FromSeq: lo, ToSeq: hi}, span)
 		if err != nil {
 			return err
 		}
@@ -403,20 +402,6 @@ func (r *Replayer) triage(ctx context.Context, rec *apiclient.Redrive, missing [
 			"stream_seqs", found[:min(len(found), redriveUnfixableLogged)], "count", len(found), "trigger", rec.Trigger)
 	}
 	return fresh, nil
-}
-
-// reconcileWhenFree is Reconcile, waiting (up to a minute) for a slot while
-// operators' reconciles hold them all.
-func (r *Replayer) reconcileWhenFree(ctx context.Context, req ReconcileRequest) (ReconcileResult, error) {
-	for attempt := 0; ; attempt++ {
-		res, err := r.Reconcile(ctx, req)
-		if !errors.Is(err, ErrBusy) || attempt == 60 {
-			return res, err
-		}
-		if err := backoff.Sleep(ctx, time.Second); err != nil {
-			return res, err
-		}
-	}
 }
 
 // firstSeqSince is the sequence of INTAKE_IN's first message (of this

@@ -2,6 +2,7 @@ package replayer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -478,9 +479,10 @@ func TestRedriveLookbackCoversLateAcks(t *testing.T) {
 	r.processedOnce("evt_slow")
 }
 
-// TestRedriveUnfixable: a keyed message the processor terminates without a
-// record (no tenant header) looks missing to every pass. The first replays
-// it once; the later ones count it unfixable, log it once (its stream
+// TestRedriveUnfixable: a rejection whose record was lost (another tenant's
+// message, its rejected_messages row gone) looks missing to every pass. The
+// first replays it once (the copy is rejected again under its own
+// sequence); the later ones count it unfixable, log it once (its stream
 // sequence, what to do) and start no replay.
 func TestRedriveUnfixable(t *testing.T) {
 	t.Parallel()
@@ -488,16 +490,17 @@ func TestRedriveUnfixable(t *testing.T) {
 	r.start()
 	ctx := context.Background()
 	r.publish("evt_1")
-	bad := envelope.NewDelivery(key("evt_bad"), "acme", "invoice.paid", body("evt_bad"), time.Now()).Msg()
-	bad.Header.Del(envelope.HeaderTenant)
+	bad := envelope.NewDelivery(key("evt_bad"), "other", "invoice.paid", body("evt_bad"), time.Now()).Msg()
 	ack, err := r.js.PublishMsg(ctx, bad)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.settled()
-	if n := r.count(`SELECT count(*) FROM intake.inbox WHERE event_id = 'evt_bad'`) +
-		r.count(`SELECT count(*) FROM intake.rejected_messages`); n != 0 {
-		t.Fatalf("%d records of the message without a tenant, want none (the processor terminates it)", n)
+	if n := r.count(`SELECT count(*) FROM intake.rejected_messages WHERE reason = 'tenant_mismatch'`); n != 1 {
+		t.Fatalf("%d rejections of the other tenant's message, want 1", n)
+	}
+	if _, err := r.db.Exec(ctx, `DELETE FROM intake.rejected_messages`); err != nil { // the record lost
+		t.Fatal(err)
 	}
 
 	reg := prometheus.NewRegistry()
@@ -591,4 +594,124 @@ func TestRedriveRecordsConflictsOfALostKey(t *testing.T) {
 	if n := r.count(`SELECT count(*) FROM effects`); n != 1 {
 		t.Fatalf("%d business rows, want 1", n)
 	}
+}
+
+// TestRedriveLeavesMalformedMessagesAlone reproduces issue 30's item 7: a
+// message the processor's parse refuses (Intake-Replay-Mode without an id,
+// a non-integer Intake-Object-Version) is terminated, and the re-drive must
+// not republish it — its copy would carry the replay headers that make it
+// parse, and the event would run. The processor records it as rejected
+// (reason malformed); reconcile counts it rejected, not missing.
+func TestRedriveLeavesMalformedMessagesAlone(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	r.start()
+	ctx := context.Background()
+	malformed := map[string]func(nats.Header){
+		"evt_mode_only": func(h nats.Header) { h.Set(envelope.HeaderReplayMode, "exact") },
+		"evt_bad_version": func(h nats.Header) {
+			h.Set(envelope.HeaderObjectID, "in_1")
+			h.Set(envelope.HeaderObjectVersion, "not-a-number")
+		},
+	}
+	var seqs []int64
+	for id, spoil := range malformed {
+		msg := envelope.NewDelivery(key(id), "acme", "invoice.paid", body(id), time.Now()).Msg()
+		spoil(msg.Header)
+		ack, err := r.js.PublishMsg(ctx, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, int64(ack.Sequence))
+	}
+	r.publish("evt_ok")
+	r.settled()
+	if n := r.count(`SELECT count(*) FROM intake.rejected_messages WHERE reason = 'malformed' AND stream_seq = ANY($1)
+		AND subject LIKE 'intake.in.demo.%' AND tenant = 'acme' AND integration = 'demo'`, seqs); n != 2 {
+		t.Errorf("%d malformed messages recorded as rejected, want 2", n)
+	}
+
+	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: -1})
+	r.runReplayer(rp)
+	pass, err := rp.RedrivePass(ctx, apiclient.RedriveFailover)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pass.Missing != 0 || pass.Redriven != 0 || len(pass.ReplayIDs) != 0 {
+		t.Errorf("pass: %+v, want nothing missing or re-driven", pass)
+	}
+	res, err := rp.Reconcile(ctx, replayer.ReconcileRequest{FromSeq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rejected != 2 || len(res.Missing) != 0 || res.Fix != nil {
+		t.Errorf("reconcile: %+v, want the two malformed messages rejected, none missing", res.ReconcileResult)
+	}
+	r.settled()
+	for id := range malformed {
+		if n := r.count(`SELECT count(*) FROM effects WHERE key = $1`, key(id).String()); n != 0 {
+			t.Errorf("%s: the handler ran %d times", id, n)
+		}
+		if n := r.count(`SELECT count(*) FROM intake.inbox WHERE event_id = $1`, id); n != 0 {
+			t.Errorf("%s: %d inbox rows", id, n)
+		}
+	}
+}
+
+// TestRedriveNotHeldOffByViewers reproduces issue 30's item 8: viewers'
+// reconciles could take every slot, and the re-drive then waited a minute
+// and failed. A viewer holds at most one slot (a second viewer reconcile
+// gets 429), and with every API slot held a re-drive pass runs at once.
+func TestRedriveNotHeldOffByViewers(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	r.start()
+	r.publish("evt_1", "evt_2")
+	r.settled()
+	r.loseCommits("evt_1")
+	rp, _ := r.newReplayer(replayer.Options{RedriveInterval: -1}) // max_running: 2
+	r.runReplayer(rp)
+	router := chi.NewRouter()
+	rp.Mount(router)
+	srv := httptest.NewServer(router)
+	t.Cleanup(srv.Close)
+	reconcile := func(token string) int {
+		t.Helper()
+		_, err := apiclient.New(srv.URL, token, nil).Reconcile(context.Background(), apiclient.ReconcileQuery{FromSeq: 1})
+		if ae := (*apiclient.Error)(nil); errors.As(err, &ae) {
+			return ae.Status
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return http.StatusOK
+	}
+
+	release, err := replayer.HoldReconcile(rp, true) // a viewer's reconcile in progress
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	if code := reconcile(viewerToken); code != http.StatusTooManyRequests {
+		t.Errorf("a second viewer reconcile: %d, want 429", code)
+	}
+	release, err = replayer.HoldReconcile(rp, false) // and an operator's: every API slot held
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	if code := reconcile(operatorToken); code != http.StatusTooManyRequests {
+		t.Errorf("an operator reconcile beyond max_running: %d, want 429", code)
+	}
+
+	// At once: well inside the minute the re-drive used to wait for a slot.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	pass, err := rp.RedrivePass(ctx, apiclient.RedriveFailover)
+	if err != nil || pass.Redriven != 1 {
+		t.Fatalf("re-drive pass with every API slot held: %+v, %v; want evt_1 re-driven", pass, err)
+	}
+	r.waitReplay(pass.ReplayIDs[0], "done")
+	r.settled()
+	r.processedOnce("evt_1", "evt_2")
 }

@@ -84,8 +84,10 @@ type Options struct {
 	// DefaultReconcileViewerMaxSpan (10,000); at most ReconcileMaxSpan.
 	ReconcileViewerMaxSpan int
 	// MaxReconciles (api.reconcile.max_running) bounds the reconciles this
-	// replayer runs at once (each scans the stream and reads the inbox); more
-	// get ErrBusy (429 with Retry-After). Defaults to DefaultMaxReconciles (2).
+	// replayer runs at once for the API (each scans the stream and reads the
+	// inbox), viewers' reconciles holding at most one of them; more get
+	// ErrBusy (429 with Retry-After). The re-drive's passes run besides, one
+	// at a time, never waiting for these. Defaults to DefaultMaxReconciles (2).
 	MaxReconciles int
 	// ResumeInterval (api.replays.resume_interval) is how often Run looks for
 	// running replays no replayer publishes (their replayer died). Defaults to
@@ -218,8 +220,12 @@ type Replayer struct {
 	metrics replayMetrics
 	wake    chan struct{}
 
-	// reconciles holds a slot per reconcile running (MaxReconciles).
-	reconciles chan struct{}
+	// reconciles holds a slot per API reconcile running (MaxReconciles);
+	// viewerReconcile the one of them a viewer's token may hold. The
+	// re-drive takes neither: its passes run one at a time (redrive.pass),
+	// which is its slot, so no API caller can hold it off.
+	reconciles      chan struct{}
+	viewerReconcile chan struct{}
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // replays this replayer publishes
@@ -327,7 +333,7 @@ func New(o Options) (*Replayer, error) {
 		o.Auth.Failures = m.authFailures
 	}
 	return &Replayer{o: o, metrics: m, wake: make(chan struct{}, 1), reconciles: make(chan struct{}, o.MaxReconciles),
-		running: map[string]context.CancelFunc{}, redrive: redriveState{failover: make(chan struct{}, 1)}}, nil
+		viewerReconcile: make(chan struct{}, 1), running: map[string]context.CancelFunc{}, redrive: redriveState{failover: make(chan struct{}, 1)}}, nil
 }
 
 // register registers c, or returns the collector already registered under

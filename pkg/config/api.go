@@ -74,9 +74,10 @@ type APIReconcile struct {
 	// DefaultReconcileViewerMaxSpan (10000), or MaxSpan when that is
 	// lower; at most MaxSpan.
 	ViewerMaxSpan int `yaml:"viewer_max_span"`
-	// MaxRunning bounds the reconciles one replayer runs at once (each
-	// scans the stream and reads the inbox); more get 429 with
-	// Retry-After. Defaults to DefaultMaxReconciles (2).
+	// MaxRunning bounds the API reconciles one replayer runs at once (each
+	// scans the stream and reads the inbox), viewers' holding at most one;
+	// more get 429 with Retry-After. The re-drive runs besides. Defaults to
+	// DefaultMaxReconciles (2).
 	MaxRunning int `yaml:"max_running"`
 }
 

@@ -29,6 +29,11 @@ const (
 	// RejectPayloadMismatch: a replay copy whose body does not hash to its
 	// Intake-Payload-Sha256 (the replayer copies the source message as is).
 	RejectPayloadMismatch = "payload_mismatch"
+	// RejectMalformed: the envelope does not parse (envelope.ParseDelivery):
+	// a header missing or refused, say Intake-Replay-Mode without
+	// Intake-Replay-Id. The claimed key and tenant are recorded as sent,
+	// "" where absent.
+	RejectMalformed = "malformed"
 )
 
 // Rejection is one message the processor refused before the inbox decision.
@@ -138,6 +143,21 @@ func CheckReplayCopies(ctx context.Context, tx pgx.Tx, copies []ReplayCopy) (rea
 		return nil, nil, fmt.Errorf("store: check replay copies: %w", err)
 	}
 	return reasons, details, nil
+}
+
+// RecordRejections records rs outside any batch: messages refused before
+// they could join one (RejectMalformed). A row already recorded for the
+// same stream sequence and key is left as it is.
+func (s *Store) RecordRejections(ctx context.Context, rs []Rejection) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	queueRejections(b, rs)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("store: record rejections: %w", err)
+	}
+	return nil
 }
 
 // queueRejections adds the insert of rs to b.
