@@ -601,3 +601,23 @@ func TestLimitsAndUnknownIntegration(t *testing.T) {
 		t.Fatalf("rejection echoes input: %s", a.raw)
 	}
 }
+
+// TestInvisibleCharactersInIDsAreRefused: an id that differs from another
+// only by characters that show as nothing (a zero-width space or joiner, a
+// BOM, a soft hyphen) would read as that other id in `intake events` and the
+// console; it is refused before anything is published.
+func TestInvisibleCharactersInIDsAreRefused(t *testing.T) {
+	r := startRig(t)
+	for _, id := range []string{"msg\u200b_zw", "msg\u200d_zw", "\ufeffmsg_zw", "msg\u00ad_zw", "msg\u2060_zw"} {
+		a := r.post("std", r.sign("std", 0, provider.Message{ID: id, Body: []byte(`{"n":1}`), Time: time.Now()}))
+		if a.code != http.StatusBadRequest {
+			t.Errorf("id %q: %d %s, want 400", id, a.code, a.raw)
+		}
+	}
+	if got := len(r.published("std")); got != 0 {
+		t.Fatalf("published %d messages, want none", got)
+	}
+	if a := r.post("std", r.sign("std", 0, provider.Message{ID: "msg_zw", Body: []byte(`{"n":1}`), Time: time.Now()})); a.code != http.StatusOK {
+		t.Fatalf("the visible id: %d %s, want 200", a.code, a.raw)
+	}
+}

@@ -257,7 +257,10 @@ func ValidType(s string) bool { return s == "" || ValidID(s) }
 
 // Unprintable reports whether r is a control character (C0, DEL, C1), a
 // bidirectional control (U+061C, U+200E, U+200F, U+202A–U+202E,
-// U+2066–U+2069) or a line or paragraph separator (U+2028, U+2029).
+// U+2066–U+2069), a line or paragraph separator (U+2028, U+2029), or a
+// character that shows as nothing (the soft hyphen U+00AD, U+180E, the
+// zero-width space and joiners U+200B–U+200D, U+2060–U+2064, U+FEFF):
+// "evt_1" and "evt​_1" must not read as one id.
 func Unprintable(r rune) bool {
 	switch {
 	case r < ' ', r >= 0x7f && r <= 0x9f:
@@ -265,6 +268,8 @@ func Unprintable(r rune) bool {
 	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
 		return true
 	case r == 0x2028, r == 0x2029:
+		return true
+	case r == 0x00ad, r == 0x180e, r >= 0x200b && r <= 0x200d, r >= 0x2060 && r <= 0x2064, r == 0xfeff:
 		return true
 	}
 	return false

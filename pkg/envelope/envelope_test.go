@@ -129,6 +129,11 @@ func TestValidID(t *testing.T) {
 		// prints ids raw, and "evt_\u202egnp.exe" reads as another id.
 		"evt\u0085": false, "evt\u009b31m": false, "evt_\u202egnp": false, "\u2066x\u2069": false,
 		"a\u200fb": false, "a\u061cb": false, "a\u2028b": false, "a\x7f": false, "a\u00a0b": true,
+		// Characters that show as nothing: "evt_1" and "evt\u200b_1" would
+		// read as one id in a terminal or the console.
+		"evt\u200b_1": false, "evt\u200c_1": false, "evt\u200d_1": false, "evt\u2060_1": false,
+		"evt\u2064_1": false, "\ufeffevt_1": false, "evt\u00ad_1": false, "evt\u180e_1": false,
+		"evt\u2065_1": true, "evt_\u00e9": true,
 	}
 	for in, want := range tests {
 		if got := ValidID(in); got != want {
