@@ -44,9 +44,17 @@ func publishOut(t *testing.T, js jetstream.JetStream, id, execution string) {
 // the inbox schema and a business table, payments.
 func setup(t *testing.T) (*testrig.JetStream, *pgxpool.Pool) {
 	t.Helper()
+	j, pool, _ := setupURL(t)
+	return j, pool
+}
+
+// setupURL is setup, also returning the database's URL.
+func setupURL(t *testing.T) (*testrig.JetStream, *pgxpool.Pool, string) {
+	t.Helper()
 	j := testrig.NATS(t, config.Stream{})
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, testenv.Postgres(t))
+	dbURL := testenv.Postgres(t)
+	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +68,7 @@ func setup(t *testing.T) (*testrig.JetStream, *pgxpool.Pool) {
 	if _, err := pool.Exec(ctx, `CREATE TABLE payments (consumer text, key text, execution_id text)`); err != nil {
 		t.Fatal(err)
 	}
-	return j, pool
+	return j, pool, dbURL
 }
 
 // consumeUntilDone runs ConsumeTx as durable, each run on a connection of
