@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/intakehq/intake/internal/harness/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/envelope"
 )
 
@@ -43,25 +46,24 @@ func nodeSubscriber(t *testing.T) string {
 	return dir
 }
 
-// TestNodeSubscriberKilledBetweenCommitAndAckAppliesOnce: the Node
-// subscriber, SIGKILLed by its fault hook right after a commit and before
-// its ack, twice, is restarted, gets those messages again and changes
-// nothing: every event is one row, none twice, none lost.
-func TestNodeSubscriberKilledBetweenCommitAndAckAppliesOnce(t *testing.T) {
-	t.Parallel()
-	dir := nodeSubscriber(t)
+// nodeSetup is setupURL with the Node example's business table.
+func nodeSetup(t *testing.T) (*testrig.JetStream, *pgxpool.Pool, string) {
+	t.Helper()
 	j, pool, dbURL := setupURL(t)
-	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `CREATE SCHEMA example_subscriber;
+	if _, err := pool.Exec(context.Background(), `CREATE SCHEMA example_subscriber;
 CREATE TABLE example_subscriber.events (key text, execution_id text, event_type text, body jsonb, received_at timestamptz DEFAULT now())`); err != nil {
 		t.Fatal(err)
 	}
-	const n = 10
-	for i := range n {
-		publishOut(t, j.JS, fmt.Sprintf("evt_%d", i), fmt.Sprintf("exec-%d", i))
-	}
-	const durable = "node-subscriber"
-	kill := "demo/main/evt_2|exec-2,demo/main/evt_6|exec-6"
+	return j, pool, dbURL
+}
+
+// runNode runs the Node subscriber from dir as durable, with env added,
+// restarting it each time its fault hook (KILL_AFTER_COMMIT, in env) kills
+// it, until the consumer has nothing pending or awaiting an ack. It returns
+// how many times the subscriber was killed.
+func runNode(t *testing.T, dir string, j *testrig.JetStream, dbURL, durable string, env ...string) int {
+	t.Helper()
+	ctx := context.Background()
 	finished := func() bool {
 		info, err := j.JS.Consumer(ctx, envelope.StreamOut, durable)
 		return err == nil && info.CachedInfo().NumPending == 0 && info.CachedInfo().NumAckPending == 0 &&
@@ -69,16 +71,16 @@ CREATE TABLE example_subscriber.events (key text, execution_id text, event_type 
 	}
 	deaths := 0
 	for run := 0; ; run++ {
-		if run > 3 {
-			t.Fatalf("%d runs for 2 kills", run)
+		if run > 5 {
+			t.Fatalf("%d runs of the Node subscriber and not done", run)
 		}
 		runCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		cmd := exec.CommandContext(runCtx, "node", "index.js")
 		cmd.Dir = dir
 		var out testenv.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
-		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "NATS_URL="+j.Server.URL(),
-			"DURABLE="+durable, "ACK_WAIT_MS=1000", "KILL_AFTER_COMMIT="+kill)
+		cmd.Env = append(append(os.Environ(), "DATABASE_URL="+dbURL, "NATS_URL="+j.Server.URL(),
+			"DURABLE="+durable, "ACK_WAIT_MS=1000"), env...)
 		if err := cmd.Start(); err != nil {
 			cancel()
 			t.Fatal(err)
@@ -99,12 +101,14 @@ CREATE TABLE example_subscriber.events (key text, execution_id text, event_type 
 		_ = cmd.Process.Kill()
 		<-exited
 		cancel()
-		break
+		return deaths
 	}
-	if deaths != 2 {
-		t.Fatalf("node was killed %d times, want 2", deaths)
-	}
-	rows, err := pool.Query(ctx, `SELECT key || '|' || execution_id, count(*) FROM example_subscriber.events GROUP BY 1`)
+}
+
+// nodeRows counts the Node subscriber's business rows by key|execution.
+func nodeRows(t *testing.T, pool *pgxpool.Pool) map[string]int {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT key || '|' || execution_id, count(*) FROM example_subscriber.events GROUP BY 1`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,12 +124,53 @@ CREATE TABLE example_subscriber.events (key text, execution_id text, event_type 
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
+	return got
+}
+
+// TestNodeSubscriberKilledBetweenCommitAndAckAppliesOnce: the Node
+// subscriber, SIGKILLed by its fault hook right after a commit and before
+// its ack, twice, is restarted, gets those messages again and changes
+// nothing: every event is one row, none twice, none lost; a re-execution
+// copy is acked unapplied.
+func TestNodeSubscriberKilledBetweenCommitAndAckAppliesOnce(t *testing.T) {
+	t.Parallel()
+	dir := nodeSubscriber(t)
+	j, pool, dbURL := nodeSetup(t)
+	const n = 10
+	for i := range n {
+		publishOut(t, j.JS, fmt.Sprintf("evt_%d", i), fmt.Sprintf("exec-%d", i))
+	}
+	publishOut(t, j.JS, "evt_4", "exec-4b") // an operator re-executed evt_4
+	deaths := runNode(t, dir, j, dbURL, "node-subscriber", "KILL_AFTER_COMMIT=demo/main/evt_2|exec-2,demo/main/evt_6|exec-6")
+	if deaths != 2 {
+		t.Fatalf("node was killed %d times, want 2", deaths)
+	}
+	got := nodeRows(t, pool)
 	for i := range n {
 		if k := fmt.Sprintf("demo/main/evt_%d|exec-%d", i, i); got[k] != 1 {
 			t.Errorf("%s: %d rows, want 1", k, got[k])
 		}
 	}
 	if len(got) != n {
-		t.Errorf("rows %v, want the %d events once each", got, n)
+		t.Errorf("rows %v, want the %d events once each (the re-execution not applied)", got, n)
+	}
+}
+
+// TestNodeSubscriberReexecutes: with REEXECUTE=1 the Node subscriber
+// applies a re-execution again, once, even killed between its commit and
+// its ack.
+func TestNodeSubscriberReexecutes(t *testing.T) {
+	t.Parallel()
+	dir := nodeSubscriber(t)
+	j, pool, dbURL := nodeSetup(t)
+	publishOut(t, j.JS, "evt_1", "exec-1")
+	publishOut(t, j.JS, "evt_2", "exec-2")
+	publishOut(t, j.JS, "evt_1", "exec-1b") // an operator re-executed evt_1
+	if deaths := runNode(t, dir, j, dbURL, "node-again", "REEXECUTE=1", "KILL_AFTER_COMMIT=demo/main/evt_1|exec-1b"); deaths != 1 {
+		t.Fatalf("node was killed %d times, want 1", deaths)
+	}
+	want := map[string]int{"demo/main/evt_1|exec-1": 1, "demo/main/evt_2|exec-2": 1, "demo/main/evt_1|exec-1b": 1}
+	if got := nodeRows(t, pool); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("rows %v, want %v", got, want)
 	}
 }
