@@ -62,15 +62,27 @@ func EnsureSchema(ctx context.Context, pool *pgxpool.Pool) error {
 // ConsumeTx consumes as subscriber.Consume does and runs h once per key (or
 // per execution, with Options.Reexecute) in a transaction on pool that
 // also claims it: claimed already → commit nothing, ack; h fails → roll
-// back, nak with the backoff; otherwise commit, then ack. The schema must
-// exist (EnsureSchema or `intake subscriber schema`).
+// back, nak with the backoff; otherwise commit, then ack. Without the
+// schema's table (EnsureSchema or `intake subscriber schema`) it refuses to
+// start.
 func ConsumeTx(ctx context.Context, js jetstream.JetStream, pool *pgxpool.Pool, o Options, h Handler) error {
 	if pool == nil {
 		return errors.New("subscribertx: pool: required")
 	}
-	claim := claimKey
+	claim, table := claimKey, "intake_subscriber.handled"
 	if o.Reexecute {
-		claim = claimExecution
+		claim, table = claimExecution, "intake_subscriber.handled_executions"
+	}
+	// Refused now rather than a nak per message, for ever, without its table.
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists); err != nil {
+		if ctx.Err() != nil {
+			return nil // asked to stop while setting up: not a failure
+		}
+		return fmt.Errorf("subscribertx: check %s: %w", table, err)
+	}
+	if !exists {
+		return fmt.Errorf("subscribertx: table %s does not exist: apply subscriber.Schema (EnsureSchema, or `intake subscriber schema`)", table)
 	}
 	return subscriber.Consume(ctx, js, o.Options, func(ctx context.Context, m subscriber.Message) error {
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -229,5 +230,26 @@ func TestReexecutionAppliedOnlyWhenAsked(t *testing.T) {
 	want := map[string]int{"demo/main/evt_1|exec-1": 1, "demo/main/evt_2|exec-2": 1, "demo/main/evt_1|exec-1b": 1}
 	if got := payments(t, pool, "again"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("with Reexecute: payments %v, want %v", got, want)
+	}
+}
+
+// TestConsumeTxRefusesWithoutItsTable: without the inbox table, or without
+// a pool, ConsumeTx refuses to start, saying what to do.
+func TestConsumeTxRefusesWithoutItsTable(t *testing.T) {
+	t.Parallel()
+	j := testrig.NATS(t, config.Stream{})
+	pool, err := pgxpool.New(context.Background(), testenv.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	h := func(context.Context, pgx.Tx, subscriber.Message) error { return nil }
+	o := subscribertx.Options{Options: subscriber.Options{Durable: "billing"}}
+	err = subscribertx.ConsumeTx(context.Background(), j.JS, pool, o, h)
+	if err == nil || !strings.Contains(err.Error(), "intake_subscriber.handled does not exist: apply subscriber.Schema") {
+		t.Fatalf("ConsumeTx without the schema: %v, want it refused naming the table", err)
+	}
+	if err := subscribertx.ConsumeTx(context.Background(), j.JS, nil, o, h); err == nil || !strings.Contains(err.Error(), "pool: required") {
+		t.Fatalf("ConsumeTx without a pool: %v, want it refused", err)
 	}
 }
