@@ -72,6 +72,7 @@ func newRoot() *cobra.Command {
 		newVersionCmd(),
 		newNATSCmd(),
 		newHealthcheckCmd(g),
+		newSubscriberCmd(),
 	)
 	return root
 }

@@ -10,6 +10,12 @@
 // (envelope.OutboxMsgID): an event run again after a failover lost its commit
 // publishes its messages under the same ids, so past INTAKE_OUT's
 // duplicate window a service that keys on the message id drops them too.
+//
+// A service with a Postgres of its own gets one change per event from
+// subscribertx.ConsumeTx (package pkg/subscriber/subscribertx, apart so
+// that this one links no pgx): it claims the key in the table of Schema in
+// the transaction of the change, commits, then acks. Schema states the
+// rule for a subscriber in any language (docs/handlers.md).
 package subscriber
 
 import (

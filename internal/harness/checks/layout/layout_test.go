@@ -112,7 +112,7 @@ func TestLayerOf(t *testing.T) {
 // TestProductLinksNoHarnessDependencies: what the roles are built from links
 // no nats-server (the embedded server is harness), and the subscriber
 // library links neither pgx nor the OTLP exporter (a service in another
-// team's repository imports it).
+// team's repository imports it); pgx is in pkg/subscriber/subscribertx only.
 func TestProductLinksNoHarnessDependencies(t *testing.T) {
 	for _, tc := range []struct {
 		pkgs      []string
@@ -120,6 +120,8 @@ func TestProductLinksNoHarnessDependencies(t *testing.T) {
 	}{
 		{[]string{".", "./ingress", "./processor", "./replayer/...", "./pkg/..."}, []string{"github.com/nats-io/nats-server/"}},
 		{[]string{"./pkg/subscriber"}, []string{"github.com/jackc/pgx/", "google.golang.org/grpc", "go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters/"}},
+		// ConsumeTx's package links pgx, as its users want, and nothing else heavy.
+		{[]string{"./pkg/subscriber/subscribertx"}, []string{"google.golang.org/grpc", "go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters/"}},
 	} {
 		for _, pkg := range goList(t, append([]string{"-f", "{{.ImportPath}}"}, tc.pkgs...)...) {
 			for _, dep := range goList(t, "-deps", "-f", "{{.ImportPath}}", pkg) {
