@@ -224,3 +224,43 @@ func TestSQLHandlerRefusesToStart(t *testing.T) {
 		t.Fatalf("%d rows written as %s, want 1", n, writer)
 	}
 }
+
+// TestSQLHandlerBindsEveryParameter: each parameter reaches the statement
+// with its value and type; :raw takes a body that is not JSON, and :headers
+// holds no Intake header.
+func TestSQLHandlerBindsEveryParameter(t *testing.T) {
+	t.Parallel()
+	r, _ := sqlRig(t)
+	ctx := context.Background()
+	if _, err := r.db.Exec(ctx, `CREATE TABLE seen (key text, integration text, account text, event_id text, tenant text,
+		event_type text, raw bytea, headers jsonb, object_id text, object_version bigint, execution_id text, mode text, received_at timestamptz)`); err != nil {
+		t.Fatal(err)
+	}
+	h, err := processor.SQLRouter(ctx, r.db, []config.Handler{{Name: "all", SQL: `insert into seen values (:key, :integration, :account,
+		:event_id, :tenant, :event_type, :raw, :headers, :object_id, :object_version, :execution_id::text, :mode, :received_at)`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.publish("evt_raw", `not json at all`, "")
+	r.run(processor.Options{Handler: h})
+	r.settled(1)
+	var (
+		k, in, acct, id, tenant, typ, execID, mode string
+		raw                                        []byte
+		headers                                    map[string]string
+		objID                                      *string
+		objVer                                     *int64
+		at                                         time.Time
+	)
+	if err := r.db.QueryRow(ctx, `SELECT * FROM seen`).Scan(&k, &in, &acct, &id, &tenant, &typ, &raw, &headers, &objID, &objVer, &execID, &mode, &at); err != nil {
+		t.Fatal(err)
+	}
+	if k != key("evt_raw").String() || in != "demo" || acct != "main" || id != "evt_raw" || tenant != "acme" || typ != "thing.happened" ||
+		string(raw) != "not json at all" || len(headers) != 0 || objID != nil || objVer != nil || execID == "" || mode != "original" ||
+		time.Since(at) > time.Minute {
+		t.Fatalf("bound %q %q %q %q %q %q %q %v %v %v %q %q %v", k, in, acct, id, tenant, typ, raw, headers, objID, objVer, execID, mode, at)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.executions WHERE id::text = $1`, execID); n != 1 {
+		t.Errorf(":execution_id %q is not the execution's id", execID)
+	}
+}
