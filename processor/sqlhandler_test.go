@@ -264,3 +264,23 @@ func TestSQLHandlerBindsEveryParameter(t *testing.T) {
 		t.Errorf(":execution_id %q is not the execution's id", execID)
 	}
 }
+
+// TestSQLHandlerOutlivingTheDeadlineFails: a statement that outlives the
+// batch's deadline (processor.ack_wait) is a handler failure, retried by
+// its own budget and then failed; the other events go on.
+func TestSQLHandlerOutlivingTheDeadlineFails(t *testing.T) {
+	t.Parallel()
+	r, _ := sqlRig(t)
+	h, err := processor.SQLRouter(context.Background(), r.db, []config.Handler{{Name: "slow",
+		SQL: `select pg_sleep(case when :event_id = 'evt_slow' then 30 else 0 end), 'x'::text as type, '{}'::jsonb as payload`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.publish("evt_slow", `{}`, "")
+	r.publish("evt_fast", `{}`, "")
+	r.run(processor.Options{Handler: h, Config: config.Processor{AckWait: 2 * time.Second, MaxDeliver: 2, Concurrency: 1}})
+	testenv.Eventually(t, 40*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'failed' AND event_id = 'evt_slow' AND error LIKE 'handler slow: %'`) == 1 &&
+			r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'processed' AND event_id = 'evt_fast'`) == 1
+	}, "the slow statement's event was not failed, or the other not processed")
+}
