@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -149,8 +150,13 @@ func (s *SQLHandler) Name() string { return s.name }
 
 // Handle implements Handler.
 func (s *SQLHandler) Handle(ctx context.Context, tx pgx.Tx, ev *Event) ([]Message, error) {
-	if s.usesBody && !json.Valid(ev.Body) {
-		return nil, Permanent(fmt.Errorf("handler %s: the body is not valid JSON and the statement takes :body (use :raw)", s.name))
+	if s.usesBody {
+		if !json.Valid(ev.Body) {
+			return nil, Permanent(fmt.Errorf("handler %s: the body is not valid JSON and the statement takes :body (use :raw)", s.name))
+		}
+		if holdsNUL(ev.Body) {
+			return nil, Permanent(fmt.Errorf("handler %s: the body holds \\u0000, which jsonb refuses, and the statement takes :body (use :raw)", s.name))
+		}
 	}
 	args, err := s.args(ev)
 	if err != nil {
@@ -173,6 +179,25 @@ func (s *SQLHandler) Handle(ctx context.Context, tx pgx.Tx, ev *Event) ([]Messag
 		msgs = append(msgs, fwd...)
 	}
 	return msgs, nil
+}
+
+// holdsNUL reports whether the JSON document b has a string (or key)
+// holding U+0000: valid JSON that jsonb refuses (22P05), which no retry
+// would fix.
+func holdsNUL(b []byte) bool {
+	if !bytes.Contains(b, []byte(`\u0000`)) {
+		return false // the only way JSON writes U+0000
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := tok.(string); ok && strings.IndexByte(s, 0) >= 0 {
+			return true
+		}
+	}
 }
 
 // query runs the statement and turns its rows into messages.

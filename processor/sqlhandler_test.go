@@ -91,11 +91,12 @@ func TestSQLHandlerErrorsAndOutputs(t *testing.T) {
 	r.publish("evt_nope", `{"amount": "nope"}`, "")
 	r.publish("evt_look", `{"amount": "look"}`, "")
 	r.publish("evt_notjson", `amount=7`, "")
+	r.publish("evt_nul", `{"amount": "\u0000"}`, "")
 	r.run(processor.Options{Handler: h, Config: config.Processor{AckWait: 2 * time.Second, MaxDeliver: 5, Concurrency: 1}})
 	testenv.Eventually(t, 30*time.Second, func() bool {
-		return r.count(`SELECT count(*) FROM intake.inbox WHERE status <> 'processing'`) == 4
+		return r.count(`SELECT count(*) FROM intake.inbox WHERE status <> 'processing'`) == 5
 	}, "events never settled")
-	for id, want := range map[string]string{"evt_ok": "processed", "evt_nope": "failed", "evt_look": "quarantined", "evt_notjson": "failed"} {
+	for id, want := range map[string]string{"evt_ok": "processed", "evt_nope": "failed", "evt_look": "quarantined", "evt_notjson": "failed", "evt_nul": "failed"} {
 		var status, errText string
 		if err := r.db.QueryRow(context.Background(), `SELECT status, coalesce(error, '') FROM intake.inbox WHERE event_id = $1`, id).Scan(&status, &errText); err != nil {
 			t.Fatal(err)
@@ -105,6 +106,9 @@ func TestSQLHandlerErrorsAndOutputs(t *testing.T) {
 		}
 		if id == "evt_nope" && !strings.Contains(errText, "amount refused") {
 			t.Errorf("%s: error %q does not say the function's message", id, errText)
+		}
+		if id == "evt_nul" && !strings.Contains(errText, `\u0000`) {
+			t.Errorf("%s: error %q does not say why", id, errText)
 		}
 		if id == "evt_notjson" && !strings.Contains(errText, "not valid JSON") {
 			t.Errorf("%s: error %q does not say why", id, errText)

@@ -100,3 +100,17 @@ func FuzzBindNamed(f *testing.F) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestHoldsNUL(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"a":"x"}`:               false,
+		`{"a":"x\u0000y"}`:        true,
+		`{"a\u0000":1}`:           true,
+		`{"a":"\\u0000"}`:         false, // a backslash, then u0000
+		`["ok", {"b": "\u0000"}]`: true,
+	} {
+		if got := holdsNUL([]byte(body)); got != want {
+			t.Errorf("holdsNUL(%s) = %v, want %v", body, got, want)
+		}
+	}
+}
