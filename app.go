@@ -44,7 +44,9 @@ type Options struct {
 	// HTTPS with http.tls, and /metrics and /debug too unless
 	// http.internal_addr gives them a listener of their own.
 	HTTPAddr string
-	// Handler overrides the processor's handler (library users); defaults to Forward.
+	// Handler overrides the processor's handler (library users); defaults to
+	// the file's SQL handlers (handlers:), else Forward. Set together with
+	// handlers: in the file, the start is refused.
 	Handler processor.Handler
 	// RestartGrace is how long the processor and the receipt folder keep
 	// trying to get a lost consumer back before the role, and with it the
@@ -275,8 +277,23 @@ func (a *App) buildReplayer(cfg *config.Config, js jetstream.JetStream, r chi.Ro
 func (a *App) buildProcessor(ctx context.Context, cfg *config.Config, js jetstream.JetStream) error {
 	o := a.o
 	a.warnOverlappingDurables(ctx, js, cfg)
+	h := o.Handler
+	if len(cfg.Handlers) > 0 {
+		// Two handlers for one event would be a choice made silently:
+		// an embedder that wants both routes the SQL ones itself
+		// (processor.SQLRouter) inside its own Router.
+		if h != nil {
+			return errors.New("config: handlers: this program runs a Go handler of its own (Options.Handler); " +
+				"remove handlers: from the file, or build them into that handler with processor.SQLRouter")
+		}
+		r, err := processor.SQLRouter(ctx, a.st.Pool(), cfg.Handlers)
+		if err != nil {
+			return fmt.Errorf("config: handlers: %w", err)
+		}
+		h = r
+	}
 	var err error
-	a.proc, err = processor.New(processor.Options{Store: a.st, JS: js, Config: cfg.Processor, Integrations: cfg.Integrations, Handler: o.Handler,
+	a.proc, err = processor.New(processor.Options{Store: a.st, JS: js, Config: cfg.Processor, Integrations: cfg.Integrations, Handler: h,
 		Metrics: o.Metrics, Log: a.log, TracerProvider: o.TracerProvider})
 	if err != nil {
 		return err

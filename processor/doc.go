@@ -45,6 +45,14 @@
 // unknown outcome is resolved by the inbox on the retry: if it committed,
 // the claim finds the rows and the messages are acked, no handler run twice.
 //
+// The stock binary runs the configuration's SQL handlers (handlers:,
+// SQLRouter): each a statement with named parameters (:key, :body, …,
+// sqlparams.go) prepared at start, under a role that must hold nothing on
+// the intake schema, and run in the batch's transaction like a Go handler;
+// rows it returns with a payload column become outbox messages, a statement
+// without one is queued with the batch's writes. IK001 and IK002 raised by
+// it fail or quarantine the event.
+//
 // Library users build their own processor binary: write a Handler (it gets
 // the event and the pgx.Tx), wrap it in Middleware, and pass it in Options.
 package processor

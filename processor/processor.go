@@ -242,7 +242,9 @@ func (p *Processor) handleBatch(work, shutdown context.Context, msgs []jetstream
 			if errors.As(err, &he) {
 				err = he.err
 			}
-			p.handlerFailed(work, shutdown, b[0], err)
+			// A queued statement's IK001/IK002 ends the event as a
+			// handler's own Permanent or Quarantine would.
+			p.handlerFailed(work, shutdown, b[0], classifySQLState(err))
 		case culprit >= 0:
 			// Isolate the message whose handler failed: the rest commit
 			// without it, and it gets a transaction of its own.

@@ -30,6 +30,9 @@ type Config struct {
 	Retention    Retention     `yaml:"retention"`
 	Debug        Debug         `yaml:"debug"`
 	Integrations []Integration `yaml:"integrations"`
+	// Handlers are SQL handlers run in the inbox transaction, first match
+	// wins; none (the default): every event is forwarded.
+	Handlers []Handler `yaml:"handlers"`
 }
 
 // Debug configures diagnostics.
@@ -71,6 +74,9 @@ func Parse(raw []byte, lookup func(string) (string, bool)) (*Config, error) {
 		return nil, err
 	}
 	if err := expandNode(&doc, lookup); err != nil {
+		return nil, err
+	}
+	if err := checkHandlerKeys(&doc); err != nil {
 		return nil, err
 	}
 	expanded, err := yaml.Marshal(&doc)
@@ -182,6 +188,7 @@ func (c *Config) Validate() error {
 	p.also(c.Processor.Validate())
 	p.also(c.Outbox.Validate(c.NATS.Stream.DuplicateWindow))
 	p.also(validateIntegrations(c.Integrations))
+	p.also(validateHandlers(c.Handlers, c.Integrations))
 	p.also(c.Retention.Validate(c.NATS.Stream.MaxAge, c.Integrations))
 	if c.Processor.Shard != "" && len(c.Integrations) == 0 {
 		// A shard's consumers filter on its integrations: with none they
