@@ -180,7 +180,6 @@ func runDurability(ctx context.Context, c Config, rep *Report, dir string, size 
 	ratio := func(name string, v float64) {
 		rep.Ratios = append(rep.Ratios, Ratio{Name: name, Payload: size, Value: v})
 	}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	nSlices := min(max(int(c.Duration/time.Second), 1), 5)
 
 	for _, conns := range []int{c.Connections, 4 * c.Connections} {
@@ -200,7 +199,7 @@ func runDurability(ctx context.Context, c Config, rep *Report, dir string, size 
 				log.Warn("ingress answered non-200", "sync", s.name, "failed", res[k].Failed)
 			}
 			add(Figure{Stage: fmt.Sprintf("intake ingress, sync %s, %d connections", s.name, conns), Payload: size,
-				Rate: res[k].rate(), P50Ms: ms(res[k].pct(.5)), P99Ms: ms(res[k].pct(.99)),
+				Rate: res[k].rate(), P50Ms: millis(res[k].pct(.5)), P99Ms: millis(res[k].pct(.99)),
 				Note: fmt.Sprintf("in %d slices, taking turns", nSlices)})
 			if k > 0 {
 				ratio(fmt.Sprintf("ingress, sync %s / default, %d connections", s.name, conns), res[k].rate()/res[0].rate())

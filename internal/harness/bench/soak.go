@@ -720,9 +720,8 @@ func (s *soakRun) sample(ctx context.Context, at time.Duration) (SoakRow, error)
 // during the interval: while ingress cannot keep up, requests due in it are
 // answered later, and the rate shows it.)
 func (r *SoakRow) complete(res loadResult) {
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	r.Failed, r.FailedWhy = res.Failed, res.Why
-	r.IngressP50, r.IngressP99 = ms(res.pct(.5)), ms(res.pct(.99))
+	r.IngressP50, r.IngressP99 = millis(res.pct(.5)), millis(res.pct(.99))
 }
 
 // endToEnd waits (up to soakE2EWait) for an interval's events on
