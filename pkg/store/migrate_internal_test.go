@@ -151,3 +151,86 @@ func TestOutboxPartitioningOnAPopulatedDatabase(t *testing.T) {
 		t.Fatalf("after down: %d rows, %v; want %d", n, err, rows+1)
 	}
 }
+
+// Migration 00017 on a database that holds guard records: they stay, with
+// event_type ” (guarding every type), replays admit nothing, and rows of
+// two types of one body may follow; the way down keeps one row per body,
+// the earliest.
+func TestReplayGuardTypeMigration(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testenv.Postgres(t)
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+Schema); err != nil {
+		t.Fatal(err)
+	}
+	p, err := newMigrator(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 16); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	exec(`INSERT INTO intake.body_hashes (integration, payload_sha256, account, event_id, first_seen_at)
+		VALUES ('shop', 'b1', 'main', 'old-1', now() - interval '2 days'), ('shop', 'b2', 'main', 'old-2', now() - interval '2 days')`)
+	exec(`INSERT INTO intake.replays (id, requested_by, selector, mode, reason, dry_run, rate, state)
+		VALUES (gen_random_uuid(), 'ops', '{}', 'exact', '', true, 10, 'done')`)
+
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	if n := count(`SELECT count(*) FROM intake.body_hashes WHERE event_type = ''`); n != 2 {
+		t.Fatalf("%d rows with event_type '' after the migration, want the 2 recorded before it", n)
+	}
+	if n := count(`SELECT count(*) FROM intake.replays WHERE NOT admit_replayed_bodies`); n != 1 {
+		t.Fatalf("%d replays admitting nothing, want 1", n)
+	}
+	// b1 gains rows of two types (newer); b3 is new, of two types, the
+	// later type recorded first.
+	exec(`INSERT INTO intake.body_hashes (integration, payload_sha256, event_type, account, event_id, first_seen_at) VALUES
+		('shop', 'b1', 'orders/create', 'main', 'new-1', now() - interval '1 day'),
+		('shop', 'b3', 'orders/updated', 'main', 'first-3', now() - interval '1 hour'),
+		('shop', 'b3', 'orders/create', 'main', 'second-3', now())`)
+
+	if _, err := p.DownTo(ctx, 16); err != nil {
+		t.Fatalf("down to 16: %v", err)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT payload_sha256, event_id FROM intake.body_hashes ORDER BY payload_sha256`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var sha, id string
+		if err := rows.Scan(&sha, &id); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, sha+"="+id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "b1=old-1 b2=old-2 b3=first-3"; strings.Join(got, " ") != want {
+		t.Fatalf("after down: %v, want %s (one row per body, the earliest)", got, want)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+}

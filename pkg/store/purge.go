@@ -88,7 +88,7 @@ func purgeSteps(c Cutoffs) []purgeStep {
 		for _, status := range []inbox.Status{inbox.StatusProcessed, inbox.StatusStale} {
 			steps = append(steps, inboxStep(string(status), cutoff, filter, arg, label))
 		}
-		steps = append(steps, byTime("body_hashes", "replay guard records"+label, "(integration, payload_sha256)", "first_seen_at",
+		steps = append(steps, byTime("body_hashes", "replay guard records"+label, "(integration, payload_sha256, event_type)", "first_seen_at",
 			cutoff, filter, arg))
 	}
 	filter, arg, _ := every("")
