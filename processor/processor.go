@@ -97,13 +97,17 @@ func New(o Options) (*Processor, error) {
 // initSeries creates, at 0, the per-integration series the alerts take an
 // increase() of: a counter that first appears at 1 has an increase of 0
 // over any window, so without them a processor's first conflict or first
-// late failure (IntakeConflictsAppearing, IntakeEventFailingRepeatedly)
-// and the first commits (IntakeAcceptedNotProcessed) would go unseen.
+// late failure (IntakeConflictsAppearing, IntakeEventFailingRepeatedly),
+// the first replayed body (IntakeReplayedBodies) and the first commits
+// (IntakeAcceptedNotProcessed) would go unseen.
 func initSeries(m *telemetry.Metrics, integrations []config.Integration) {
 	for _, in := range integrations {
 		m.Conflicts.WithLabelValues(in.Name)
 		m.FailureDelivery.WithLabelValues(in.Name)
 		m.Processed.WithLabelValues(in.Name, inbox.New.String())
+		if in.GuardsReplays() {
+			m.ProcessorRejected.WithLabelValues(in.Name, store.RejectReplayedBody)
+		}
 	}
 }
 
