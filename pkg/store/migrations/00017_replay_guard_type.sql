@@ -11,7 +11,9 @@
 -- them with the inbox keys of their time. The new primary key is one index
 -- build of body_hashes (one row per guarded event within the inbox
 -- retention), under this ALTER's lock: guarded inserts wait that long,
--- nothing else does.
+-- nothing else does. A processor of the release before names the old key
+-- in its ON CONFLICT and fails on it: the changelog says stop the
+-- processors for this migration.
 SET LOCAL lock_timeout = '10s';
 ALTER TABLE intake.body_hashes
     ADD COLUMN event_type text NOT NULL DEFAULT '',
