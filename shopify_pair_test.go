@@ -26,8 +26,8 @@ import (
 // topic is still refused: recorded, counted, no inbox row. And it is not
 // lost for good: a replay of its key that does not admit replayed bodies is
 // predicted and found refused again; one with admit_replayed_bodies applies
-// it once. A replay admitting by range, and a re-drive admitting anything,
-// are refused (400).
+// it once. A replay admitting by range is refused (400); the re-drive's
+// refusal is replayer's TestAdmissionNeedsKeysAndAnOperator.
 func TestShopifyTopicsWithOneBodyBothApply(t *testing.T) {
 	t.Parallel()
 	p := startPipeline(t, func(c *config.Config) {

@@ -14,10 +14,10 @@ import (
 // a fresh X-GitHub-Delivery is, to ingress, a new event. For integrations
 // with replay_guard on, the batch's transaction records the first key of
 // every body and event type (intake.body_hashes) before the claim; a
-// message whose body came first as its type under another key is refused like a message failing the
-// envelope checks — recorded in intake.rejected_messages (reason
-// replayed_body, naming the original), counted, logged, terminated, never
-// claimed — so the fresh id reserves nothing and no handler runs. Ingress
+// message whose body came first as its type under another key is refused
+// like a message failing the envelope checks — recorded in
+// intake.rejected_messages (reason replayed_body, naming the original),
+// counted, logged, terminated, never claimed — so the fresh id reserves nothing and no handler runs. Ingress
 // has answered 200 already: it cannot know, and the sender must not retry.
 //
 // The type is part of the key because providers send genuine events of two
@@ -32,8 +32,8 @@ import (
 // It is a check before the decision, not an inbox.Outcome: it reads a table
 // other than the message's inbox row, and concerns messages whose own key
 // has no row at all. inbox.Decide stays a function of one row and one
-// message; the replayer's dry run, which predicts Decide for copies of
-// events that have rows (whose bodies are their own), is unaffected.
+// message; the replayer's dry run predicts the guard apart, from the same
+// table (replayer.predictGuard, store.BodyFirstKeys).
 
 // guardBodies runs the replay guard on b's unrefused messages of guarded
 // integrations and sets reject on the replayed bodies. One round trip, and

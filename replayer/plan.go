@@ -38,7 +38,8 @@ const (
 	// the replay admits replayed bodies.
 	WouldRefuseReplayedBody = apiclient.OutcomeWouldRefuseReplayedBody
 	// Missing: the source message is gone (max_age, deleted) or, for a key
-	// without an inbox row, was not found: nothing is published.
+	// without an inbox row (or replayed_body record), was not found:
+	// nothing is published.
 	Missing = store.OutcomeMissing
 )
 

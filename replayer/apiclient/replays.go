@@ -95,7 +95,8 @@ type SeqRange struct {
 // of precedence:
 //   - a stream range (stream_seq and/or since/until, INTAKE_IN message
 //     time): every event with a message in the range, one copy per key;
-//   - keys: those events' original messages (via the inbox row's stream_seq);
+//   - keys: those events' original messages (via the inbox row's stream_seq,
+//     or, for a key without one, its replayed_body rejection record);
 //   - status (with the other filters): the inbox rows in that status.
 //
 // Keys, integration, tenant, event_type and status also filter the other
