@@ -13,7 +13,8 @@ import (
 // but neither the event id nor a timestamp: a captured body sent again under
 // a fresh X-GitHub-Delivery is, to ingress, a new event. For integrations
 // with replay_guard on, the batch's transaction records the first key of
-// every body and event type (intake.body_hashes) before the claim; a
+// every body and event type (intake.body_type_hashes; a body 0.16 recorded
+// in intake.body_hashes keeps that key for every type) before the claim; a
 // message whose body came first as its type under another key is refused
 // like a message failing the envelope checks — recorded in
 // intake.rejected_messages (reason replayed_body, naming the original),

@@ -77,7 +77,7 @@ func TestUnguardedIntegrationAppliesEqualBodies(t *testing.T) {
 	if n := r.count(`SELECT count(*) FROM effects`); n != 2 {
 		t.Errorf("%d business effects, want 2", n)
 	}
-	if n := r.count(`SELECT count(*) FROM intake.body_hashes`); n != 0 {
+	if n := r.count(`SELECT (SELECT count(*) FROM intake.body_hashes) + (SELECT count(*) FROM intake.body_type_hashes)`); n != 0 {
 		t.Errorf("%d body hashes written for an unguarded integration, want 0", n)
 	}
 }
@@ -171,23 +171,27 @@ func TestSameBodyAsAnotherTypeApplies(t *testing.T) {
 	if got := testutil.ToFloat64(m.ProcessorRejected.WithLabelValues("demo", store.RejectReplayedBody)); got != 1 {
 		t.Errorf("intake_processor_rejected_total{reason=replayed_body} = %v, want 1", got)
 	}
-	if n := r.count(`SELECT count(*) FROM intake.body_hashes WHERE event_type IN ('orders/create', 'orders/updated')`); n != 2 {
+	if n := r.count(`SELECT count(*) FROM intake.body_type_hashes WHERE event_type IN ('orders/create', 'orders/updated')`); n != 2 {
 		t.Errorf("%d body hash rows, want 2 (one per type)", n)
 	}
 }
 
-// TestLegacyBodyRowGuardsEveryType: a body_hashes row recorded before the
-// type column (migration 00017 leaves it with event_type ”) guards its
-// body under every type until the purge removes it: no delivery of the
-// body applies under another id, whatever its type, and none records a
-// row of its own type beside it. Another body applies as usual.
+// TestLegacyBodyRowGuardsEveryType: a body_hashes row — recorded before
+// migration 00017, or during the roll by a 0.16 processor, whose statement
+// this is verbatim — guards its body under every type until the purge
+// removes it: no delivery of the body applies under another id, whatever
+// its type, and none records a row of its type in body_type_hashes. Another
+// body applies as usual.
 func TestLegacyBodyRowGuardsEveryType(t *testing.T) {
 	t.Parallel()
 	r := setup(t, "")
 	const body = `{"n":1}`
-	if _, err := r.db.Exec(t.Context(), `INSERT INTO intake.body_hashes (integration, payload_sha256, account, event_id)
-		VALUES ('demo', $1, 'main', 'evt_0')`, envelope.PayloadSHA256([]byte(body))); err != nil {
-		t.Fatal(err)
+	sha := envelope.PayloadSHA256([]byte(body))
+	for _, id := range []string{"evt_0", "evt_0_copy"} {
+		if _, err := r.db.Exec(t.Context(), `INSERT INTO intake.body_hashes (integration, payload_sha256, account, event_id)
+		VALUES ($1, $2, $3, $4) ON CONFLICT (integration, payload_sha256) DO NOTHING`, "demo", sha, "main", id); err != nil {
+			t.Fatalf("0.16's guard statement after migration 00017: %v", err)
+		}
 	}
 	r.publishTyped("evt_1", "thing.happened", body, "")
 	r.publishTyped("evt_2", "other.thing", body, "")
@@ -205,8 +209,11 @@ func TestLegacyBodyRowGuardsEveryType(t *testing.T) {
 		WHERE reason = $1 AND original_event_id = 'evt_0' AND event_id IN ('evt_1', 'evt_2')`, store.RejectReplayedBody); n != 2 {
 		t.Errorf("%d deliveries recorded as replays of evt_0, want 2", n)
 	}
-	if n := r.count(`SELECT count(*) FROM intake.body_hashes WHERE payload_sha256 = $1`, envelope.PayloadSHA256([]byte(body))); n != 1 {
-		t.Errorf("%d body hash rows of the legacy body, want 1 (the '' row alone)", n)
+	if n := r.count(`SELECT count(*) FROM intake.body_hashes WHERE payload_sha256 = $1`, sha); n != 1 {
+		t.Errorf("%d body_hashes rows of the legacy body, want 1", n)
+	}
+	if n := r.count(`SELECT count(*) FROM intake.body_type_hashes WHERE payload_sha256 = $1`, sha); n != 0 {
+		t.Errorf("%d body_type_hashes rows of the legacy body, want none", n)
 	}
 }
 

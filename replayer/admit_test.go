@@ -54,7 +54,7 @@ func TestDryRunPredictsTheReplayGuard(t *testing.T) {
 	rp, _ := r.newReplayer(replayer.Options{})
 	ctx := context.Background()
 	seqs := r.publish("evt_copy")
-	if _, err := r.db.Exec(ctx, `INSERT INTO intake.body_hashes (integration, payload_sha256, event_type, account, event_id)
+	if _, err := r.db.Exec(ctx, `INSERT INTO intake.body_type_hashes (integration, payload_sha256, event_type, account, event_id)
 		VALUES ('demo', $1, 'invoice.paid', 'main', 'evt_orig'), ('demo', $2, 'invoice.paid', 'main', 'evt_other')`,
 		envelope.PayloadSHA256(body("evt_copy")), envelope.PayloadSHA256(body("evt_other"))); err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestDryRunPredictsTheReplayGuard(t *testing.T) {
 			t.Errorf("%s: outcomes %v, want %s", c.name, rep.Outcomes, c.want)
 		}
 	}
-	if _, err := r.db.Exec(ctx, `UPDATE intake.body_hashes SET event_type = 'invoice.created' WHERE event_id = 'evt_orig'`); err != nil {
+	if _, err := r.db.Exec(ctx, `UPDATE intake.body_type_hashes SET event_type = 'invoice.created' WHERE event_id = 'evt_orig'`); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := rp.Replay(ctx, "ops", apiclient.ReplayRequest{Selector: apiclient.Selector{StreamSeq: rng}, DryRun: &dry})

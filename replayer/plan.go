@@ -259,7 +259,8 @@ func (r *Replayer) addRefused(ctx context.Context, p *plan, stream jetstream.Str
 // predictGuard predicts the replay guard (processor/replayguard.go) on the
 // plan's copies: one whose body and type the guard holds under another key
 // is refused — unless the replay admits replayed bodies, whose copies the
-// guard passes. Like the guard, it reads intake.body_hashes.
+// guard passes. Like the guard, it reads intake.body_hashes and
+// intake.body_type_hashes (store.BodyFirstKeys).
 func (r *Replayer) predictGuard(ctx context.Context, p *plan, admit bool) error {
 	if admit || len(p.bodies) == 0 {
 		return nil
