@@ -97,13 +97,17 @@ func New(o Options) (*Processor, error) {
 // initSeries creates, at 0, the per-integration series the alerts take an
 // increase() of: a counter that first appears at 1 has an increase of 0
 // over any window, so without them a processor's first conflict or first
-// late failure (IntakeConflictsAppearing, IntakeEventFailingRepeatedly)
-// and the first commits (IntakeAcceptedNotProcessed) would go unseen.
+// late failure (IntakeConflictsAppearing, IntakeEventFailingRepeatedly),
+// the first replayed body (IntakeReplayedBodies) and the first commits
+// (IntakeAcceptedNotProcessed) would go unseen.
 func initSeries(m *telemetry.Metrics, integrations []config.Integration) {
 	for _, in := range integrations {
 		m.Conflicts.WithLabelValues(in.Name)
 		m.FailureDelivery.WithLabelValues(in.Name)
 		m.Processed.WithLabelValues(in.Name, inbox.New.String())
+		if in.GuardsReplays() {
+			m.ProcessorRejected.WithLabelValues(in.Name, store.RejectReplayedBody)
+		}
 	}
 }
 
@@ -194,6 +198,9 @@ type item struct {
 	// reject is set, by the batch's transaction, when the envelope
 	// checks refused the message.
 	reject *store.Rejection
+	// admitted is set by screen for a verified copy of a replay an
+	// operator asked to admit replayed bodies: the replay guard passes it.
+	admitted bool
 	// outcome is what the batch's transaction did with the message
 	// (batchTx.decide, runHandlers). executed and settles are notes the
 	// transaction takes on the way: a replay copy whose handler already
@@ -419,7 +426,7 @@ func (p *Processor) handlerFailed(work, shutdown context.Context, it *item, herr
 		// The body stays this key's (replay guard): a copy under a fresh id
 		// must not take it while the event waits for its retry or replay.
 		err := p.retryDB(shutdown, func() error {
-			return store.KeepFirstKey(work, p.o.Store.Pool(), ev.Key, ev.PayloadSHA256)
+			return store.KeepFirstKey(work, p.o.Store.Pool(), ev.Key, ev.EventType, ev.PayloadSHA256)
 		})
 		if err != nil {
 			p.o.Log.Warn("replay guard: body not recorded for a failed event", "key", ev.Key.String(), "err", err)

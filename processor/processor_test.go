@@ -101,13 +101,22 @@ func key(id string) envelope.Key {
 // retry past the duplicate window does).
 func (r *rig) publish(id, body, msgID string) {
 	r.t.Helper()
-	msg := envelope.NewDelivery(key(id), "acme", "thing.happened", []byte(body), time.Now()).Msg()
+	r.publishTyped(id, "thing.happened", body, msgID)
+}
+
+// publishTyped is publish of a delivery of event type typ; it returns the
+// message's INTAKE_IN sequence.
+func (r *rig) publishTyped(id, typ, body, msgID string) uint64 {
+	r.t.Helper()
+	msg := envelope.NewDelivery(key(id), "acme", typ, []byte(body), time.Now()).Msg()
 	if msgID != "" {
 		msg.Header.Set(envelope.HeaderMsgID, msgID)
 	}
-	if _, err := r.js.PublishMsg(context.Background(), msg); err != nil {
+	ack, err := r.js.PublishMsg(context.Background(), msg)
+	if err != nil {
 		r.t.Fatal(err)
 	}
+	return ack.Sequence
 }
 
 // relayAfter is the rigs' default outbox.relay_after: rows pending this
@@ -373,6 +382,13 @@ func TestPermanentErrorFailsAtOnce(t *testing.T) {
 // replay's id.
 func (r *rig) replay(seq uint64, mode inbox.ReplayMode) string {
 	r.t.Helper()
+	return r.replayWith(seq, store.Replay{Mode: string(mode)})
+}
+
+// replayWith is replay recording rep's mode and admit_replayed_bodies.
+func (r *rig) replayWith(seq uint64, rep store.Replay) string {
+	r.t.Helper()
+	mode := inbox.ReplayMode(rep.Mode)
 	ctx := context.Background()
 	s, err := r.js.Stream(ctx, envelope.StreamIn)
 	if err != nil {
@@ -386,7 +402,7 @@ func (r *rig) replay(seq uint64, mode inbox.ReplayMode) string {
 	replayID := store.NewID()
 	msgID := "replay:" + replayID + ":" + k.String()
 	if err := r.store.CreateReplay(ctx, &store.Replay{ID: replayID, RequestedBy: "test", Selector: []byte(`{}`),
-		Mode: string(mode), Reason: "test", Rate: 10, State: store.ReplayRunning, Matched: 1},
+		Mode: string(mode), Reason: "test", Rate: 10, State: store.ReplayRunning, Matched: 1, AdmitReplayedBodies: rep.AdmitReplayedBodies},
 		[]store.ReplayItem{{Key: k, Tenant: raw.Header.Get(envelope.HeaderTenant), EventType: raw.Header.Get(envelope.HeaderEventType),
 			StreamSeq: seq, MsgID: msgID, Outcome: "test"}}); err != nil {
 		r.t.Fatal(err)

@@ -27,7 +27,7 @@ func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
 		of     []*item
 	)
 	for _, it := range b {
-		it.reject = nil
+		it.reject, it.admitted = nil, false
 		if reason, detail := p.checkEnvelope(it); reason != "" {
 			it.reject = it.ev.rejection(it.msg.Subject(), reason, detail)
 			continue
@@ -47,13 +47,15 @@ func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
 	if len(copies) == 0 {
 		return nil
 	}
-	reasons, details, err := store.CheckReplayCopies(ctx, tx, copies)
+	checks, err := store.CheckReplayCopies(ctx, tx, copies)
 	if err != nil {
 		return err
 	}
 	for j, it := range of {
-		if reasons[j] != "" {
-			it.reject = it.ev.rejection(it.msg.Subject(), reasons[j], details[j])
+		if c := checks[j]; c.Reason != "" {
+			it.reject = it.ev.rejection(it.msg.Subject(), c.Reason, c.Detail)
+		} else {
+			it.admitted = c.AdmitReplayedBody
 		}
 	}
 	return nil

@@ -53,7 +53,7 @@ func fullRejection() store.Rejection {
 
 func fullReplay() store.Replay {
 	return store.Replay{ID: pinReplayID, RequestedBy: pinBy, CreatedAt: pinAt, Selector: json.RawMessage(`{"keys": ["demo/main/evt_1"]}`),
-		Mode: "exact", Reason: "lost", DryRun: false, Rate: 100, State: store.ReplayCancelled, Matched: 3, Published: 2,
+		Mode: "exact", Reason: "lost", DryRun: false, Rate: 100, AdmitReplayedBodies: true, State: store.ReplayCancelled, Matched: 3, Published: 2,
 		Duplicates: 1, Outcomes: map[string]int64{WouldRetry: 2, Missing: 1},
 		Counts: []store.OutcomeCount{{Tenant: "acme", Integration: "demo", EventType: "invoice.paid", Outcome: WouldRetry, Count: 2}},
 		Sample: []string{"demo/main/evt_1"}, CancelledBy: &pinBy, Error: &pinErr, FinishedAt: &pinLater, ResumeFromSeq: 5}

@@ -33,8 +33,13 @@ const (
 	WouldConflict = "would_conflict"
 	// WouldRedeliver: a redelivery republishes the processed message.
 	WouldRedeliver = "would_redeliver"
+	// WouldRefuseReplayedBody: the replay guard holds the copy's body and
+	// type under another key: the copy is refused (replayed_body) unless
+	// the replay admits replayed bodies.
+	WouldRefuseReplayedBody = apiclient.OutcomeWouldRefuseReplayedBody
 	// Missing: the source message is gone (max_age, deleted) or, for a key
-	// without an inbox row, was not found: nothing is published.
+	// without an inbox row (or replayed_body record), was not found:
+	// nothing is published.
 	Missing = store.OutcomeMissing
 )
 
@@ -42,6 +47,18 @@ const (
 type plan struct {
 	items   []store.ReplayItem
 	lastSeq uint64 // the target stream's last sequence before publishing
+	// bodies are the published items' bodies and types, by Pos, for the
+	// replay guard's prediction (predictGuard).
+	bodies map[int]store.BodyClaim
+}
+
+// addBody notes the body hash and type of the item just added.
+func (p *plan) addBody(typ, sha string) {
+	it := p.items[len(p.items)-1]
+	if p.bodies == nil {
+		p.bodies = map[int]store.BodyClaim{}
+	}
+	p.bodies[it.Pos] = store.BodyClaim{Key: it.Key, EventType: typ, PayloadSHA256: sha}
 }
 
 func (p *plan) add(it store.ReplayItem) {
@@ -155,6 +172,9 @@ func (r *Replayer) planReplay(ctx context.Context, id string, req apiclient.Repl
 			it.Outcome = predict(req.Mode, st, true, sha)
 		}
 		p.add(it)
+		if it.Outcome != Missing {
+			p.addBody(st.EventType, sha)
+		}
 		if len(p.items) > r.o.MaxMatched {
 			return ErrTooMany
 		}
@@ -167,12 +187,25 @@ func (r *Replayer) planReplay(ctx context.Context, id string, req apiclient.Repl
 		if err != nil {
 			return nil, err
 		}
+		var unrowed []envelope.Key
+		for _, k := range keys {
+			if _, ok := rows[k]; !ok {
+				unrowed = append(unrowed, k)
+			}
+		}
+		refused, err := r.o.Store.RefusedBodies(ctx, unrowed)
+		if err != nil {
+			return nil, err
+		}
 		for _, k := range keys {
 			st, ok := rows[k]
 			if !ok {
-				// Never processed: its message can only be found in a range
-				// (reconcile gives one); a key alone cannot locate it.
-				p.add(store.ReplayItem{Key: k, MsgID: envelope.ReplayMsgID(id, k), Outcome: Missing})
+				// Never processed: its message is found by a range
+				// (reconcile gives one), or through the rejection record of
+				// the replay guard's refusal.
+				if err := r.addRefused(ctx, p, stream, id, req, k, refused); err != nil {
+					return nil, err
+				}
 				continue
 			}
 			if !matches(st) {
@@ -182,14 +215,75 @@ func (r *Replayer) planReplay(ctx context.Context, id string, req apiclient.Repl
 				return nil, err
 			}
 		}
-		return p, nil
+		return p, r.predictGuard(ctx, p, req.AdmitReplayedBodies)
 	}
 	err = r.o.Store.SelectInbox(ctx, store.InboxSelector{Integration: s.Integration, Tenant: s.Tenant,
 		EventType: s.EventType, Status: s.Status, Limit: r.o.MaxMatched + 1}, addRow)
 	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	return p, r.predictGuard(ctx, p, false)
+}
+
+// addRefused adds key k, which has no inbox row, from the record of the
+// replay guard's refusal of its delivery, or as Missing without one (or
+// once its message has left INTAKE_IN).
+func (r *Replayer) addRefused(ctx context.Context, p *plan, stream jetstream.Stream, id string, req apiclient.ReplayRequest,
+	k envelope.Key, refused map[envelope.Key]store.RefusedBody) error {
+	s := req.Selector
+	it := store.ReplayItem{Key: k, MsgID: envelope.ReplayMsgID(id, k), Outcome: Missing}
+	b, ok := refused[k]
+	if !ok {
+		p.add(it)
+		return nil
+	}
+	if (s.Integration != "" && k.Integration != s.Integration) || (s.Tenant != "" && b.Tenant != s.Tenant) ||
+		(s.EventType != "" && b.EventType != s.EventType) || s.Status != "" {
+		return nil // the filters leave it out, as they would an inbox row
+	}
+	it.Tenant, it.EventType = b.Tenant, b.EventType
+	sha, err := originalHash(ctx, stream, store.InboxState{Key: k, StreamSeq: b.StreamSeq})
+	switch {
+	case errors.Is(err, errGone):
+		p.add(it)
+		return nil
+	case err != nil:
+		return err
+	}
+	it.StreamSeq, it.Outcome = b.StreamSeq, predict(req.Mode, store.InboxState{}, false, sha)
+	p.add(it)
+	p.addBody(b.EventType, sha)
+	return nil
+}
+
+// predictGuard predicts the replay guard (processor/replayguard.go) on the
+// plan's copies: one whose body and type the guard holds under another key
+// is refused — unless the replay admits replayed bodies, whose copies the
+// guard passes. Like the guard, it reads intake.body_hashes and
+// intake.body_type_hashes (store.BodyFirstKeys).
+func (r *Replayer) predictGuard(ctx context.Context, p *plan, admit bool) error {
+	if admit || len(p.bodies) == 0 {
+		return nil
+	}
+	pos := make([]int, 0, len(p.bodies))
+	for i := range p.bodies {
+		pos = append(pos, i)
+	}
+	slices.Sort(pos)
+	claims := make([]store.BodyClaim, len(pos))
+	for j, i := range pos {
+		claims[j] = p.bodies[i]
+	}
+	first, err := r.o.Store.BodyFirstKeys(ctx, claims)
+	if err != nil {
+		return err
+	}
+	for j, i := range pos {
+		if first[j] != (envelope.Key{}) && first[j] != claims[j].Key {
+			p.items[i].Outcome = WouldRefuseReplayedBody
+		}
+	}
+	return nil
 }
 
 // errGone: the message an item points at is no longer in its stream.
@@ -275,8 +369,9 @@ func (r *Replayer) planFromStream(ctx context.Context, id string, req apiclient.
 		c := choose(f.cands, row, hasRow)
 		p.add(store.ReplayItem{Key: k, Tenant: f.tenant, EventType: f.eventType, StreamSeq: c.seq,
 			MsgID: envelope.ReplayMsgID(id, k), Outcome: predict(req.Mode, row, hasRow, c.sha)})
+		p.addBody(f.eventType, c.sha)
 	}
-	return p, nil
+	return p, r.predictGuard(ctx, p, req.AdmitReplayedBodies)
 }
 
 func choose(cands []candidate, row store.InboxState, hasRow bool) candidate {

@@ -365,6 +365,11 @@ func (r *Replayer) Replay(ctx context.Context, requestedBy string, req apiclient
 	if err := r.normalizeReplay(&req); err != nil {
 		return store.Replay{}, err
 	}
+	if req.AdmitReplayedBodies && requestedBy == RedriveRequester {
+		// The re-drive replays what it finds missing, unattended: what the
+		// guard refused is never its to admit.
+		return store.Replay{}, badRequest("admit_replayed_bodies: not for %s replays", RedriveRequester)
+	}
 	id := uuid.NewString()
 	p, err := r.planReplay(ctx, id, req)
 	if err != nil {
@@ -375,7 +380,7 @@ func (r *Replayer) Replay(ctx context.Context, requestedBy string, req apiclient
 		return store.Replay{}, err
 	}
 	return r.record(ctx, store.Replay{ID: id, RequestedBy: requestedBy, Selector: sel, Mode: string(req.Mode),
-		Reason: req.Reason, DryRun: *req.DryRun, Rate: req.Rate}, p)
+		Reason: req.Reason, DryRun: *req.DryRun, Rate: req.Rate, AdmitReplayedBodies: req.AdmitReplayedBodies}, p)
 }
 
 // Redeliver records a redelivery and, unless it is a dry run, hands it to

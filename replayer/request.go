@@ -73,6 +73,10 @@ func (r *Replayer) normalizeReplay(req *apiclient.ReplayRequest) error {
 	if len(s.Keys) == 0 && s.StreamSeq == nil && s.Since == nil && s.Until == nil && s.Status == "" {
 		return badRequest("selector: give keys, stream_seq, since/until or status (replaying everything is refused)")
 	}
+	if req.AdmitReplayedBodies && len(s.Keys) == 0 {
+		return badRequest("admit_replayed_bodies: requires selector.keys, the deliveries you judged genuine " +
+			"(a range or status replay would apply every captured copy it selects)")
+	}
 	return nil
 }
 

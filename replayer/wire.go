@@ -80,7 +80,8 @@ func wireRejection(r store.Rejection) apiclient.Rejection {
 
 func wireReplay(r store.Replay) apiclient.Replay {
 	return apiclient.Replay{ID: r.ID, RequestedBy: r.RequestedBy, CreatedAt: r.CreatedAt, Selector: r.Selector,
-		Mode: r.Mode, Reason: r.Reason, DryRun: r.DryRun, Rate: r.Rate, State: r.State, Matched: r.Matched,
+		Mode: r.Mode, Reason: r.Reason, DryRun: r.DryRun, Rate: r.Rate, AdmitReplayedBodies: r.AdmitReplayedBodies,
+		State: r.State, Matched: r.Matched,
 		Published: r.Published, Duplicates: r.Duplicates, Outcomes: r.Outcomes,
 		Counts: wireAll(r.Counts, wireOutcomeCount), Sample: r.Sample, CancelledBy: r.CancelledBy, Error: r.Error,
 		FinishedAt: r.FinishedAt}

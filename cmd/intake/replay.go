@@ -87,6 +87,7 @@ func newReplayCmd() *cobra.Command {
 		mode   string
 		reason string
 		rate   int
+		admit  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "replay",
@@ -102,6 +103,10 @@ outcome, sample keys), asks for confirmation (or --yes), then follows progress.
 Select by --key/--keys-file, by a stream range (--from-seq/--to-seq, --since/--until),
 or by inbox --status; --integration, --tenant and --type narrow any of them.
 
+--admit-replayed-bodies (with --key/--keys-file only) applies deliveries the replay
+guard refused (reason replayed_body) that you judged genuine: each copy skips the
+guard and applies under its own key.
+
 Exit codes: 0 done; 1 error or not confirmed; 2 the API refused; 3 finished partly
 (events missing from the stream, or cancelled); 4 failed.`,
 		Args: cobra.NoArgs,
@@ -114,6 +119,7 @@ Exit codes: 0 done; 1 error or not confirmed; 2 the API refused; 3 finished part
 	f.StringVar(&mode, "mode", string(inbox.ReplayExact), "exact (the inbox decides) or reexecute (the handler runs again)")
 	f.StringVar(&reason, "reason", "", "why: recorded in the audit log (required for reexecute)")
 	f.IntVar(&rate, "rate", 0, "events per second (default: the replayer's, "+strconv.Itoa(replayer.DefaultReplayRate)+")")
+	f.BoolVar(&admit, "admit-replayed-bodies", false, "apply the keys' deliveries even where the replay guard refused their bodies (--key/--keys-file only)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		api, err := af.client()
 		if err != nil {
@@ -126,7 +132,7 @@ Exit codes: 0 done; 1 error or not confirmed; 2 the API refused; 3 finished part
 		req := apiclient.ReplayRequest{
 			Selector: apiclient.Selector{Keys: keys, Integration: sel.integration, Tenant: sel.tenant, EventType: sel.eventType,
 				StreamSeq: seq, Since: since, Until: until, Status: status},
-			Mode: inbox.ReplayMode(mode), Reason: reason, Rate: rate,
+			Mode: inbox.ReplayMode(mode), Reason: reason, Rate: rate, AdmitReplayedBodies: admit,
 		}
 		return run.run(cmd, api, af.output, func(ctx context.Context, dry bool) (apiclient.Replay, error) {
 			req.DryRun = &dry
@@ -280,6 +286,9 @@ func printReplay(w io.Writer, output string, rep apiclient.Replay) error {
 	kind := rep.Mode + " replay"
 	if rep.Mode == apiclient.ReplayRedeliver {
 		kind = "redelivery"
+	}
+	if rep.AdmitReplayedBodies {
+		kind += " admitting replayed bodies"
 	}
 	if rep.DryRun {
 		kind = "dry run of a " + kind

@@ -88,8 +88,13 @@ func purgeSteps(c Cutoffs) []purgeStep {
 		for _, status := range []inbox.Status{inbox.StatusProcessed, inbox.StatusStale} {
 			steps = append(steps, inboxStep(string(status), cutoff, filter, arg, label))
 		}
-		steps = append(steps, byTime("body_hashes", "replay guard records"+label, "(integration, payload_sha256)", "first_seen_at",
-			cutoff, filter, arg))
+		// The replay guard's records of both kinds (store.FirstKeys): by
+		// body (0.16's, guarding every type) and by body and type.
+		steps = append(steps,
+			byTime("body_hashes", "replay guard records"+label, "(integration, payload_sha256)", "first_seen_at",
+				cutoff, filter, arg),
+			byTime("body_type_hashes", "replay guard records by type"+label, "(integration, payload_sha256, event_type)", "first_seen_at",
+				cutoff, filter, arg))
 	}
 	filter, arg, _ := every("")
 	for _, status := range []inbox.Status{inbox.StatusFailed, inbox.StatusQuarantined} {
@@ -416,6 +421,7 @@ var retentionTables = []struct {
 }{
 	{"inbox", "last_received_at", `status IN ('processed', 'stale') AND integration <> ALL($2)`, true, func(c Cutoffs) time.Time { return c.Inbox }},
 	{"body_hashes", "first_seen_at", `integration <> ALL($2)`, true, func(c Cutoffs) time.Time { return c.Inbox }},
+	{"body_type_hashes", "first_seen_at", `integration <> ALL($2)`, true, func(c Cutoffs) time.Time { return c.Inbox }},
 	{"deliveries", "received_at", `answer <> 'accepted' AND ` + notInInbox, false, func(c Cutoffs) time.Time { return c.History }}, // envelope.AnswerAccepted
 	{"conflicts", "detected_at", "", true, func(c Cutoffs) time.Time { return c.Evidence }},
 	{"rejected_messages", "rejected_at", "", true, func(c Cutoffs) time.Time { return c.Evidence }},

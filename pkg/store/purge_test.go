@@ -46,10 +46,18 @@ func TestPurgeRemovesWhatIsPastRetention(t *testing.T) {
 	inbox("demo", "quar-old", "quarantined", ago(400)) // past evidence
 	inbox("long", "kept", "processed", ago(120))       // kept: its integration keeps 180 days
 	inbox("long", "gone", "processed", ago(181))
+	// The replay guard's records of both kinds (0.16's by body, 0.17's by
+	// body and type) go by first sight, as the inbox.
 	for i, at := range []time.Time{ago(100), ago(89), ago(200)} {
 		exec(`INSERT INTO intake.body_hashes (integration, payload_sha256, account, event_id, first_seen_at)
 			VALUES ('demo', $1, 'a', 'e', $2)`, fmt.Sprint("h", i), at)
 	}
+	for i, at := range []time.Time{ago(95), ago(10), ago(300), ago(91)} {
+		exec(`INSERT INTO intake.body_type_hashes (integration, payload_sha256, event_type, account, event_id, first_seen_at)
+			VALUES ('demo', 'h', $1, 'a', 'e', $2)`, fmt.Sprint("t", i), at)
+	}
+	exec(`INSERT INTO intake.body_type_hashes (integration, payload_sha256, event_type, account, event_id, first_seen_at)
+		VALUES ('long', 'h', 't', 'a', 'e', $1)`, ago(120)) // kept: its integration keeps 180 days
 	// An event's history goes with its inbox row, whatever its age: the
 	// purged old-1's two rows go, the kept young one's old row stays.
 	for i, h := range []struct {
@@ -95,7 +103,7 @@ func TestPurgeRemovesWhatIsPastRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int64{"inbox": 5, "body_hashes": 2, "deliveries": 4, "executions": 2, "conflicts": 1,
+	want := map[string]int64{"inbox": 5, "body_hashes": 2, "body_type_hashes": 3, "deliveries": 4, "executions": 2, "conflicts": 1,
 		"rejected_messages": 1, "replay_items": 5, "replays": 1}
 	sum := func(ps []store.Purged) map[string]int64 {
 		m := map[string]int64{}
@@ -132,7 +140,7 @@ func TestPurgeRemovesWhatIsPastRetention(t *testing.T) {
 		}
 		return n
 	}
-	for table, n := range map[string]int{"body_hashes": 1, "deliveries": 3, "executions": 1, "conflicts": 1,
+	for table, n := range map[string]int{"body_hashes": 1, "body_type_hashes": 2, "deliveries": 3, "executions": 1, "conflicts": 1,
 		"rejected_messages": 1, "replays": 2, "replay_items": 5} {
 		if got := count(table); got != n {
 			t.Errorf("%s keeps %d rows, want %d", table, got, n)

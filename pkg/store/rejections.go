@@ -72,23 +72,30 @@ type ReplayCopy struct {
 	StreamSeq uint64 // where the copy is in INTAKE_IN
 }
 
+// CopyCheck is CheckReplayCopies' answer for one copy: Reason and Detail
+// when it is not covered, else AdmitReplayedBody, the replay's
+// admit_replayed_bodies (the replay guard passes the copy).
+type CopyCheck struct {
+	Reason, Detail    string
+	AdmitReplayedBody bool
+}
+
 // CheckReplayCopies checks, in one query, that each copy is one a recorded
 // replay published: the replay exists, is not a dry run, has the copy's
 // mode, and has an item for the key with the copy's Nats-Msg-Id that was
 // not found missing and, once its publish is recorded, landed at this very
 // sequence (a republished copy of a genuine copy is not covered); before
-// that is recorded, only while the replay is running. It
-// returns, by index, "" for a covered copy or a reason and a detail.
-func CheckReplayCopies(ctx context.Context, tx pgx.Tx, copies []ReplayCopy) (reasons, details []string, err error) {
-	n := len(copies)
-	reasons, details = make([]string, n), make([]string, n)
+// that is recorded, only while the replay is running. It returns a check
+// per copy, by index.
+func CheckReplayCopies(ctx context.Context, tx pgx.Tx, copies []ReplayCopy) ([]CopyCheck, error) {
+	checks := make([]CopyCheck, len(copies))
 	var (
 		idx                          []int32
 		ids, integ, acct, evID, msgs []string
 	)
 	for i, c := range copies {
 		if !validUUID(c.ReplayID) {
-			reasons[i], details[i] = RejectUnknownReplay, "replay id is not a replay's id"
+			checks[i] = CopyCheck{Reason: RejectUnknownReplay, Detail: "replay id is not a replay's id"}
 			continue
 		}
 		idx, ids = append(idx, int32(i)), append(ids, c.ReplayID)
@@ -96,11 +103,11 @@ func CheckReplayCopies(ctx context.Context, tx pgx.Tx, copies []ReplayCopy) (rea
 		msgs = append(msgs, c.MsgID)
 	}
 	if len(idx) == 0 {
-		return reasons, details, nil
+		return checks, nil
 	}
 	rows, err := tx.Query(ctx, `
 		SELECT t.i, r.id IS NOT NULL, coalesce(r.mode, ''), coalesce(r.dry_run, false), coalesce(r.state, ''),
-			ri.replay_id IS NOT NULL, coalesce(ri.state, ''), ri.published_seq
+			coalesce(r.admit_replayed_bodies, false), ri.replay_id IS NOT NULL, coalesce(ri.state, ''), ri.published_seq
 		FROM unnest($1::int[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[])
 			AS t(i, replay_id, integration, account, event_id, msg_id)
 		LEFT JOIN intake.replays r ON r.id = t.replay_id
@@ -108,41 +115,43 @@ func CheckReplayCopies(ctx context.Context, tx pgx.Tx, copies []ReplayCopy) (rea
 			AND ri.integration = t.integration AND ri.account = t.account AND ri.event_id = t.event_id`,
 		idx, ids, integ, acct, evID, msgs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: check replay copies: %w", err)
+		return nil, fmt.Errorf("store: check replay copies: %w", err)
 	}
 	var (
-		i                        int32
-		found, dry, covered      bool
-		mode, replayState, state string
-		published                *int64
+		i                          int32
+		found, dry, admit, covered bool
+		mode, replayState, state   string
+		published                  *int64
 	)
-	_, err = pgx.ForEachRow(rows, []any{&i, &found, &mode, &dry, &replayState, &covered, &state, &published}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&i, &found, &mode, &dry, &replayState, &admit, &covered, &state, &published}, func() error {
 		c := copies[i]
 		switch {
 		case !found:
-			reasons[i], details[i] = RejectUnknownReplay, "no replay recorded with this id"
+			checks[i].Reason, checks[i].Detail = RejectUnknownReplay, "no replay recorded with this id"
 		case dry:
-			reasons[i], details[i] = RejectUnknownReplay, "the replay is a dry run: it publishes nothing"
+			checks[i].Reason, checks[i].Detail = RejectUnknownReplay, "the replay is a dry run: it publishes nothing"
 		case mode != c.Mode:
-			reasons[i], details[i] = RejectUnknownReplay, fmt.Sprintf("the replay's mode is %s, the message says %s", mode, c.Mode)
+			checks[i].Reason, checks[i].Detail = RejectUnknownReplay, fmt.Sprintf("the replay's mode is %s, the message says %s", mode, c.Mode)
 		case !covered:
-			reasons[i], details[i] = RejectReplayNotCovering, "the replay did not select this key (or no copy has this Nats-Msg-Id)"
+			checks[i].Reason, checks[i].Detail = RejectReplayNotCovering, "the replay did not select this key (or no copy has this Nats-Msg-Id)"
 		case state == ItemMissing:
-			reasons[i], details[i] = RejectReplayNotCovering, "the replay found this event's source message missing and published no copy"
+			checks[i].Reason, checks[i].Detail = RejectReplayNotCovering, "the replay found this event's source message missing and published no copy"
 		case published != nil && uint64(*published) != c.StreamSeq:
-			reasons[i], details[i] = RejectReplayNotCovering, fmt.Sprintf("the replay's copy of this key is at stream sequence %d", *published)
+			checks[i].Reason, checks[i].Detail = RejectReplayNotCovering, fmt.Sprintf("the replay's copy of this key is at stream sequence %d", *published)
 		case published == nil && replayState != ReplayRunning:
 			// Only a running replay may still have a copy in flight whose
 			// sequence it has not recorded yet; the unpublished items of a
 			// cancelled, failed or finished replay cover nothing.
-			reasons[i], details[i] = RejectReplayNotCovering, fmt.Sprintf("the replay is %s and published no copy of this key", replayState)
+			checks[i].Reason, checks[i].Detail = RejectReplayNotCovering, fmt.Sprintf("the replay is %s and published no copy of this key", replayState)
+		default:
+			checks[i].AdmitReplayedBody = admit
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: check replay copies: %w", err)
+		return nil, fmt.Errorf("store: check replay copies: %w", err)
 	}
-	return reasons, details, nil
+	return checks, nil
 }
 
 // RecordRejections records rs outside any batch: messages refused before
@@ -333,6 +342,49 @@ func (s *Store) RejectedSeqs(ctx context.Context, seqs []uint64) (map[uint64]boo
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: rejected sequences: %w", err)
+	}
+	return out, nil
+}
+
+// RefusedBody is where the message of a key the replay guard refused is:
+// its INTAKE_IN sequence, as its rejection record says.
+type RefusedBody struct {
+	StreamSeq     uint64
+	Tenant        string
+	EventType     string
+	PayloadSHA256 string
+}
+
+// RefusedBodies finds, for keys without an inbox row, the delivery the
+// replay guard refused (reason replayed_body, not a replay's copy; the
+// earliest if several): a replay by key locates such an event through it.
+func (s *Store) RefusedBodies(ctx context.Context, keys []envelope.Key) (map[envelope.Key]RefusedBody, error) {
+	out := map[envelope.Key]RefusedBody{}
+	for start := 0; start < len(keys); start += keyChunk {
+		integ, acct, id := keyColumns(keys[start:min(start+keyChunk, len(keys))])
+		rows, err := s.pool.Query(ctx, `
+			SELECT DISTINCT ON (r.integration, r.account, r.event_id)
+				r.integration, r.account, r.event_id, r.stream_seq, r.tenant, r.event_type, r.payload_sha256
+			FROM unnest($1::text[], $2::text[], $3::text[]) AS t(integration, account, event_id)
+			JOIN intake.rejected_messages r USING (integration, account, event_id)
+			WHERE r.reason = $4 AND r.replay_id IS NULL
+			ORDER BY r.integration, r.account, r.event_id, r.stream_seq`, integ, acct, id, RejectReplayedBody)
+		if err != nil {
+			return nil, fmt.Errorf("store: refused bodies: %w", err)
+		}
+		var (
+			k   envelope.Key
+			b   RefusedBody
+			seq int64
+		)
+		_, err = pgx.ForEachRow(rows, []any{&k.Integration, &k.Account, &k.EventID, &seq, &b.Tenant, &b.EventType, &b.PayloadSHA256}, func() error {
+			b.StreamSeq = uint64(seq)
+			out[k] = b
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("store: refused bodies: %w", err)
+		}
 	}
 	return out, nil
 }

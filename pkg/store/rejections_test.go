@@ -16,16 +16,18 @@ import (
 // TestCheckReplayCopies: a copy is covered only by a recorded, published
 // replay of its mode that selected its key under its Nats-Msg-Id, whose
 // item is not missing and, once recorded, landed at the copy's sequence.
+// A covered copy of a replay recorded with admit_replayed_bodies says so;
+// no other copy does.
 func TestCheckReplayCopies(t *testing.T) {
 	t.Parallel()
 	st := open(t)
 	ctx := context.Background()
 	key := func(id string) envelope.Key { return envelope.Key{Integration: "demo", Account: "main", EventID: id} }
 	msgID := func(replay, id string) string { return "replay:" + replay + ":" + key(id).String() }
-	record := func(mode string, dry bool, ids ...string) string {
+	record := func(mode string, dry, admit bool, ids ...string) string {
 		t.Helper()
 		r := &store.Replay{ID: uuid.NewString(), RequestedBy: "ops", Selector: []byte(`{}`), Mode: mode, DryRun: dry,
-			Rate: 10, State: store.ReplayRunning}
+			Rate: 10, State: store.ReplayRunning, AdmitReplayedBodies: admit}
 		var items []store.ReplayItem
 		if !dry {
 			for i, id := range ids {
@@ -38,8 +40,9 @@ func TestCheckReplayCopies(t *testing.T) {
 		}
 		return r.ID
 	}
-	exact := record("exact", false, "a", "gone", "landed")
-	dry := record("reexecute", true, "a")
+	exact := record("exact", false, false, "a", "gone", "landed")
+	dry := record("reexecute", true, true, "a")
+	admitting := record("exact", false, true, "a", "gone")
 	if _, err := st.Pool().Exec(ctx, `UPDATE intake.replay_items SET state = 'missing' WHERE replay_id = $1 AND event_id = 'gone'`, exact); err != nil {
 		t.Fatal(err)
 	}
@@ -67,19 +70,24 @@ func TestCheckReplayCopies(t *testing.T) {
 		{"a dry run", copyOf(dry, "reexecute", "a", 54), store.RejectUnknownReplay},
 		{"an invented id", copyOf(uuid.NewString(), "reexecute", "a", 55), store.RejectUnknownReplay},
 		{"not a uuid", copyOf("r1", "exact", "a", 56), store.RejectUnknownReplay},
+		{"an admitting replay's copy", copyOf(admitting, "exact", "a", 57), ""},
+		{"an admitting replay's key it did not select", copyOf(admitting, "exact", "b", 58), store.RejectReplayNotCovering},
 	}
 	copies := make([]store.ReplayCopy, len(cases))
 	for i, c := range cases {
 		copies[i] = c.c
 	}
 	err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
-		reasons, details, err := store.CheckReplayCopies(ctx, tx, copies)
+		checks, err := store.CheckReplayCopies(ctx, tx, copies)
 		if err != nil {
 			return err
 		}
 		for i, c := range cases {
-			if reasons[i] != c.want {
-				t.Errorf("%s: %q (%s), want %q", c.name, reasons[i], details[i], c.want)
+			if checks[i].Reason != c.want {
+				t.Errorf("%s: %q (%s), want %q", c.name, checks[i].Reason, checks[i].Detail, c.want)
+			}
+			if want := c.c.ReplayID == admitting && c.want == ""; checks[i].AdmitReplayedBody != want {
+				t.Errorf("%s: admit %v, want %v", c.name, checks[i].AdmitReplayedBody, want)
 			}
 		}
 		return nil

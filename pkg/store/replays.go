@@ -48,16 +48,19 @@ type Replay struct {
 	Reason      string
 	DryRun      bool
 	Rate        int
-	State       string
-	Matched     int64
-	Published   int64
-	Duplicates  int64
-	Outcomes    map[string]int64
-	Counts      []OutcomeCount
-	Sample      []string
-	CancelledBy *string
-	Error       *string
-	FinishedAt  *time.Time
+	// AdmitReplayedBodies: the replay's copies, once verified, skip the
+	// replay guard (replays with selector.keys only; never a re-drive's).
+	AdmitReplayedBodies bool
+	State               string
+	Matched             int64
+	Published           int64
+	Duplicates          int64
+	Outcomes            map[string]int64
+	Counts              []OutcomeCount
+	Sample              []string
+	CancelledBy         *string
+	Error               *string
+	FinishedAt          *time.Time
 
 	// ResumeFromSeq: see the column in migration 00003.
 	ResumeFromSeq uint64
@@ -88,14 +91,15 @@ type ReplayItem struct {
 }
 
 const replayColumns = `id::text, requested_by, created_at, selector, mode, reason, dry_run, rate, state,
-	matched, published, duplicates, outcomes, counts, sample, cancelled_by, error, finished_at, resume_from_seq`
+	matched, published, duplicates, outcomes, counts, sample, cancelled_by, error, finished_at, resume_from_seq,
+	admit_replayed_bodies`
 
 func scanReplay(row pgx.Row) (Replay, error) {
 	var r Replay
 	var resume int64
 	err := row.Scan(&r.ID, &r.RequestedBy, &r.CreatedAt, &r.Selector, &r.Mode, &r.Reason, &r.DryRun, &r.Rate, &r.State,
 		&r.Matched, &r.Published, &r.Duplicates, &r.Outcomes, &r.Counts, &r.Sample, &r.CancelledBy, &r.Error,
-		&r.FinishedAt, &resume)
+		&r.FinishedAt, &resume, &r.AdmitReplayedBodies)
 	r.ResumeFromSeq = uint64(resume)
 	return r, err
 }
@@ -115,11 +119,11 @@ func (s *Store) CreateReplay(ctx context.Context, r *Replay, items []ReplayItem)
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
 			INSERT INTO intake.replays (id, requested_by, selector, mode, reason, dry_run, rate, state, matched,
-				published, outcomes, counts, sample, resume_from_seq, error, finished_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+				published, outcomes, counts, sample, resume_from_seq, error, finished_at, admit_replayed_bodies)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 			RETURNING created_at`,
 			r.ID, r.RequestedBy, r.Selector, r.Mode, r.Reason, r.DryRun, r.Rate, r.State, r.Matched,
-			r.Published, r.Outcomes, r.Counts, r.Sample, int64(r.ResumeFromSeq), r.Error, r.FinishedAt,
+			r.Published, r.Outcomes, r.Counts, r.Sample, int64(r.ResumeFromSeq), r.Error, r.FinishedAt, r.AdmitReplayedBodies,
 		).Scan(&r.CreatedAt)
 		if err != nil {
 			return fmt.Errorf("store: create replay: %w", err)

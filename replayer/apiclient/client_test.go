@@ -84,6 +84,12 @@ func TestRequestsTheClientSends(t *testing.T) {
 			return err
 		}, request{method: "POST", uri: "/api/v1/replays", contentType: "application/json",
 			body: `{"selector":{"keys":["demo/main/evt_1"]},"dry_run":false,"reason":"lost"}`}},
+		{"start an admitting replay", func(c *apiclient.Client) error {
+			_, err := c.StartReplay(context.Background(), apiclient.ReplayRequest{
+				Selector: apiclient.Selector{Keys: []string{"shop/acme.myshopify.com/wh-2"}}, DryRun: &no, Reason: "genuine", AdmitReplayedBodies: true})
+			return err
+		}, request{method: "POST", uri: "/api/v1/replays", contentType: "application/json",
+			body: `{"selector":{"keys":["shop/acme.myshopify.com/wh-2"]},"dry_run":false,"reason":"genuine","admit_replayed_bodies":true}`}},
 		{"start a redelivery", func(c *apiclient.Client) error {
 			_, err := c.StartRedelivery(context.Background(), apiclient.RedeliveryRequest{Source: apiclient.SourceOutbox,
 				Selector: apiclient.RedeliverySelector{StreamSeq: &apiclient.SeqRange{From: 1}}})

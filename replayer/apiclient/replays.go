@@ -24,8 +24,11 @@ type Replay struct {
 	Reason   string          `json:"reason"`
 	DryRun   bool            `json:"dry_run"`
 	Rate     int             `json:"rate"` // events per second
-	State    string          `json:"state"`
-	Matched  int64           `json:"matched"`
+	// AdmitReplayedBodies: the request's admit_replayed_bodies (absent
+	// when false).
+	AdmitReplayedBodies bool   `json:"admit_replayed_bodies,omitempty"`
+	State               string `json:"state"`
+	Matched             int64  `json:"matched"`
 	// Published counts the copies published so far; Duplicates those the
 	// stream's duplicate window dropped.
 	Published  int64 `json:"published"`
@@ -53,6 +56,11 @@ const (
 	// OutcomeMissing: the event's source message is gone; it is not
 	// published.
 	OutcomeMissing = "missing"
+	// OutcomeWouldRefuseReplayedBody: the event has no inbox row and its
+	// body is the replay guard's under another key: published, the copy is
+	// refused again (replayed_body) unless the replay admits replayed
+	// bodies.
+	OutcomeWouldRefuseReplayedBody = "would_refuse_replayed_body"
 )
 
 // Publishable is the number of selected events the replay publishes: those
@@ -87,7 +95,8 @@ type SeqRange struct {
 // of precedence:
 //   - a stream range (stream_seq and/or since/until, INTAKE_IN message
 //     time): every event with a message in the range, one copy per key;
-//   - keys: those events' original messages (via the inbox row's stream_seq);
+//   - keys: those events' original messages (via the inbox row's stream_seq,
+//     or, for a key without one, its replayed_body rejection record);
 //   - status (with the other filters): the inbox rows in that status.
 //
 // Keys, integration, tenant, event_type and status also filter the other
@@ -115,6 +124,11 @@ type ReplayRequest struct {
 	Reason string `json:"reason,omitempty"`
 	// Rate in events per second; 0 takes the replayer's default.
 	Rate int `json:"rate,omitempty"`
+	// AdmitReplayedBodies applies the selected events even where the replay
+	// guard refused their bodies (reason replayed_body): the operator has
+	// judged those deliveries genuine. Only with Selector.Keys: a range or
+	// status replay must never launder captured copies. Defaults to false.
+	AdmitReplayedBodies bool `json:"admit_replayed_bodies,omitempty"`
 }
 
 // RedeliverySelector says which processed messages a redelivery publishes
