@@ -571,7 +571,8 @@ func replayerOptions(cfg *config.Config) replayer.Options {
 	api := cfg.API
 	return replayer.Options{Tokens: api.Tokens,
 		DefaultRate: api.Replays.DefaultRate, MaxRate: api.Replays.MaxRate, MaxMatched: api.Replays.MaxMatched,
-		MaxRunning: api.Replays.MaxRunning, ResumeInterval: api.Replays.ResumeInterval,
+		ReexecuteApprovalAbove: api.Replays.ReexecuteApprovalAbove,
+		MaxRunning:             api.Replays.MaxRunning, ResumeInterval: api.Replays.ResumeInterval,
 		PublishTimeout: api.Replays.PublishTimeout, RetryFor: api.Replays.RetryFor,
 		ReconcileMaxSpan: api.Reconcile.MaxSpan, ReconcileViewerMaxSpan: api.Reconcile.ViewerMaxSpan,
 		MaxReconciles: api.Reconcile.MaxRunning,

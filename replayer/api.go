@@ -44,6 +44,7 @@ func (r *Replayer) Mount(router chi.Router) {
 			g.Use(RequireRole(config.RoleOperator))
 			g.Post("/replays", r.postReplay)
 			g.Post("/replays/{id}/cancel", r.cancelReplay)
+			g.Post("/replays/{id}/approve", r.approveReplay)
 			g.Post("/redeliveries", r.postRedelivery)
 			g.Post("/redeliveries/{id}/cancel", r.cancelReplay)
 		})
@@ -208,12 +209,12 @@ func (r *Replayer) postRedelivery(w http.ResponseWriter, req *http.Request) {
 }
 
 // answerStarted: 200 for a dry run (or nothing to publish), 202 for a
-// replay that is publishing.
+// replay that is publishing or awaits a second operator's approval.
 func (r *Replayer) answerStarted(w http.ResponseWriter, rep store.Replay, err error) {
 	switch {
 	case err != nil:
 		r.writeFailure(w, failure{call: "replay", tooMany: "selector matches more than %d events: narrow it or split the replay"}, err)
-	case rep.State == store.ReplayRunning:
+	case rep.State == store.ReplayRunning || rep.State == store.ReplayAwaitingApproval:
 		writeJSON(w, http.StatusAccepted, wireReplay(rep))
 	default:
 		writeJSON(w, http.StatusOK, wireReplay(rep))
@@ -229,11 +230,28 @@ func (r *Replayer) cancelReplay(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if !changed {
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "replay is " + rep.State + ", not running", "replay": wireReplay(rep)})
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "replay is " + rep.State + ", neither running nor awaiting approval", "replay": wireReplay(rep)})
 		return
 	}
 	r.stopLocal(id)
 	writeJSON(w, http.StatusOK, wireReplay(rep))
+}
+
+// approveReplay: 200 with the replay, now running; 403 for its requester;
+// 409 when it awaits no approval.
+func (r *Replayer) approveReplay(w http.ResponseWriter, req *http.Request) {
+	c, _ := CallerFrom(req.Context())
+	rep, changed, err := r.Approve(req.Context(), chi.URLParam(req, "id"), c.Name)
+	switch {
+	case errors.Is(err, store.ErrSameOperator):
+		writeError(w, http.StatusForbidden, "a replay is approved by an operator other than the one who requested it ("+rep.RequestedBy+")")
+	case err != nil:
+		r.writeFailure(w, failure{call: "approve replay", notFound: "no such replay"}, err)
+	case !changed:
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "replay is " + rep.State + ", not awaiting approval", "replay": wireReplay(rep)})
+	default:
+		writeJSON(w, http.StatusOK, wireReplay(rep))
+	}
 }
 
 func (r *Replayer) reconcile(w http.ResponseWriter, req *http.Request) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/telemetry"
 	"github.com/intakehq/intake/replayer/apiclient"
@@ -71,6 +72,12 @@ type Options struct {
 	// events (narrow them or split the replay), and reconciles of ranges
 	// holding more ingress messages. Defaults to DefaultMaxMatched (1,000,000).
 	MaxMatched int
+	// ReexecuteApprovalAbove (api.replays.reexecute_approval_above): a
+	// re-execution that would publish more events is recorded awaiting
+	// approval and publishes once an operator other than its requester
+	// approves it (Approve). Defaults to DefaultReexecuteApprovalAbove
+	// (1000); -1 turns approval off.
+	ReexecuteApprovalAbove int
 	// MaxRunning (api.replays.max_running) bounds the replays this replayer
 	// publishes at once; each holds a database connection for its lock. Others
 	// wait their turn. Defaults to DefaultMaxRunning (2).
@@ -126,17 +133,19 @@ type Options struct {
 // Defaults of Options: the api section's (pkg/config), one home for the
 // config file and a program's Options.
 const (
-	DefaultReplayRate       = config.DefaultReplayRate
-	DefaultMaxRate          = config.DefaultMaxReplayRate
-	DefaultMaxMatched       = config.DefaultMaxMatched
-	DefaultMaxRunning       = config.DefaultMaxRunningReplays
-	DefaultResumeInterval   = config.DefaultResumeInterval
-	DefaultGapCheckInterval = config.DefaultGapCheckInterval
-	DefaultStatsInterval    = config.DefaultStatsInterval
-	DefaultPublishTimeout   = config.DefaultReplayPublishTimeout
-	DefaultRetryFor         = config.DefaultReplayRetryFor
-	DefaultRedriveInterval  = config.DefaultRedriveInterval
-	DefaultRedriveLookback  = config.DefaultRedriveLookback
+	DefaultReplayRate = config.DefaultReplayRate
+	DefaultMaxRate    = config.DefaultMaxReplayRate
+	DefaultMaxMatched = config.DefaultMaxMatched
+	// DefaultReexecuteApprovalAbove: see Options.ReexecuteApprovalAbove.
+	DefaultReexecuteApprovalAbove = config.DefaultReexecuteApprovalAbove
+	DefaultMaxRunning             = config.DefaultMaxRunningReplays
+	DefaultResumeInterval         = config.DefaultResumeInterval
+	DefaultGapCheckInterval       = config.DefaultGapCheckInterval
+	DefaultStatsInterval          = config.DefaultStatsInterval
+	DefaultPublishTimeout         = config.DefaultReplayPublishTimeout
+	DefaultRetryFor               = config.DefaultReplayRetryFor
+	DefaultRedriveInterval        = config.DefaultRedriveInterval
+	DefaultRedriveLookback        = config.DefaultRedriveLookback
 )
 
 // Defaults of the reconcile bounds of Options (api.reconcile).
@@ -154,6 +163,7 @@ func (o Options) WithDefaults() Options {
 	o.DefaultRate = cmp.Or(o.DefaultRate, DefaultReplayRate)
 	o.MaxRate = cmp.Or(o.MaxRate, DefaultMaxRate)
 	o.MaxMatched = cmp.Or(o.MaxMatched, DefaultMaxMatched)
+	o.ReexecuteApprovalAbove = cmp.Or(o.ReexecuteApprovalAbove, DefaultReexecuteApprovalAbove)
 	o.MaxRunning = cmp.Or(o.MaxRunning, DefaultMaxRunning)
 	o.ReconcileMaxSpan = cmp.Or(o.ReconcileMaxSpan, DefaultReconcileMaxSpan)
 	o.ReconcileViewerMaxSpan = cmp.Or(o.ReconcileViewerMaxSpan, min(DefaultReconcileViewerMaxSpan, o.ReconcileMaxSpan))
@@ -189,6 +199,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxMatched < 1 {
 		bad("MaxMatched: must be at least 1, got %d", o.MaxMatched)
+	}
+	if o.ReexecuteApprovalAbove < -1 {
+		bad("ReexecuteApprovalAbove: must be a count of events, or -1 (no approval), got %d", o.ReexecuteApprovalAbove)
 	}
 	if o.MaxRunning < 1 {
 		bad("MaxRunning: must be at least 1, got %d", o.MaxRunning)
@@ -414,9 +427,12 @@ func (r *Replayer) record(ctx context.Context, rep store.Replay, p *plan) (store
 		}
 	}
 	rep.State = store.ReplayRunning
-	if rep.DryRun || publishable == 0 {
+	switch {
+	case rep.DryRun || publishable == 0:
 		now := time.Now()
 		rep.State, rep.FinishedAt = store.ReplayDone, &now
+	case r.needsApproval(rep.Mode, publishable):
+		rep.State = store.ReplayAwaitingApproval
 	}
 	if rep.DryRun {
 		items = nil
@@ -432,8 +448,29 @@ func (r *Replayer) record(ctx context.Context, rep store.Replay, p *plan) (store
 	return rep, nil
 }
 
-// Cancel stops a running replay: recorded as cancelled at once, publishing
-// stops at the next batch (whichever replayer publishes it).
+// needsApproval: a re-execution that would publish more events than
+// Options.ReexecuteApprovalAbove waits for a second operator.
+func (r *Replayer) needsApproval(mode string, publishable int) bool {
+	return mode == string(inbox.ReplayReexecute) && r.o.ReexecuteApprovalAbove >= 0 && publishable > r.o.ReexecuteApprovalAbove
+}
+
+// Approve sets a replay awaiting approval running, approved by by, which
+// must not be its requester (store.ErrSameOperator). changed is false when
+// it awaits no approval.
+func (r *Replayer) Approve(ctx context.Context, id, by string) (store.Replay, bool, error) {
+	rep, changed, err := r.o.Store.ApproveReplay(ctx, id, by)
+	if err != nil || !changed {
+		return rep, false, err
+	}
+	r.o.Log.Info("replay approved", "id", id, "mode", rep.Mode, "requested_by", rep.RequestedBy, "approved_by", by,
+		"matched", rep.Matched, "reason", rep.Reason)
+	r.wakeUp()
+	return rep, true, nil
+}
+
+// Cancel stops a running replay, or one awaiting approval: recorded as
+// cancelled at once, publishing stops at the next batch (whichever replayer
+// publishes it).
 func (r *Replayer) Cancel(ctx context.Context, id, by string) (store.Replay, bool, error) {
 	rep, changed, err := r.o.Store.CancelReplay(ctx, id, by)
 	if err != nil {

@@ -84,7 +84,7 @@ func wireReplay(r store.Replay) apiclient.Replay {
 		State: r.State, Matched: r.Matched,
 		Published: r.Published, Duplicates: r.Duplicates, Outcomes: r.Outcomes,
 		Counts: wireAll(r.Counts, wireOutcomeCount), Sample: r.Sample, CancelledBy: r.CancelledBy, Error: r.Error,
-		FinishedAt: r.FinishedAt}
+		FinishedAt: r.FinishedAt, ApprovedBy: r.ApprovedBy, ApprovedAt: r.ApprovedAt}
 }
 
 func wireAll[R, W any](rows []R, wire func(R) W) []W {

@@ -23,6 +23,8 @@ import (
 const (
 	cliViewer   = "viewer-token-0123456789"
 	cliOperator = "operator-token-0123456789"
+	// cliSecondOperator approves what cliOperator asked for.
+	cliSecondOperator = "second-operator-token-0123456789"
 )
 
 // operatorRig runs processor, relay and replayer against an embedded
@@ -37,11 +39,19 @@ type operatorRig struct {
 
 func startOperatorRig(t *testing.T) *operatorRig {
 	t.Helper()
+	return startOperatorRigAPI(t, "")
+}
+
+// startOperatorRigAPI is startOperatorRig with more of the api section
+// (indented keys, e.g. "  replays: {…}\n").
+func startOperatorRigAPI(t *testing.T, api string) *operatorRig {
+	t.Helper()
 	tr := testrig.New(t, testrig.Options{Config: `
 processor: {ack_wait: 2s}
 api:
   redrive_interval: -1s # the test removes an inbox row and expects reconcile to find it
-  tokens:
+` + api + `  tokens:
+    - {name: ops2, token: ` + cliSecondOperator + `, role: operator}
     - {name: viewer, token: ` + cliViewer + `, role: viewer}
     - {name: ops, token: ` + cliOperator + `, role: operator}
 integrations:
@@ -149,6 +159,31 @@ func TestReplayCommand(t *testing.T) {
 	if _, errOut, code = r.cli("", "", "replay", "--status", "failed"); code != codeError || !strings.Contains(errOut, "INTAKE_TOKEN") {
 		t.Fatalf("no token: exit %d\n%s", code, errOut)
 	}
+}
+
+// A re-execution above the approval ceiling is recorded, not started:
+// the CLI says so and how to approve; the requester's approve is refused,
+// another operator's starts it.
+func TestReplayApproveCommand(t *testing.T) {
+	t.Parallel()
+	r := startOperatorRigAPI(t, "  replays: {reexecute_approval_above: 1}\n")
+	r.publish("evt_1", "evt_2")
+	out, errOut, code := r.cli("", cliOperator, "replay", "--from-seq", "1", "--mode", "reexecute", "--reason", "CRM lost both", "--yes", "-o", "json")
+	var rep apiclient.Replay
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.State != apiclient.ReplayAwaitingApproval ||
+		!strings.Contains(errOut, "intake replay approve "+rep.ID) {
+		t.Fatalf("large re-execution: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, errOut, code = r.cli("", cliOperator, "replay", "approve", rep.ID); code != codeRefused || !strings.Contains(errOut, "403") {
+		t.Fatalf("approval by the requester: exit %d\n%s", code, errOut)
+	}
+	out, _, code = r.cli("", cliSecondOperator, "replay", "approve", rep.ID)
+	if code != 0 || !strings.Contains(out, "approved by ops2") {
+		t.Fatalf("approval by ops2: exit %d\n%s", code, out)
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.replays WHERE id = $1 AND state = 'done' AND published = 2`, rep.ID) == 1
+	}, "the approved re-execution never finished")
 }
 
 func TestRedeliverCommand(t *testing.T) {

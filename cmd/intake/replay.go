@@ -139,7 +139,7 @@ Exit codes: 0 done; 1 error or not confirmed; 2 the API refused; 3 finished part
 			return api.StartReplay(ctx, req)
 		})
 	}
-	cmd.AddCommand(newReplayStatusCmd(), newReplayCancelCmd(), newReplayListCmd())
+	cmd.AddCommand(newReplayStatusCmd(), newReplayApproveCmd(), newReplayCancelCmd(), newReplayListCmd())
 	return cmd
 }
 
@@ -183,6 +183,16 @@ func (o *runOptions) run(cmd *cobra.Command, api *apiclient.Client, output strin
 	}
 	if rep.Matched != dry.Matched {
 		fmt.Fprintf(errw, "note: the selection changed since the dry run: %d events now (was %d)\n", rep.Matched, dry.Matched)
+	}
+	if rep.State == apiclient.ReplayAwaitingApproval {
+		// Above api.replays.reexecute_approval_above: recorded, nothing
+		// published until another operator approves.
+		fmt.Fprintf(errw, "%s %s recorded: %d events; it awaits another operator's approval before it publishes:\n"+
+			"  intake replay approve %s   (with another operator's token; intake replay cancel %s drops it)\n", o.what, rep.ID, rep.Matched, rep.ID, rep.ID)
+		if output == outputJSON {
+			return printJSON(out, rep)
+		}
+		return printReplay(out, output, rep)
 	}
 	fmt.Fprintf(errw, "%s %s started: %d events\n", o.what, rep.ID, rep.Matched)
 	if o.detach {
@@ -305,6 +315,9 @@ func printReplay(w io.Writer, output string, rep apiclient.Replay) error {
 	if rep.CancelledBy != nil {
 		fmt.Fprintf(w, "  cancelled by %s\n", *rep.CancelledBy)
 	}
+	if rep.ApprovedBy != nil {
+		fmt.Fprintf(w, "  approved by %s\n", *rep.ApprovedBy)
+	}
 	if len(rep.Counts) > 0 {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "  TENANT\tINTEGRATION\tTYPE\tOUTCOME\tCOUNT")
@@ -348,6 +361,28 @@ func newReplayStatusCmd() *cobra.Command {
 			return err
 		}
 		return replayExit(rep)
+	}
+	return cmd
+}
+
+func newReplayApproveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "approve ID",
+		Short: "Approve a re-execution awaiting a second operator (another token than its requester's); it starts publishing",
+		Args:  cobra.ExactArgs(1),
+	}
+	af := addAPIFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		api, err := af.client()
+		if err != nil {
+			return err
+		}
+		rep, err := api.ApproveReplay(cmd.Context(), args[0])
+		if err != nil {
+			return fail(cmd, err)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "approved; follow: intake replay status --follow %s\n", rep.ID)
+		return printReplay(cmd.OutOrStdout(), af.output, rep)
 	}
 	return cmd
 }

@@ -47,6 +47,12 @@ type APIReplays struct {
 	// split the replay), and reconciles of ranges holding more ingress
 	// messages. Defaults to DefaultMaxMatched (1000000).
 	MaxMatched int `yaml:"max_matched"`
+	// ReexecuteApprovalAbove: a re-execution (mode reexecute, not a dry
+	// run) that would publish more events waits for a second operator's
+	// approval (POST /api/v1/replays/{id}/approve) before it publishes.
+	// Defaults to DefaultReexecuteApprovalAbove (1000); -1 turns approval
+	// off.
+	ReexecuteApprovalAbove int `yaml:"reexecute_approval_above"`
 	// MaxRunning bounds the replays one replayer publishes at once; each
 	// holds a database connection for its lock. Others wait their turn.
 	// Defaults to DefaultMaxRunningReplays (2).
@@ -92,13 +98,16 @@ const (
 	// customer's complaint; a check is one stream info and one indexed read.
 	DefaultGapCheckInterval = 5 * time.Minute
 
-	DefaultReplayRate           = 100
-	DefaultMaxReplayRate        = 10_000
-	DefaultMaxMatched           = 1_000_000
-	DefaultMaxRunningReplays    = 2
-	DefaultResumeInterval       = 10 * time.Second
-	DefaultReplayPublishTimeout = 10 * time.Second
-	DefaultReplayRetryFor       = 2 * time.Minute
+	DefaultReplayRate    = 100
+	DefaultMaxReplayRate = 10_000
+	DefaultMaxMatched    = 1_000_000
+	// DefaultReexecuteApprovalAbove: a re-execution of more events than
+	// a handful of hand-picked ones needs two people.
+	DefaultReexecuteApprovalAbove = 1000
+	DefaultMaxRunningReplays      = 2
+	DefaultResumeInterval         = 10 * time.Second
+	DefaultReplayPublishTimeout   = 10 * time.Second
+	DefaultReplayRetryFor         = 2 * time.Minute
 
 	DefaultReconcileMaxSpan       = 100_000
 	DefaultReconcileViewerMaxSpan = 10_000
@@ -121,6 +130,7 @@ func (r APIReplays) WithDefaults() APIReplays {
 	setDefault(&r.DefaultRate, DefaultReplayRate)
 	setDefault(&r.MaxRate, DefaultMaxReplayRate)
 	setDefault(&r.MaxMatched, DefaultMaxMatched)
+	setDefault(&r.ReexecuteApprovalAbove, DefaultReexecuteApprovalAbove)
 	setDefault(&r.MaxRunning, DefaultMaxRunningReplays)
 	setDefault(&r.ResumeInterval, DefaultResumeInterval)
 	setDefault(&r.PublishTimeout, DefaultReplayPublishTimeout)
@@ -228,6 +238,9 @@ func (r APIReplays) validate() error {
 	}
 	if r.MaxMatched < 1 {
 		p.add("api.replays.max_matched", "must be at least 1, got %d", r.MaxMatched)
+	}
+	if r.ReexecuteApprovalAbove < -1 {
+		p.add("api.replays.reexecute_approval_above", "must be a count of events, or -1 (no approval), got %d", r.ReexecuteApprovalAbove)
 	}
 	if r.MaxRunning < 1 {
 		p.add("api.replays.max_running", "must be at least 1, got %d", r.MaxRunning)

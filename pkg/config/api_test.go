@@ -84,7 +84,7 @@ func TestAPIReplayerBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := cfg.API.Replays, (APIReplays{DefaultRate: 100, MaxRate: 10_000, MaxMatched: 1_000_000, MaxRunning: 2,
+	if got, want := cfg.API.Replays, (APIReplays{DefaultRate: 100, MaxRate: 10_000, MaxMatched: 1_000_000, ReexecuteApprovalAbove: 1000, MaxRunning: 2,
 		ResumeInterval: 10 * time.Second, PublishTimeout: 10 * time.Second, RetryFor: 2 * time.Minute}); got != want {
 		t.Errorf("api.replays defaults %+v, want %+v", got, want)
 	}
@@ -102,12 +102,12 @@ func TestAPIReplayerBounds(t *testing.T) {
 	cfg, err = Parse([]byte(`api:
   stats_interval: 1m
   gap_check_interval: 10m
-  replays: {default_rate: 20, max_rate: 40, max_matched: 1000, max_running: 1, resume_interval: 1s, publish_timeout: 3s, retry_for: 30s}
+  replays: {default_rate: 20, max_rate: 40, max_matched: 1000, reexecute_approval_above: -1, max_running: 1, resume_interval: 1s, publish_timeout: 3s, retry_for: 30s}
   reconcile: {max_span: 300, viewer_max_span: 30, max_running: 5}`), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := cfg.API.Replays, (APIReplays{DefaultRate: 20, MaxRate: 40, MaxMatched: 1000, MaxRunning: 1,
+	if got, want := cfg.API.Replays, (APIReplays{DefaultRate: 20, MaxRate: 40, MaxMatched: 1000, ReexecuteApprovalAbove: -1, MaxRunning: 1,
 		ResumeInterval: time.Second, PublishTimeout: 3 * time.Second, RetryFor: 30 * time.Second}); got != want {
 		t.Errorf("api.replays %+v, want %+v", got, want)
 	}
@@ -123,6 +123,7 @@ func TestAPIReplayerBounds(t *testing.T) {
 		{"{replays: {max_rate: -1}}", "api.replays.max_rate: must be at least 1, got -1"},
 		{"{replays: {max_matched: -1}}", "api.replays.max_matched: must be at least 1"},
 		{"{replays: {max_running: -2}}", "api.replays.max_running: must be at least 1"},
+		{"{replays: {reexecute_approval_above: -2}}", "api.replays.reexecute_approval_above: must be a count of events, or -1"},
 		{"{replays: {resume_interval: -1s}}", "api.replays.resume_interval: must be positive"},
 		{"{replays: {publish_timeout: -1s}}", "api.replays.publish_timeout: must be positive"},
 		{"{replays: {retry_for: -1s}}", "api.replays.retry_for: must be positive"},
@@ -143,8 +144,8 @@ func TestAPIReplayerBounds(t *testing.T) {
 // out are the defaults, so uncommenting them changes nothing.
 func TestExampleShowsTheAPIDefaults(t *testing.T) {
 	commented := regexp.MustCompile(`(?m)^  # ((?:  )?[a-z_]+:)`)
-	if n := len(commented.FindAll(Example, -1)); n != 16 {
-		t.Fatalf("example.yaml shows %d commented api keys, want 16", n)
+	if n := len(commented.FindAll(Example, -1)); n != 17 {
+		t.Fatalf("example.yaml shows %d commented api keys, want 17", n)
 	}
 	uncommented, err := Parse(commented.ReplaceAll(Example, []byte("  $1")), env(nil))
 	if err != nil {

@@ -18,12 +18,15 @@ import (
 // inbox.ReplayMode of the copies it publishes (exact, reexecute).
 const ReplayRedeliver = "redeliver"
 
-// Replay states.
+// Replay states. A re-execution above the approval ceiling is recorded
+// ReplayAwaitingApproval and published only once a second operator
+// approves it (ApproveReplay).
 const (
-	ReplayRunning   = "running"
-	ReplayDone      = "done"
-	ReplayFailed    = "failed"
-	ReplayCancelled = "cancelled"
+	ReplayAwaitingApproval = "awaiting_approval"
+	ReplayRunning          = "running"
+	ReplayDone             = "done"
+	ReplayFailed           = "failed"
+	ReplayCancelled        = "cancelled"
 )
 
 // Replay item states.
@@ -61,6 +64,10 @@ type Replay struct {
 	CancelledBy         *string
 	Error               *string
 	FinishedAt          *time.Time
+	// ApprovedBy and ApprovedAt: the second operator who approved a
+	// replay that awaited approval, and when.
+	ApprovedBy *string
+	ApprovedAt *time.Time
 
 	// ResumeFromSeq: see the column in migration 00003.
 	ResumeFromSeq uint64
@@ -92,14 +99,14 @@ type ReplayItem struct {
 
 const replayColumns = `id::text, requested_by, created_at, selector, mode, reason, dry_run, rate, state,
 	matched, published, duplicates, outcomes, counts, sample, cancelled_by, error, finished_at, resume_from_seq,
-	admit_replayed_bodies`
+	admit_replayed_bodies, approved_by, approved_at`
 
 func scanReplay(row pgx.Row) (Replay, error) {
 	var r Replay
 	var resume int64
 	err := row.Scan(&r.ID, &r.RequestedBy, &r.CreatedAt, &r.Selector, &r.Mode, &r.Reason, &r.DryRun, &r.Rate, &r.State,
 		&r.Matched, &r.Published, &r.Duplicates, &r.Outcomes, &r.Counts, &r.Sample, &r.CancelledBy, &r.Error,
-		&r.FinishedAt, &resume, &r.AdmitReplayedBodies)
+		&r.FinishedAt, &resume, &r.AdmitReplayedBodies, &r.ApprovedBy, &r.ApprovedAt)
 	r.ResumeFromSeq = uint64(resume)
 	return r, err
 }
@@ -207,15 +214,16 @@ func (s *Store) ListReplays(ctx context.Context, limit int, cursor string) ([]Re
 	return out, next, nil
 }
 
-// CancelReplay moves a running replay to cancelled and reports whether it
-// was running. The replayer publishing it stops at its next batch.
+// CancelReplay moves a running replay, or one awaiting approval, to
+// cancelled and reports whether it was either. The replayer publishing it
+// stops at its next batch.
 func (s *Store) CancelReplay(ctx context.Context, id, by string) (Replay, bool, error) {
 	if !validUUID(id) {
 		return Replay{}, false, ErrNotFound
 	}
 	r, err := scanReplay(s.pool.QueryRow(ctx, `
 		UPDATE intake.replays SET state = 'cancelled', cancelled_by = $2, finished_at = now()
-		WHERE id = $1 AND state = 'running'
+		WHERE id = $1 AND state IN ('running', 'awaiting_approval')
 		RETURNING `+replayColumns, id, by))
 	if err == nil {
 		return r, true, nil
@@ -225,6 +233,36 @@ func (s *Store) CancelReplay(ctx context.Context, id, by string) (Replay, bool, 
 	}
 	r, err = s.GetReplay(ctx, id)
 	return r, false, err
+}
+
+// ErrSameOperator is ApproveReplay's answer to the operator who requested
+// the replay: approval is a second operator's.
+var ErrSameOperator = errors.New("store: a replay is approved by an operator other than its requester")
+
+// ApproveReplay sets a replay awaiting approval running, recording by as
+// its approver, unless by requested it (ErrSameOperator). changed is false,
+// with the replay as it is, when it awaits no approval (any more).
+func (s *Store) ApproveReplay(ctx context.Context, id, by string) (Replay, bool, error) {
+	if !validUUID(id) {
+		return Replay{}, false, ErrNotFound
+	}
+	r, err := scanReplay(s.pool.QueryRow(ctx, `
+		UPDATE intake.replays SET state = 'running', approved_by = $2, approved_at = now()
+		WHERE id = $1 AND state = 'awaiting_approval' AND requested_by <> $2
+		RETURNING `+replayColumns, id, by))
+	if err == nil {
+		return r, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return Replay{}, false, fmt.Errorf("store: approve replay: %w", err)
+	}
+	if r, err = s.GetReplay(ctx, id); err != nil {
+		return r, false, err
+	}
+	if r.State == ReplayAwaitingApproval && r.RequestedBy == by {
+		return r, false, ErrSameOperator
+	}
+	return r, false, nil
 }
 
 // RunningReplays lists the ids of replays still to be published, oldest first.

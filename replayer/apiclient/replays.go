@@ -42,15 +42,23 @@ type Replay struct {
 	CancelledBy *string          `json:"cancelled_by,omitempty"`
 	Error       *string          `json:"error,omitempty"`
 	FinishedAt  *time.Time       `json:"finished_at"`
+	// ApprovedBy and ApprovedAt: the operator (another than RequestedBy)
+	// who approved a replay that was ReplayAwaitingApproval, and when.
+	ApprovedBy *string    `json:"approved_by,omitempty"`
+	ApprovedAt *time.Time `json:"approved_at,omitempty"`
 }
 
 // Replay states, modes and outcomes the CLI acts on (the replayer writes
 // the values of intake.replays as they are).
 const (
-	ReplayRunning   = "running"
-	ReplayDone      = "done"
-	ReplayFailed    = "failed"
-	ReplayCancelled = "cancelled"
+	// ReplayAwaitingApproval: a re-execution above
+	// api.replays.reexecute_approval_above events, recorded, publishing
+	// nothing until another operator approves it (ApproveReplay).
+	ReplayAwaitingApproval = "awaiting_approval"
+	ReplayRunning          = "running"
+	ReplayDone             = "done"
+	ReplayFailed           = "failed"
+	ReplayCancelled        = "cancelled"
 	// ReplayRedeliver is the mode of a redelivery.
 	ReplayRedeliver = "redeliver"
 	// OutcomeMissing: the event's source message is gone; it is not
@@ -199,6 +207,15 @@ func (c *Client) StartReplay(ctx context.Context, req ReplayRequest) (Replay, er
 func (c *Client) StartRedelivery(ctx context.Context, req RedeliveryRequest) (Replay, error) {
 	var rep Replay
 	_, err := c.Do(ctx, http.MethodPost, "/api/v1/redeliveries", req, &rep)
+	return rep, err
+}
+
+// ApproveReplay is POST /api/v1/replays/{id}/approve: a second operator
+// lets a replay that awaits approval publish. Its requester gets a 403; a
+// replay awaiting nothing (any more) is a 409 whose Error.Body holds it.
+func (c *Client) ApproveReplay(ctx context.Context, id string) (Replay, error) {
+	var rep Replay
+	_, err := c.Do(ctx, http.MethodPost, "/api/v1/replays/"+url.PathEscape(id)+"/approve", nil, &rep)
 	return rep, err
 }
 

@@ -107,6 +107,7 @@ func (c *Console) Mount(r chi.Router) {
 				r.Use(readForm(maxForm), c.checkCSRF)
 				r.Post("/signout", c.signOut)
 				r.With(requireOperator).Post("/replays/{id}/cancel", c.cancel)
+				r.With(requireOperator).Post("/replays/{id}/approve", c.approve)
 			})
 			r.Group(func(r chi.Router) {
 				r.Use(requireOperator, readForm(maxKeyListForm), c.checkCSRF)

@@ -196,6 +196,23 @@ func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Prefix+"/replays/"+id, http.StatusSeeOther)
 }
 
+// approve lets a replay awaiting approval publish: an operator other than
+// its requester (the Replayer refuses the requester: 403 here).
+func (c *Console) approve(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	_, _, err := c.rp.Approve(r.Context(), id, sessionFrom(r.Context()).caller.Name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		c.fail(w, r, http.StatusNotFound, "No such replay.")
+	case errors.Is(err, store.ErrSameOperator):
+		c.fail(w, r, http.StatusForbidden, "You requested this replay: another operator must approve it.")
+	case err != nil:
+		c.internal(w, r, "approve replay", err)
+	default:
+		http.Redirect(w, r, Prefix+"/replays/"+id, http.StatusSeeOther)
+	}
+}
+
 type replaysData struct {
 	Replays []store.Replay
 	Next    string
@@ -418,6 +435,9 @@ func (d replayData) write(w *writer, p page) {
 	if rp.CancelledBy != nil {
 		w.m(`  <dt>Cancelled by</dt><dd>`).t(*rp.CancelledBy).m("</dd>\n")
 	}
+	if rp.ApprovedBy != nil {
+		w.m(`  <dt>Approved by</dt><dd id="approved-by">`).t(*rp.ApprovedBy).m(` at `).t(tsp(rp.ApprovedAt)).m("</dd>\n")
+	}
 	if rp.Error != nil {
 		w.m(`  <dt>Error</dt><dd class="err">`).t(*rp.Error).m("</dd>\n")
 	}
@@ -446,7 +466,16 @@ func (d replayData) progress(w *writer, p page) {
  published <span id="published">`).n(rp.Published).m(`</span> of `).n(d.Total).m(` (matched `).n(rp.Matched).m(`)
  <progress max="100" value="`).n(d.Percent).m(`">`).n(d.Percent).m(`%</progress></p>
 `)
-	if p.Operator && rp.State == store.ReplayRunning {
+	if rp.State == store.ReplayAwaitingApproval {
+		w.m(`<p class="hint" id="awaiting">This re-execution selects more events than api.replays.reexecute_approval_above:
+ it publishes nothing until an operator other than `).t(rp.RequestedBy).m(` approves it.</p>
+`)
+		if p.Operator && p.User.Name != rp.RequestedBy {
+			w.m(`<form method="post" action="`).u(replayLink(rp.ID, "/approve")).m(`" class="mutate"><input type="hidden" name="csrf" value="`).t(p.CSRF).m(`">
+<button type="submit" class="primary" id="approve">Approve: re-execute `).n(d.Total).m(` event(s)</button></form>`)
+		}
+	}
+	if p.Operator && (rp.State == store.ReplayRunning || rp.State == store.ReplayAwaitingApproval) {
 		w.m(`<form method="post" action="`).u(replayLink(rp.ID, "/cancel")).m(`" class="mutate"><input type="hidden" name="csrf" value="`).t(p.CSRF).m(`">
 <button type="submit" class="danger" id="cancel">Cancel replay</button></form>`)
 	}

@@ -62,8 +62,14 @@ type rig struct {
 
 func setup(t *testing.T) *rig {
 	t.Helper()
+	return setupConfig(t, testConfig)
+}
+
+// setupConfig is setup on another config.
+func setupConfig(t *testing.T, cfg string) *rig {
+	t.Helper()
 	r := &rig{t: t}
-	r.tr = testrig.New(t, testrig.Options{Config: testConfig})
+	r.tr = testrig.New(t, testrig.Options{Config: cfg})
 	fwd := processor.Forward()
 	h := processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
 		if _, bad := r.failing.Load(ev.Key.String()); bad {
