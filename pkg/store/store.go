@@ -55,6 +55,7 @@ func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 	if maxConns > 0 {
 		pc.MaxConns = maxConns
 	}
+	pc.AfterConnect = RegisterTypes        // every query mode (querymode.go)
 	var reset atomic.Pointer[pgxpool.Pool] // set once the pool exists
 	var lastReset atomic.Int64             // unix nanoseconds
 	onPgError := pc.ConnConfig.OnPgError
