@@ -16,6 +16,7 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/provider"
+	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/processor"
 	"github.com/intakehq/intake/replayer/apiclient"
 )
@@ -61,7 +62,7 @@ func TestEveryQueryMode(t *testing.T) {
 	for _, qm := range queryModes {
 		t.Run(qm.mode+"/direct", func(t *testing.T) {
 			t.Parallel()
-			runQueryMode(t, func(url string) string { return withQueryMode(url, qm.mode) })
+			runQueryMode(t, false, func(url string) string { return withQueryMode(url, qm.mode) })
 		})
 		if !qm.pooled {
 			continue
@@ -69,7 +70,7 @@ func TestEveryQueryMode(t *testing.T) {
 		t.Run(qm.mode+"/pgbouncer", func(t *testing.T) {
 			t.Parallel()
 			b := testenv.StartPgBouncer(t, "transaction")
-			runQueryMode(t, func(url string) string { return b.Via(t, withQueryMode(url, qm.mode)) })
+			runQueryMode(t, true, func(url string) string { return b.Via(t, withQueryMode(url, qm.mode)) })
 		})
 	}
 }
@@ -82,7 +83,7 @@ func withQueryMode(url, mode string) string {
 	return url + sep + "default_query_exec_mode=" + mode
 }
 
-func runQueryMode(t *testing.T, via func(string) string) {
+func runQueryMode(t *testing.T, pooled bool, via func(string) string) {
 	t.Helper()
 	ctx := context.Background()
 	tr := testrig.New(t, testrig.Options{Config: modesConfig, Via: via})
@@ -174,6 +175,11 @@ func runQueryMode(t *testing.T, via func(string) string) {
 	}
 	if l := logs.String(); strings.Contains(l, "failed") {
 		t.Errorf("warnings of failures:\n%s", l)
+	}
+	// The replayer's session locks do not hold behind the pooler: it says
+	// so at start, with the recipe.
+	if warned := strings.Contains(logs.String(), store.PoolerRecipe); warned != pooled {
+		t.Errorf("replayer warned of a transaction-mode pooler: %v, want %v", warned, pooled)
 	}
 }
 
