@@ -29,7 +29,7 @@ func StartPgBouncer(t testing.TB, poolMode string) *PgBouncer {
 	defer cancel()
 	b, err := pgcluster.StartBouncer(ctx, pgcluster.BouncerOptions{Dir: dir, Upstream: admin, PoolMode: poolMode})
 	if errors.Is(err, pgcluster.ErrNoPgBouncer) && os.Getenv("CI") != "true" {
-		t.Skipf("testenv: %v: the tests behind a pooler are skipped (.ci/run installs it; CI=true fails without it)", err)
+		t.Skipf("testenv: %v: the tests behind a pooler are skipped (`make pgbouncer` or .ci/run installs it; under CI=true a missing one fails)", err)
 	}
 	if err != nil {
 		t.Fatalf("testenv: pgbouncer: %v", err)
