@@ -51,6 +51,13 @@ promtool:
 	@command -v promtool >/dev/null 2>&1 || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus)
 
+# The tests behind a transaction-mode pooler (TestEveryQueryMode, the pooler checks) start
+# Debian's pgbouncer and skip without it; `make pgbouncer` installs it (as .ci/run does).
+.PHONY: pgbouncer
+pgbouncer:
+	@command -v pgbouncer >/dev/null 2>&1 || test -x /usr/sbin/pgbouncer || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pgbouncer)
+
 # The console's screenshots in docs/console, taken by its browser test.
 screenshots: chromium
 	INTAKE_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestBrowserOperatorAndViewer ./replayer/console

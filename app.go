@@ -243,6 +243,9 @@ func (a *App) connect(ctx context.Context, cfg *config.Config) (jetstream.JetStr
 		}
 		a.register(store.NewPoolCollector(a.st.Pool()))
 		a.warnConnectionBudget(ctx, cfg)
+		if a.o.Roles.Replayer {
+			a.warnTransactionPooler(ctx)
+		}
 	}
 	return js, nil
 }

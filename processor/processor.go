@@ -59,6 +59,8 @@ type Processor struct {
 	// stops pulling while there is any.
 	outage *outage
 	tracer trace.Tracer // nil: tracing off
+	// ready takes the batches' part of Run's health report (readiness.go).
+	ready *readiness
 }
 
 // New fills o's defaults, then validates it: a bad value is an error naming
@@ -131,7 +133,10 @@ func (p *Processor) Run(ctx context.Context, opts ...RunOption) error {
 	watch, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	watcher.Go(func() { store.ServerWatcher{Store: p.o.Store, OnChange: p.serverChanged}.Run(watch) })
-	return supervise(ctx, "processor", newRunOptions(opts), p.o.Log,
+	ro := newRunOptions(opts)
+	p.ready = &readiness{report: ro.health}
+	ro.health = p.ready.setConsumer
+	return supervise(ctx, "processor", ro, p.o.Log,
 		func(shutdown, setup context.Context, consuming func()) error {
 			return p.consume(shutdown, setup, consuming, pub)
 		})
@@ -226,6 +231,15 @@ func (p *Processor) handleBatch(work, shutdown context.Context, msgs []jetstream
 		items = append(items, &item{msg: m, ev: ev})
 	}
 	defer p.startBatch(items).end(items)
+	var (
+		committed bool
+		ownErr    error // of Intake's own writes, for readiness
+	)
+	defer func() {
+		if p.ready != nil && len(items) > 0 {
+			p.ready.batchEnded(committed, ownErr)
+		}
+	}()
 	queue := [][]*item{items}
 	for len(queue) > 0 {
 		b := queue[0]
@@ -234,8 +248,12 @@ func (p *Processor) handleBatch(work, shutdown context.Context, msgs []jetstream
 			continue
 		}
 		culprit, err := p.commitWithRetry(work, shutdown, b, pub)
+		if err != nil && !store.Transient(err) && !errors.As(err, new(*handlerError)) {
+			ownErr = err
+		}
 		switch {
 		case err == nil:
+			committed = true
 		case store.Transient(err) && !errors.As(err, new(*ownFailure)):
 			// Shutting down while the database is away (or read-only):
 			// leave the messages to another processor. The nak counts a

@@ -47,8 +47,10 @@ func WithRestartGrace(d time.Duration) RunOption {
 
 // WithHealth has Run report whether it is consuming: report(err) each time
 // its consumer ended or could not be created (Run retries), and report(nil)
-// once it consumes again. A readiness check shows the last report. Report
-// is called from Run's goroutine and must not block.
+// once it consumes again. Processor.Run also reports an error while its
+// batches keep failing in Intake's own writes (NotReadyAfter in a row),
+// and nil once one commits. A readiness check shows the last report.
+// Report is called from Run's goroutines, one at a time, and must not block.
 func WithHealth(report func(error)) RunOption {
 	return func(o *runOptions) { o.health = report }
 }

@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -24,9 +25,13 @@ var sqlParams = []sqlParam{
 	{"event_id", "text", func(ev *Event, _ []byte) any { return ev.Key.EventID }},
 	{"tenant", "text", func(ev *Event, _ []byte) any { return ev.Tenant }},
 	{"event_type", "text", func(ev *Event, _ []byte) any { return ev.EventType }},
-	{"body", "jsonb", func(ev *Event, _ []byte) any { return ev.Body }},
+	// json.RawMessage, not []byte, for the jsonb ones: in the query modes
+	// that do not ask the server for parameter types (exec,
+	// simple_protocol) pgx encodes a []byte as bytea text ("\\x7b…"),
+	// which the jsonb cast refuses; JSON text it sends as it is.
+	{"body", "jsonb", func(ev *Event, _ []byte) any { return json.RawMessage(ev.Body) }},
 	{"raw", "bytea", func(ev *Event, _ []byte) any { return ev.Body }},
-	{"headers", "jsonb", func(_ *Event, h []byte) any { return h }},
+	{"headers", "jsonb", func(_ *Event, h []byte) any { return json.RawMessage(h) }},
 	{"object_id", "text", func(ev *Event, _ []byte) any { return nullIfEmpty(ev.ObjectID) }},
 	{"object_version", "bigint", func(ev *Event, _ []byte) any {
 		if ev.ObjectID == "" {

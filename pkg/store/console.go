@@ -55,7 +55,7 @@ func (s *Store) ConsoleSession(ctx context.Context, id [sha256.Size]byte, now ti
 	var cs ConsoleSession
 	err := s.pool.QueryRow(ctx, `SELECT token_id, token_name, role, csrf, created_at, expires_at
 		FROM intake.console_sessions
-		WHERE id_sha256 = $1 AND expires_at > $2 AND created_at > $2 - $3::interval`, id[:], now, maxAge).
+		WHERE id_sha256 = $1 AND expires_at > $2 AND created_at > $2::timestamptz - $3::interval`, id[:], now, maxAge).
 		Scan(&cs.TokenID, &cs.TokenName, &cs.Role, &cs.CSRF, &cs.CreatedAt, &cs.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ConsoleSession{}, ErrNotFound

@@ -123,6 +123,18 @@ func (s *Store) CreateReplay(ctx context.Context, r *Replay, items []ReplayItem)
 	if r.Sample == nil {
 		r.Sample = []string{}
 	}
+	// The jsonb columns as JSON text, which every query mode sends as it
+	// is: without the server's parameter types (exec, simple_protocol) pgx
+	// has no encoding for the map and the struct slice, and would send
+	// Sample as a text[] literal.
+	var js [3]string
+	for i, v := range []any{r.Outcomes, r.Counts, r.Sample} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("store: create replay: %w", err)
+		}
+		js[i] = string(b)
+	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
 			INSERT INTO intake.replays (id, requested_by, selector, mode, reason, dry_run, rate, state, matched,
@@ -130,7 +142,7 @@ func (s *Store) CreateReplay(ctx context.Context, r *Replay, items []ReplayItem)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 			RETURNING created_at`,
 			r.ID, r.RequestedBy, r.Selector, r.Mode, r.Reason, r.DryRun, r.Rate, r.State, r.Matched,
-			r.Published, r.Outcomes, r.Counts, r.Sample, int64(r.ResumeFromSeq), r.Error, r.FinishedAt, r.AdmitReplayedBodies,
+			r.Published, js[0], js[1], js[2], int64(r.ResumeFromSeq), r.Error, r.FinishedAt, r.AdmitReplayedBodies,
 		).Scan(&r.CreatedAt)
 		if err != nil {
 			return fmt.Errorf("store: create replay: %w", err)

@@ -55,6 +55,7 @@ func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 	if maxConns > 0 {
 		pc.MaxConns = maxConns
 	}
+	pc.AfterConnect = RegisterTypes        // every query mode (querymode.go)
 	var reset atomic.Pointer[pgxpool.Pool] // set once the pool exists
 	var lastReset atomic.Int64             // unix nanoseconds
 	onPgError := pc.ConnConfig.OnPgError
@@ -149,7 +150,8 @@ var lockBackoff = backoff.Backoff{Min: 50 * time.Millisecond, Max: 2 * time.Seco
 // taking its own lock (HasPending takes none), so goose's lock alone does
 // not cover an empty database. A run waits for the lock at most
 // DefaultMigrateLockWait (or until ctx ends), then fails with
-// ErrMigrateLocked.
+// ErrMigrateLocked. Through a transaction-mode pooler, where that lock
+// cannot hold, it refuses to run (ErrTransactionPooler).
 func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 	pc, err := pgx.ParseConfig(url)
 	if err != nil {
@@ -168,6 +170,11 @@ func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 		defer cancel()
 		_ = lock.Close(ctx)
 	}()
+	if pooled, err := probePooler(ctx, pc); err != nil {
+		return fail("pooler probe: ", err)
+	} else if pooled {
+		return fail("", fmt.Errorf("%w: %s", ErrTransactionPooler, PoolerRecipe))
+	}
 	if err := lockMigrations(ctx, lock, log); err != nil {
 		return fail("lock: ", err)
 	}

@@ -21,5 +21,8 @@
 // server under a running pipeline and check that nothing acknowledged is lost.
 // StartStandby, Promote, Follow, Pause and Resume (replication.go) add a
 // streaming standby for failover: kill the primary, promote the standby,
-// bring the old primary back as a standby of the new one.
+// bring the old primary back as a standby of the new one. StartBouncer
+// (bouncer.go) puts a pgbouncer in front of a server, for the tests behind
+// a transaction-mode pooler; it runs as a child the same way, as the OS user
+// postgres when we are root.
 package pgcluster

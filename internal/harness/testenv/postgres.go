@@ -36,7 +36,9 @@ var shared struct {
 // (WITH (FORCE), so leftover connections do not keep it) when the test ends.
 // The database lives on the server at DATABASE_URL when that is set, and
 // otherwise on a cluster started on first use and shared by the whole test
-// binary; Main stops it.
+// binary; Main stops it. INTAKE_TEST_QUERY_MODE, when set, goes into the
+// URL as default_query_exec_mode: any package's tests then run in that pgx
+// query mode (exec, simple_protocol, …; docs/scaling.md).
 func Postgres(t testing.TB) string {
 	t.Helper()
 	return createDatabase(t, sharedAdminURL(t), "")
@@ -69,6 +71,11 @@ func createDatabase(t testing.TB, admin, with string) string {
 		}
 	})
 	u.Path = "/" + name
+	if m := os.Getenv("INTAKE_TEST_QUERY_MODE"); m != "" {
+		q := u.Query()
+		q.Set("default_query_exec_mode", m)
+		u.RawQuery = q.Encode()
+	}
 	return u.String()
 }
 

@@ -27,6 +27,10 @@ type Options struct {
 	// template, such as one on a private cluster (testenv.PrivatePostgres);
 	// New migrates it.
 	DatabaseURL string
+	// Via, when set, rewrites the database's URL for the app (its
+	// postgres.url) once the database is migrated: a pooler in front
+	// (testenv.PgBouncer.Via), a pgx query mode. Rig.Store stays direct.
+	Via func(url string) string
 	// NoDatabase leaves Postgres out (an ingress-only rig).
 	NoDatabase bool
 	// MaxConns bounds Rig.Store's pool. Defaults to 8.
@@ -70,6 +74,9 @@ func New(t testing.TB, o Options) *Rig {
 			Migrate(t, r.DBURL)
 		}
 		cfg.Postgres.URL = r.DBURL
+		if o.Via != nil {
+			cfg.Postgres.URL = o.Via(r.DBURL)
+		}
 		if o.MaxConns == 0 {
 			o.MaxConns = 8
 		}
