@@ -43,8 +43,10 @@ func (p *payloadRun) sqlHandlerStage(ctx context.Context, pg *pgcluster.Cluster)
 		return fmt.Errorf("SQL handler table: %w", err)
 	}
 	backlog := max(int(p.procRate*p.c.Duration.Seconds()/sqlBenchShare), 1000)
-	order := []bool{false, true, true, false} // with the SQL handler?
-	var runs [2][]procsRun // Forward, SQL handler
+	// Forward, SQL handler, SQL handler, Forward; runs[0] Forward's, runs[1]
+	// the handler's.
+	order := []bool{false, true, true, false}
+	var runs [2][]procsRun
 	for i, sql := range order {
 		r, err := p.drainSQL(ctx, pg, backlog, sql, i)
 		if err != nil {
