@@ -242,6 +242,11 @@ func (p *Processor) handleBatch(work, shutdown context.Context, msgs []jetstream
 			if errors.As(err, &he) {
 				err = he.err
 			}
+			if qe := (*store.QueuedError)(nil); b[0].ev.handler != "" && errors.As(err, &qe) {
+				// Alone in its batch, the event queued every statement:
+				// its SQL handler's.
+				err = fmt.Errorf("handler %s: %w", b[0].ev.handler, err)
+			}
 			// A queued statement's IK001/IK002 ends the event as a
 			// handler's own Permanent or Quarantine would.
 			p.handlerFailed(work, shutdown, b[0], classifySQLState(err))

@@ -171,9 +171,10 @@ func TestSQLHandlerQueuedIK001FailsTheEvent(t *testing.T) {
 }
 
 // TestSQLHandlerFailuresNameTheHandler: a SQL handler's retries and its
-// permanent failure carry its name, in the processor's log lines and as
-// the handler label of intake_processor_failures_total — a queued
-// statement's too, whose error Postgres raises at the batch's commit.
+// permanent failure carry its name, in the processor's log lines, as the
+// handler label of intake_processor_failures_total and in the event's
+// recorded error — a queued statement's too, whose error Postgres raises
+// with the batch's writes.
 func TestSQLHandlerFailuresNameTheHandler(t *testing.T) {
 	t.Parallel()
 	r, _ := sqlRig(t)
@@ -208,6 +209,13 @@ func TestSQLHandlerFailuresNameTheHandler(t *testing.T) {
 		if strings.Contains(line, "handler failed") && !strings.Contains(line, "handler=ledger") {
 			t.Errorf("log line does not name the handler: %s", line)
 		}
+	}
+	var errText string
+	if err := r.db.QueryRow(ctx, `SELECT error FROM intake.inbox WHERE event_id = 'evt_nope'`).Scan(&errText); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errText, "handler ledger") || !strings.Contains(errText, "amount refused") {
+		t.Errorf("the failed event's error %q does not name the handler and say the function's message", errText)
 	}
 	if !strings.Contains(logs.String(), "handler failed; will retry") {
 		t.Errorf("no retry logged:\n%s", logs.String())
