@@ -29,14 +29,16 @@ test: fmt-check vet ## gofmt and vet checks, then every test (the fuzz targets: 
 # The chaos and soak harness (internal/harness/chaos): 10,000 events through separate
 # NATS, ingress, processor and Postgres processes under kill -9, restarts and
 # concurrent duplicates, on one NATS node, then on a 3-node cluster, then
-# with a Postgres failover (primary and synchronous standby). A 1,000-event
+# with a Postgres failover (primary and synchronous standby), then with the
+# business row from a SQL handler in the config. A 1,000-event
 # run of each is part of `make test` (internal/harness/chaos TestChaos,
 # TestChaosFailover). Extra flags: make chaos CHAOS_FLAGS="--events 50000 --seed 42".
 CHAOS_FLAGS ?=
-chaos: build ## full chaos runs: single node, a 3-node NATS cluster, a Postgres failover
+chaos: build ## full chaos runs: single node, a 3-node NATS cluster, a Postgres failover, a SQL handler
 	bin/intake bench chaos $(CHAOS_FLAGS)
 	bin/intake bench chaos --cluster $(CHAOS_FLAGS)
 	bin/intake bench chaos --failover $(CHAOS_FLAGS)
+	bin/intake bench chaos --handler sql $(CHAOS_FLAGS)
 
 # The console's browser tests (replayer/console) need a Chromium on PATH and
 # skip without one; `make chromium` installs Debian's (as .ci/run does).

@@ -106,7 +106,7 @@ func waitForPromotion(t *testing.T, events int, edit func(*config.Config)) {
 	// Held through several ack waits: without the deadlines extended, or
 	// with the batch failed as the messages' fault, JetStream would have
 	// redelivered them by now.
-	dbFailures := a.Metrics.Failures.WithLabelValues("", "db")
+	dbFailures := a.Metrics.Failures.WithLabelValues("", "db", "")
 	heldUntil := time.Now().Add(3 * cfg.Processor.AckWait)
 	testenv.Eventually(t, time.Minute, func() bool {
 		return testutil.ToFloat64(dbFailures) >= 12 && time.Now().After(heldUntil)

@@ -247,6 +247,7 @@ func (t *batchTx) runHandler(ctx context.Context, tx pgx.Tx, i int) error {
 	ev := it.ev
 	ev.ExecutionID = store.NewID()
 	ev.queue = &t.w.Queued
+	ev.handler = ""
 	msgs, err := t.p.o.Handler.Handle(it.handlerCtx(ctx), tx, ev)
 	if err != nil {
 		t.culprit = i

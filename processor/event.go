@@ -53,6 +53,18 @@ type Event struct {
 	RetryHints map[string]string
 
 	queue *[]*pgx.QueuedQuery
+	// handler is the name of the configured handler that ran (a
+	// SQLHandler's), "" for any other: the processor's failure logs and
+	// intake_processor_failures_total name it.
+	handler string
+}
+
+// handlerArgs are log args with the configured handler's name, when one ran.
+func (ev *Event) handlerArgs(args ...any) []any {
+	if ev.handler == "" {
+		return args
+	}
+	return append([]any{"handler", ev.handler}, args...)
 }
 
 // Queue adds a statement to the event's transaction without a round trip

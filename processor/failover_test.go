@@ -79,7 +79,7 @@ func TestRecordingAFailureWaitsForAWritableDatabase(t *testing.T) {
 	r.publish("evt_x", `{}`, "")
 
 	// Held through several ack waits.
-	testenv.Eventually(t, time.Minute, func() bool { return testutil.ToFloat64(m.Failures.WithLabelValues("", "db")) >= 8 },
+	testenv.Eventually(t, time.Minute, func() bool { return testutil.ToFloat64(m.Failures.WithLabelValues("", "db", "")) >= 8 },
 		"recording the failure was never retried")
 	ctx := context.Background()
 	c, err := r.js.Consumer(ctx, envelope.StreamIn, envelope.ConsumerName)
@@ -156,7 +156,7 @@ func TestABacklogWaitsOutAReadOnlyDatabaseWithoutRedelivery(t *testing.T) {
 	// Held through several ack waits.
 	heldUntil := time.Now().Add(3 * ackWait)
 	testenv.Eventually(t, time.Minute, func() bool {
-		return testutil.ToFloat64(m.Failures.WithLabelValues("", "db")) >= 8 && time.Now().After(heldUntil)
+		return testutil.ToFloat64(m.Failures.WithLabelValues("", "db", "")) >= 8 && time.Now().After(heldUntil)
 	}, "the batches were never retried")
 	if i := info(); i.NumRedelivered != 0 || i.Delivered.Consumer >= events {
 		t.Fatalf("while read-only: %d redelivered, %d of %d delivered; want none redelivered, the pull stopped before the backlog",

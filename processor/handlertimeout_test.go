@@ -55,10 +55,10 @@ func TestATimingOutHandlerDoesNotStallTheBacklog(t *testing.T) {
 	if n != events {
 		t.Fatalf("backlog stalled behind one handler timing out: %d of %d processed", n, events)
 	}
-	if f := testutil.ToFloat64(m.Failures.WithLabelValues("", "db")); f != 0 {
+	if f := testutil.ToFloat64(m.Failures.WithLabelValues("", "db", "")); f != 0 {
 		t.Errorf("the handler's timeout counted as %v database failures", f)
 	}
-	retries := testutil.ToFloat64(m.Failures.WithLabelValues("demo", "retry"))
+	retries := testutil.ToFloat64(m.Failures.WithLabelValues("demo", "retry", ""))
 	if retries == 0 {
 		t.Errorf("the handler's timeout was not retried as a handler failure")
 	}

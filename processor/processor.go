@@ -267,6 +267,11 @@ func (p *Processor) handleBatch(work, shutdown context.Context, msgs []jetstream
 			if errors.As(err, &he) {
 				err = he.err
 			}
+			if qe := (*store.QueuedError)(nil); b[0].ev.handler != "" && errors.As(err, &qe) {
+				// Alone in its batch, the event queued every statement:
+				// its SQL handler's.
+				err = fmt.Errorf("handler %s: %w", b[0].ev.handler, err)
+			}
 			// A queued statement's IK001/IK002 ends the event as a
 			// handler's own Permanent or Quarantine would.
 			p.handlerFailed(work, shutdown, b[0], classifySQLState(err))
@@ -361,7 +366,7 @@ func (p *Processor) handlerOwn(ctx context.Context, err error) bool {
 
 // dbFailed counts and logs a transient database failure that is retried.
 func (p *Processor) dbFailed(messages, attempt int, err error) {
-	p.o.Metrics.Failures.WithLabelValues("", "db").Inc()
+	p.o.Metrics.Failures.WithLabelValues("", "db", "").Inc()
 	msg := "inbox transaction failed; retrying"
 	if store.ReadOnly(err) {
 		msg = "postgres is read-only (a standby, or failing over); holding the batch and reconnecting"
@@ -452,16 +457,16 @@ func (p *Processor) handlerFailed(work, shutdown context.Context, it *item, herr
 	}
 	p.o.Metrics.FailureDelivery.WithLabelValues(ev.Key.Integration).Observe(float64(ev.Delivery))
 	if !final && !last {
-		p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, "retry").Inc()
+		p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, "retry", ev.handler).Inc()
 		it.settled("retry", true)
-		p.o.Log.Warn("handler failed; will retry", it.logArgs("key", ev.Key.String(), "delivery", ev.Delivery, "err", herr)...)
+		p.o.Log.Warn("handler failed; will retry", it.logArgs(ev.handlerArgs("key", ev.Key.String(), "delivery", ev.Delivery, "err", herr)...)...)
 		_ = it.msg.NakWithDelay(p.backoff(ev.Delivery))
 		return
 	}
-	p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, string(status)).Inc()
+	p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, string(status), ev.handler).Inc()
 	it.settled(string(status), true)
 	p.o.Log.Error("handler failed; recording",
-		it.logArgs("key", ev.Key.String(), "status", status, "delivery", ev.Delivery, "err", herr)...)
+		it.logArgs(ev.handlerArgs("key", ev.Key.String(), "status", status, "delivery", ev.Delivery, "err", herr)...)...)
 	var d *store.DeliveryRecord
 	if ev.ReplayMode == inbox.ReplayNone {
 		accepted := ev.acceptedDelivery()

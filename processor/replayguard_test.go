@@ -108,7 +108,7 @@ func TestCopyWhileTheOriginalAwaitsItsRetry(t *testing.T) {
 		Config: config.Processor{AckWait: 2 * time.Second, MaxDeliver: 10, Concurrency: 1, Backoff: []time.Duration{2 * time.Second}}})
 	r.publish("evt_1", `{"n":1}`, "")
 	// The retry is 2s away: the copy lands before it.
-	testenv.Eventually(t, 10*time.Second, func() bool { return testutil.ToFloat64(m.Failures.WithLabelValues("demo", "retry")) == 1 },
+	testenv.Eventually(t, 10*time.Second, func() bool { return testutil.ToFloat64(m.Failures.WithLabelValues("demo", "retry", "")) == 1 },
 		"the failure was never counted")
 	r.publish("evt_2", `{"n":1}`, "")
 	r.settled(1)

@@ -150,6 +150,7 @@ func (s *SQLHandler) Name() string { return s.name }
 
 // Handle implements Handler.
 func (s *SQLHandler) Handle(ctx context.Context, tx pgx.Tx, ev *Event) ([]Message, error) {
+	ev.handler = s.name
 	if s.usesBody {
 		if !json.Valid(ev.Body) {
 			return nil, Permanent(fmt.Errorf("handler %s: the body is not valid JSON and the statement takes :body (use :raw)", s.name))

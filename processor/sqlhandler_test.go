@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -167,6 +168,58 @@ func TestSQLHandlerQueuedIK001FailsTheEvent(t *testing.T) {
 		return r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'failed' AND attempts = 1`) == 1 &&
 			r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'processed'`) == 1
 	}, "the IK001 event was not failed at its first delivery")
+}
+
+// TestSQLHandlerFailuresNameTheHandler: a SQL handler's retries and its
+// permanent failure carry its name, in the processor's log lines, as the
+// handler label of intake_processor_failures_total and in the event's
+// recorded error — a queued statement's too, whose error Postgres raises
+// with the batch's writes.
+func TestSQLHandlerFailuresNameTheHandler(t *testing.T) {
+	t.Parallel()
+	r, _ := sqlRig(t)
+	ctx := context.Background()
+	if _, err := r.db.Exec(ctx, `CREATE FUNCTION flaky(body jsonb) RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+		  IF body->>'amount' = 'nope' THEN RAISE EXCEPTION 'amount refused' USING ERRCODE = 'IK001'; END IF;
+		  IF body->>'amount' = 'later' THEN RAISE EXCEPTION 'ledger busy'; END IF;
+		END $$`); err != nil {
+		t.Fatal(err)
+	}
+	h, err := processor.SQLRouter(ctx, r.db, []config.Handler{{Name: "ledger", SQL: `select flaky(:body)`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.Buffer
+	m := telemetry.NewMetrics()
+	r.publish("evt_nope", `{"amount": "nope"}`, "")
+	r.publish("evt_later", `{"amount": "later"}`, "")
+	r.run(processor.Options{Handler: h, Metrics: m, Log: slog.New(slog.NewTextHandler(&logs, nil)),
+		Config: config.Processor{AckWait: 2 * time.Second, MaxDeliver: 2, Concurrency: 1}})
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.inbox WHERE status = 'failed'`) == 2
+	}, "the events were not failed")
+	if n := testutil.ToFloat64(m.Failures.WithLabelValues("demo", "retry", "ledger")); n != 1 {
+		t.Errorf("failures_total{kind=retry, handler=ledger} = %v, want 1 (the retryable error's first delivery)", n)
+	}
+	if n := testutil.ToFloat64(m.Failures.WithLabelValues("demo", "failed", "ledger")); n != 2 {
+		t.Errorf("failures_total{kind=failed, handler=ledger} = %v, want 2", n)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "handler failed") && !strings.Contains(line, "handler=ledger") {
+			t.Errorf("log line does not name the handler: %s", line)
+		}
+	}
+	var errText string
+	if err := r.db.QueryRow(ctx, `SELECT error FROM intake.inbox WHERE event_id = 'evt_nope'`).Scan(&errText); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errText, "handler ledger") || !strings.Contains(errText, "amount refused") {
+		t.Errorf("the failed event's error %q does not name the handler and say the function's message", errText)
+	}
+	if !strings.Contains(logs.String(), "handler failed; will retry") {
+		t.Errorf("no retry logged:\n%s", logs.String())
+	}
 }
 
 // TestSQLHandlerRefusesToStart: a bad statement, an unknown parameter or a

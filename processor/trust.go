@@ -108,7 +108,7 @@ func (p *Processor) rejected(it *item) {
 // While the record cannot be written the message stays unacked, like a
 // batch in an outage.
 func (p *Processor) malformed(shutdown, work context.Context, m jetstream.Msg, cause error) {
-	p.o.Metrics.Failures.WithLabelValues("", "malformed").Inc()
+	p.o.Metrics.Failures.WithLabelValues("", "malformed", "").Inc()
 	p.o.Log.Error("terminating malformed message", "subject", m.Subject(), "err", cause)
 	if r, ok := malformedRejection(m, cause); ok {
 		if err := p.retryDB(shutdown, func() error { return p.o.Store.RecordRejections(work, []store.Rejection{r}) }); err != nil {

@@ -280,7 +280,7 @@ func TestMalformedEnvelopesAreTerminatedAndNothingStalls(t *testing.T) {
 	r.publish("evt_2", `{"n":2}`, "")
 	r.tr.CaughtUp(t, 30*time.Second) // the ack floor passed every forged message
 	r.settled(2)
-	if n := testutil.ToFloat64(m.Failures.WithLabelValues("", "malformed")); n != float64(len(forged)) {
+	if n := testutil.ToFloat64(m.Failures.WithLabelValues("", "malformed", "")); n != float64(len(forged)) {
 		t.Fatalf("%v malformed messages terminated, want %d", n, len(forged))
 	}
 	if n := r.count(`SELECT count(*) FROM effects`); n != 2 {

@@ -94,6 +94,7 @@ pg_rewind) on PATH or in /usr/lib/postgresql/*/bin.`,
 	f.StringVar(&o.Binary, "binary", "", "intake binary for the child processes (default: this one)")
 	f.StringVar(&o.NATSConfig, "nats-config", "", "nats-server configuration of the run's nodes: users, permissions (default: deploy/nats/intake.conf above the working directory)")
 	f.DurationVar(&o.Timeout, "timeout", d.Timeout, "bound on the whole run")
+	f.StringVar(&o.Handler, "handler", d.Handler, "what writes the business row: go (the harness's Go handler) or sql (a SQL handler in the run's config, loaded by the stock processor)")
 	f.BoolVar(&o.Control, "control", false, "negative control: processors write the business row outside the inbox transaction; the run must FAIL (exit 1)")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	return cmd
@@ -122,6 +123,10 @@ func newChaosProcessorCmd(g *globals) *cobra.Command {
 			switch handler {
 			case "effects":
 				o.Handler = chaos.Effects()
+			case "none": // the config's handlers: write the row (chaos.EffectsSQL)
+				if len(cfg.Handlers) == 0 {
+					return fmt.Errorf("--handler none: the config lists no handlers")
+				}
 			case "effects-outside-tx": // the negative control
 				h, closeDB, err := chaos.EffectsOutsideTx(cmd.Context(), cfg.Postgres.URL)
 				if err != nil {
@@ -130,7 +135,7 @@ func newChaosProcessorCmd(g *globals) *cobra.Command {
 				defer closeDB()
 				o.Handler = h
 			default:
-				return fmt.Errorf("--handler: unknown %q (effects or effects-outside-tx)", handler)
+				return fmt.Errorf("--handler: unknown %q (effects, effects-outside-tx or none)", handler)
 			}
 			ctx := faults.With(cmd.Context(), faults.Hooks{AfterCommit: chaos.CrashAfterCommitOnSignal(cmd.Context())})
 			setGCPercent(processorGCPercent)
@@ -139,6 +144,6 @@ func newChaosProcessorCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&addr, "http-addr", config.DefaultProcessorHTTPAddr, "listen address for /metrics, /healthz, /readyz")
-	f.StringVar(&handler, "handler", "effects", "effects: one row per applied event in chaos.effects, in the inbox transaction; effects-outside-tx: its negative control")
+	f.StringVar(&handler, "handler", "effects", "effects: one row per applied event in chaos.effects, in the inbox transaction; effects-outside-tx: its negative control; none: the config's SQL handlers only")
 	return cmd
 }

@@ -18,7 +18,9 @@ func newDevCmd(g *globals) *cobra.Command {
 		Short: "Run everything in one process: embedded NATS, Postgres, ingress, processor, relay, API",
 		Long: `dev runs the whole pipeline on one machine. NATS is embedded (unless nats.url or
 INTAKE_NATS_URL is set); Postgres is DATABASE_URL (or postgres.url), else a private
-cluster started from the PostgreSQL server binaries on PATH under --data-dir.`,
+cluster started from the PostgreSQL server binaries on PATH under --data-dir, on
+127.0.0.1:--postgres-port. --init-sql files run after the migrations, before the
+processor prepares the config's SQL handlers: their tables and functions.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, path, err := g.loadConfig(true)
@@ -38,5 +40,7 @@ cluster started from the PostgreSQL server binaries on PATH under --data-dir.`,
 	f.StringVar(&o.DataDir, "data-dir", dev.DefaultDataDir, "where the embedded NATS store and private Postgres live")
 	f.StringVar(&o.HTTPAddr, "http-addr", dev.DefaultHTTPAddr, "one listener for webhooks, /api/v1, /metrics and health")
 	f.StringVar(&o.NATSAddr, "nats-addr", dev.DefaultNATSAddr, "where the embedded NATS listens (for subscribers and the nats CLI)")
+	f.IntVar(&o.PostgresPort, "postgres-port", dev.DefaultPostgresPort, "port of the private Postgres on 127.0.0.1 (psql postgres://postgres@127.0.0.1:PORT/intake)")
+	f.StringArrayVar(&o.InitSQL, "init-sql", nil, "SQL file applied after migrations, before the roles start, at every start (a SQL handler's tables and functions); repeatable")
 	return cmd
 }

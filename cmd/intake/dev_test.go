@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,8 @@ func TestDevQuickstart(t *testing.T) {
 	devOut := &testenv.Buffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- runCLI(t, ctx, devOut, "dev", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--nats-addr", "127.0.0.1:0", "--log-level", "warn")
+		done <- runCLI(t, ctx, devOut, "dev", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--nats-addr", "127.0.0.1:0",
+			"--postgres-port", strconv.Itoa(freePort(t)), "--log-level", "warn")
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,9 +17,10 @@ func TestFlagDefaultsAreTheNamedDefaults(t *testing.T) {
 	g := &globals{}
 	devFlags := newDevCmd(g).Flags()
 	for flag, want := range map[string]string{
-		"data-dir":  dev.DefaultDataDir,
-		"http-addr": dev.DefaultHTTPAddr,
-		"nats-addr": dev.DefaultNATSAddr,
+		"data-dir":      dev.DefaultDataDir,
+		"http-addr":     dev.DefaultHTTPAddr,
+		"nats-addr":     dev.DefaultNATSAddr,
+		"postgres-port": strconv.Itoa(dev.DefaultPostgresPort),
 	} {
 		if got := devFlags.Lookup(flag).DefValue; got != want {
 			t.Errorf("intake dev --%s defaults to %q, want %q", flag, got, want)

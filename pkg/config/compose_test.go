@@ -220,3 +220,74 @@ func TestComposeSmokeOverrideStaysOnLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestPaymentsHandlerInComposeAndChart: the README's SQL handler
+// (examples/payments/intake.yaml's handlers:), added as it stands to the
+// compose file's config and to the Helm chart's values config, loads and
+// validates: the stock image runs it with no other change (its table and
+// function are the user's migration, applied before the processor starts).
+func TestPaymentsHandlerInComposeAndChart(t *testing.T) {
+	example, err := os.ReadFile("../../examples/payments/intake.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex struct {
+		Handlers yaml.Node `yaml:"handlers"`
+	}
+	if err := yaml.Unmarshal(example, &ex); err != nil || ex.Handlers.Kind != yaml.SequenceNode {
+		t.Fatalf("examples/payments/intake.yaml has no handlers: list: %v", err)
+	}
+	withHandlers := func(t *testing.T, raw []byte) []byte {
+		t.Helper()
+		var doc map[string]any
+		if err := yaml.Unmarshal(raw, &doc); err != nil {
+			t.Fatal(err)
+		}
+		var hs []any
+		if err := ex.Handlers.Decode(&hs); err != nil {
+			t.Fatal(err)
+		}
+		doc["handlers"] = hs
+		out, err := yaml.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	compose, err := os.ReadFile("../../deploy/compose/intake.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, err := os.ReadFile("../../deploy/helm/intake/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Config map[string]any `yaml:"config"`
+	}
+	if err := yaml.Unmarshal(values, &v); err != nil {
+		t.Fatal(err)
+	}
+	chart, err := yaml.Marshal(v.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := env(map[string]string{
+		"INTAKE_OPERATOR_TOKEN": "0123456789abcdef0123", "INTAKE_DEMO_SECRET": "whsec_b3duLXNlY3JldC1vZi1vdXItb3du",
+		"INTAKE_PARTNER_SECRET": "partner-secret-of-our-own", "INTAKE_NATS_USER": "processor",
+		"INTAKE_NATS_PASSWORD": "nats-password-of-our-own"})
+	for name, raw := range map[string][]byte{"compose": compose, "chart values": chart} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := Parse(withHandlers(t, raw), vars)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if len(cfg.Handlers) != 1 || cfg.Handlers[0].Name != "payments" || cfg.Handlers[0].SQL != "SELECT apply_payment(:body, :key)" {
+				t.Fatalf("handlers %+v, want the payments handler", cfg.Handlers)
+			}
+		})
+	}
+}

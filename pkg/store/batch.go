@@ -307,12 +307,29 @@ func (w *BatchWrites) Flush(ctx context.Context, tx pgx.Tx) error {
 		b.Queue(recountDeliveries, args[1:4]...)
 	}
 	if b.Len() > 0 {
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		br := tx.SendBatch(ctx, b)
+		for i := range w.Queued {
+			if _, err := br.Exec(); err != nil {
+				_ = br.Close()
+				return fmt.Errorf("store: batch writes: %w", &QueuedError{Index: i, Err: err})
+			}
+		}
+		if err := br.Close(); err != nil {
 			return fmt.Errorf("store: batch writes: %w", err)
 		}
 	}
 	return w.copyOutbox(ctx, tx, outboxIDs)
 }
+
+// QueuedError is the error of BatchWrites.Queued[Index]: a handler's
+// queued statement, not Intake's own writes, failed.
+type QueuedError struct {
+	Index int
+	Err   error
+}
+
+func (e *QueuedError) Error() string { return e.Err.Error() }
+func (e *QueuedError) Unwrap() error { return e.Err }
 
 // deliveryArgs are insertDeliveries' parameters for ds.
 func deliveryArgs(ds []DeliveryRecord) ([]any, error) {

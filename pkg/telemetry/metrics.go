@@ -44,7 +44,7 @@ type Metrics struct {
 	// Processor.
 	Processed *prometheus.CounterVec // integration, outcome (inbox.Outcome: new, duplicate, redelivered, conflict, stale, replayed, retried, reexecuted)
 	Conflicts *prometheus.CounterVec // integration
-	Failures  *prometheus.CounterVec // integration, kind
+	Failures  *prometheus.CounterVec // integration, kind, handler (a SQL handler's name from the config, else "")
 	// ProcessorRejected counts messages refused before the inbox decision
 	// (intake.rejected_messages): integration ("" when not configured, so a
 	// publisher cannot mint label values), reason.
@@ -164,7 +164,7 @@ func NewMetricsFor(roles Roles) *Metrics {
 		Conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "conflicts_total", Help: "Same-id-different-payload deliveries recorded."}, []string{"integration"}),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
-			Name: "failures_total", Help: "Processing failures, by kind (retry: the handler failed and the message will be redelivered; failed, quarantined: recorded so for good; db; malformed)."}, []string{"integration", "kind"}),
+			Name: "failures_total", Help: "Processing failures, by kind (retry: the handler failed and the message will be redelivered; failed, quarantined: recorded so for good; db; malformed) and handler (the SQL handler's name from the config; \"\" for a Go handler, Forward, or no handler)."}, []string{"integration", "kind", "handler"}),
 		ProcessorRejected: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "rejected_total", Help: "Messages refused before the inbox decision (recorded in intake.rejected_messages, terminated), by reason; integration \"\" when not configured."}, []string{"integration", "reason"}),
 		TxLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "processor",

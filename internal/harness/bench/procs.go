@@ -303,6 +303,10 @@ func fillBacklog(ctx context.Context, js jetstream.JetStream, size, events int, 
 		futures = futures[:0]
 		return nil
 	}
+	before, err := js.Stream(ctx, envelope.StreamIn)
+	if err != nil {
+		return err
+	}
 	now := time.Now()
 	for i := range events {
 		id := fmt.Sprintf("%s_%d", prefix, i)
@@ -325,8 +329,8 @@ func fillBacklog(ctx context.Context, js jetstream.JetStream, size, events int, 
 	if err != nil {
 		return err
 	}
-	if got := info.CachedInfo().State.Msgs; got != uint64(events) {
-		return fmt.Errorf("backlog: %s holds %d messages, want %d", envelope.StreamIn, got, events)
+	if got := info.CachedInfo().State.Msgs - before.CachedInfo().State.Msgs; got != uint64(events) {
+		return fmt.Errorf("backlog: %s gained %d messages, want %d", envelope.StreamIn, got, events)
 	}
 	return nil
 }

@@ -288,6 +288,9 @@ func runPayload(ctx context.Context, c Config, rep *Report, dir string, pg *pgcl
 	if err := p.pgRefsAfter(ctx, refsAt); err != nil {
 		return err
 	}
+	if err := p.sqlHandlerStage(ctx, pg); err != nil {
+		return err
+	}
 	p.ratios()
 	return nil
 }
@@ -319,6 +322,8 @@ type payloadRun struct {
 	asyncRate       float64
 	batched, single pgRate // (c) and (d), both halves
 	procRate        float64
+	sqlFwdRate      float64 // the SQL handler stage (sqlhandler.go): Forward, then the handler
+	sqlRate         float64
 	half, e2e       loadResult // ingress at half load, and end to end
 }
 
@@ -403,12 +408,17 @@ func (p *payloadRun) openDB(ctx context.Context, pg *pgcluster.Cluster) (url str
 // startRole starts `intake role` as its own process, stopped with the run,
 // and waits until it answers on ready; base is its HTTP address.
 func (p *payloadRun) startRole(ctx context.Context, role, ready string) (ch *child, base string, err error) {
+	return p.startRoleWith(ctx, role, p.cfgPath, fmt.Sprintf("%s-%d.log", role, p.size), ready)
+}
+
+// startRoleWith is startRole with a config file and log file of its own.
+func (p *payloadRun) startRoleWith(ctx context.Context, role, cfgPath, logName, ready string) (ch *child, base string, err error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, "", err
 	}
-	ch, err = startChild(role, p.c.Binary, filepath.Join(p.dir, fmt.Sprintf("%s-%d.log", role, p.size)), nil,
-		role, "--config", p.cfgPath, "--http-addr", addr, "--log-level", "error")
+	ch, err = startChild(role, p.c.Binary, filepath.Join(p.dir, logName), nil,
+		role, "--config", cfgPath, "--http-addr", addr, "--log-level", "error")
 	if err != nil {
 		return nil, "", err
 	}
@@ -572,6 +582,8 @@ func (p *payloadRun) ratios() {
 	// Shown, not a target: on a small host (c) itself is only 12-17x (d),
 	// so a target here measured the machine, not Intake (BENCHMARKS.md).
 	p.ratio("processor / one tx per event", p.procRate/p.single.rate(), "", false)
+	sq := p.sqlRate / p.sqlFwdRate
+	p.ratio("SQL handler processor / forward", sq, ">= 0.80", sq >= 0.80)
 	ep := p.e2e.pct(.99).Seconds() / p.half.pct(.99).Seconds()
 	p.ratio("e2e p99 / ingress p99 at half load", ep, "<= 5", ep <= 5)
 	rss := p.satRSS

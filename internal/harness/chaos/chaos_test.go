@@ -18,7 +18,8 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // processor and NATS processes, processors killed with SIGKILL (one of them
 // between a commit and its acks), NATS killed and restarted (in the cluster:
 // the stream leader), Postgres stopped and started, responses dropped — and
-// the same verdict. The full run is `make chaos`.
+// the same verdict; once more with the business row written by a SQL
+// handler in the config instead of the Go one. The full run is `make chaos`.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos run: skipped with -short")
@@ -27,9 +28,13 @@ func TestChaos(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		cluster bool
+		handler string
 	}{
-		{"single", false},
-		{"cluster", true},
+		{"single", false, ""},
+		{"cluster", true, ""},
+		// The business row from a SQL handler in the config, which the
+		// stock processor loads (`intake bench chaos --handler sql`).
+		{"sql-handler", false, chaos.HandlerSQL},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := chaos.Options{
@@ -38,6 +43,7 @@ func TestChaos(t *testing.T) {
 				Rate:           60,
 				ProcessorKills: 3,
 				Cluster:        tc.cluster,
+				Handler:        tc.handler,
 				Seed:           uint64(time.Now().UnixNano()),
 				Timeout:        4 * time.Minute,
 				Log:            testLog{t},

@@ -36,6 +36,27 @@ CREATE TABLE IF NOT EXISTS chaos.effects (
     applied_at     timestamptz NOT NULL DEFAULT clock_timestamp()
 );`
 
+// Options.Handler's values.
+const (
+	HandlerGo  = "go"
+	HandlerSQL = "sql"
+)
+
+// EffectsSQL is Effects as a SQL handler (Options.Handler HandlerSQL): the
+// same row, written by a statement the run's config lists under handlers:
+// and the stock processor runs in the inbox transaction (forward: true, as
+// Effects forwards). Postgres computes the payload's digest from :raw; pid
+// is the backend's, the processor's own being out of SQL's reach (the
+// verdict reads neither).
+const EffectsSQL = `handlers:
+  - name: chaos-effects
+    integrations: [` + integration + `]
+    sql: >-
+      INSERT INTO chaos.effects (key, payload_sha256, object_id, object_version, execution_id, pid)
+      VALUES (:key, encode(sha256(:raw), 'hex'), :object_id, :object_version, :execution_id, pg_backend_pid())
+    forward: true
+`
+
 // Effects is the harness's domain handler, run by `intake bench
 // chaos-processor --handler effects`: it writes one row per applied event into
 // chaos.effects, in the inbox transaction, then forwards the event to

@@ -129,6 +129,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	}
 	h.logf("chaos: %d events, %d ingress, %d processors, %s, seed %d, dir %s",
 		h.o.Events, h.o.Ingress, h.o.Processors, topo, h.o.Seed, h.dir)
+	if h.o.Handler == HandlerSQL {
+		h.logf("business rows: a SQL handler in the config (handlers: chaos-effects), run by the stock processor")
+	}
 	if h.o.Control {
 		h.logf("NEGATIVE CONTROL: the processors write the business row outside the inbox transaction; this run must FAIL")
 	}
@@ -199,7 +202,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res := judge(h.o, events, ev)
-	res.Cluster, res.Control = h.o.Cluster, h.o.Control
+	res.Cluster, res.Control, res.SQLHandler = h.o.Cluster, h.o.Control, h.o.Handler == HandlerSQL
 	res.Failover, res.Async, res.RedriveConfigured = h.o.Failover, h.o.Async, h.redrive
 	if h.o.Failover {
 		res.RedrivenAudit, res.RedrivenMetric = h.redriveCount(ctx)
@@ -391,6 +394,10 @@ func (h *harness) writeConfig() error {
 		h.redrive = redriveKeysKnown()
 		api = h.apiYAML()
 	}
+	handlers := ""
+	if h.o.Handler == HandlerSQL {
+		handlers = EffectsSQL
+	}
 	cfg := fmt.Sprintf(`# Written by the chaos harness (internal/harness/chaos) for one run.
 nats:
   url: %q
@@ -416,7 +423,7 @@ integrations:
     # no object and no ordering.
     object_id: {field: object.id}
     object_version: {field: object.version}
-%s`, h.natsURL(), replicas, h.o.DuplicateWindow, h.dbURL, h.o.AckWait, integration, tenant, account, h.secret, api)
+%s%s`, h.natsURL(), replicas, h.o.DuplicateWindow, h.dbURL, h.o.AckWait, integration, tenant, account, h.secret, api, handlers)
 	h.cfgPath = h.path("intake.yaml")
 	return os.WriteFile(h.cfgPath, []byte(cfg), 0o600)
 }
@@ -467,8 +474,11 @@ func (h *harness) startRoles(ctx context.Context) error {
 	}
 	for i := range h.o.Processors {
 		handler := "effects"
-		if h.o.Control {
+		switch {
+		case h.o.Control:
 			handler = "effects-outside-tx"
+		case h.o.Handler == HandlerSQL:
+			handler = "none" // the config's handlers: (EffectsSQL) write the row
 		}
 		// The production processor with the harness's domain handler and
 		// crash switch: a hidden bench subcommand, so `intake processor`

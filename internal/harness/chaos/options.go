@@ -67,6 +67,11 @@ type Options struct {
 	// row outside the inbox transaction (EffectsOutsideTx), so the verdict
 	// must find duplicate effects. Defaults to false.
 	Control bool
+	// Handler is what writes the business row: HandlerGo, the harness's Go
+	// handler (Effects), or HandlerSQL, a SQL handler in the run's config
+	// (EffectsSQL) that the stock processor loads, as a user without Go
+	// would run one. Defaults to HandlerGo.
+	Handler string
 
 	// ProcessorKills is how many times a processor is killed with SIGKILL
 	// (half of them between a commit and its acks). Defaults to 6; negative
@@ -141,6 +146,9 @@ func (o Options) WithDefaults() Options {
 		}
 	}
 	setInt(&o.Events, 10_000)
+	if o.Handler == "" {
+		o.Handler = HandlerGo
+	}
 	setF(&o.Rate, 200)
 	setInt(&o.InFlight, 128)
 	setInt(&o.Ingress, 2)
@@ -203,6 +211,12 @@ func (o Options) validate() error {
 	}
 	if o.NoCut && (!o.Failover || o.Async) {
 		bad("NoCut", "requires Failover with synchronous replication (not Async)")
+	}
+	if o.Handler != HandlerGo && o.Handler != HandlerSQL {
+		bad("Handler", "%q: %s or %s", o.Handler, HandlerGo, HandlerSQL)
+	}
+	if o.Control && o.Handler == HandlerSQL {
+		bad("Handler", "the negative control writes outside the transaction from Go: not with %s", HandlerSQL)
 	}
 	if o.VersionsPerObject < 2 {
 		bad("VersionsPerObject", "at least 2 (one object version cannot be out of order)")

@@ -21,6 +21,9 @@ type Result struct {
 	Events  int
 	Cluster bool
 	Control bool // the negative control (Options.Control): it must fail
+	// SQLHandler: the business rows came from a SQL handler in the config
+	// (Options.Handler HandlerSQL), not the Go one.
+	SQLHandler bool
 	// Failover: a primary and a standby, failed over mid-run (Async:
 	// replicated asynchronously).
 	Failover bool
@@ -122,6 +125,9 @@ func (r *Result) Line() string {
 	if r.Failover {
 		tag += fmt.Sprintf(" (Postgres failover, %s replication, %d database failures at the kill, %s)",
 			replicationMode(r.Async), r.DBFailures, r.redriven())
+	}
+	if r.SQLHandler {
+		tag += " (SQL handler)"
 	}
 	if r.Control {
 		tag += " (negative control: effects outside the inbox transaction)"

@@ -35,6 +35,14 @@ type Options struct {
 	// NATSAddr is where the embedded NATS listens. Defaults to
 	// DefaultNATSAddr (127.0.0.1:4222).
 	NATSAddr string
+	// PostgresPort is the private cluster's port on 127.0.0.1, so that
+	// psql reaches it at a known URL. Defaults to DefaultPostgresPort.
+	PostgresPort int
+	// InitSQL are SQL files applied, in order, to the database after
+	// Intake's migrations and before the roles start: a SQL handler's
+	// tables and functions (handlers: is prepared at the processor's
+	// start). Applied at every start: write them idempotently.
+	InitSQL []string
 	// Ready is called once everything serves.
 	Ready func(Info)
 }
@@ -44,6 +52,9 @@ const (
 	DefaultDataDir  = ".intake"
 	DefaultNATSAddr = natsserver.DefaultAddr
 	DefaultHTTPAddr = "127.0.0.1:8080"
+	// DefaultPostgresPort is off Postgres's own 5432, which a system
+	// server may hold.
+	DefaultPostgresPort = 54320
 )
 
 // WithDefaults returns o with every unset field at its default.
@@ -57,6 +68,9 @@ func (o Options) WithDefaults() Options {
 	if o.HTTPAddr == "" {
 		o.HTTPAddr = DefaultHTTPAddr
 	}
+	if o.PostgresPort == 0 {
+		o.PostgresPort = DefaultPostgresPort
+	}
 	return o
 }
 
@@ -67,6 +81,9 @@ func (o Options) Validate() error {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
 			errs = append(errs, fmt.Errorf("dev: %s %q: want host:port: %w", a.flag, a.addr, err))
 		}
+	}
+	if o.PostgresPort < 0 || o.PostgresPort > 65535 {
+		errs = append(errs, fmt.Errorf("dev: --postgres-port %d: out of range", o.PostgresPort))
 	}
 	return errors.Join(errs...)
 }
@@ -122,10 +139,13 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	info.NATSURL = cfg.NATS.URL
 
 	if cfg.Postgres.URL == "" {
-		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dataDir, "postgres"), Logger: o.Log})
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dataDir, "postgres"), Port: o.PostgresPort, Logger: o.Log})
 		if err != nil {
 			if errors.Is(err, pgcluster.ErrNoBinaries) {
 				return fmt.Errorf("no Postgres: set DATABASE_URL (or postgres.url) to a database, or put the PostgreSQL server binaries (initdb, pg_ctl, postgres) on PATH: %w", err)
+			}
+			if errors.Is(err, pgcluster.ErrPortInUse) {
+				return fmt.Errorf("%w (use --postgres-port to pick another port)", err)
 			}
 			return err
 		}
@@ -145,6 +165,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err := store.Migrate(ctx, cfg.Postgres.URL, o.Log); err != nil {
 		return err
 	}
+	if err := applySQL(ctx, cfg.Postgres.URL, o.InitSQL); err != nil {
+		return err
+	}
 	// As `intake migrate` does: the roles only check the streams.
 	if err := stream.Setup(ctx, cfg.NATS, o.Log); err != nil {
 		return err
@@ -162,6 +185,29 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		}
 	}
 	return intake.Run(ctx, cfg, o.Options)
+}
+
+// applySQL runs each file, whole, on the database at url.
+func applySQL(ctx context.Context, url string, files []string) error {
+	if len(files) == 0 {
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, f := range files {
+		sql, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("--init-sql: %w", err)
+		}
+		// Simple protocol: a file of several statements is one Exec.
+		if _, err := conn.Exec(ctx, string(sql), pgx.QueryExecModeSimpleProtocol); err != nil {
+			return fmt.Errorf("--init-sql %s: %w", f, err)
+		}
+	}
+	return nil
 }
 
 // createDatabase creates name unless it exists.

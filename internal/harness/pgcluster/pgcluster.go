@@ -27,9 +27,9 @@ var ErrNoBinaries = errors.New("pgcluster: PostgreSQL server binaries not found:
 	"(initdb, pg_ctl, postgres) on PATH (Debian: apt-get install postgresql, " +
 	"and add /usr/lib/postgresql/15/bin to PATH)")
 
-// errPortInUse marks a start that failed because another process holds the
+// ErrPortInUse marks a start that failed because another process holds the
 // port; Start then retries with another free port when it picked the port.
-var errPortInUse = errors.New("port already in use")
+var ErrPortInUse = errors.New("port already in use")
 
 // LogFile is the name of the server log inside the data directory.
 const LogFile = "postgres.log"
@@ -130,7 +130,7 @@ func (c *Cluster) startPicking(ctx context.Context, pick bool) error {
 		if err == nil {
 			return nil
 		}
-		if !pick || !errors.Is(err, errPortInUse) || attempt == attempts {
+		if !pick || !errors.Is(err, ErrPortInUse) || attempt == attempts {
 			return err
 		}
 		c.log.Debug("postgres port taken, picking another", "port", c.port)
@@ -250,7 +250,7 @@ func (c *Cluster) startOnce(ctx context.Context) (*process, string, error) {
 		_ = p.kill() // best effort (and closes the log): the start error is what the caller needs
 		tail := logTail(logPath, logStart)
 		if strings.Contains(tail, "Address already in use") {
-			err = fmt.Errorf("%w: %w", errPortInUse, err)
+			err = fmt.Errorf("%w: %w", ErrPortInUse, err)
 		}
 		return nil, tail, fmt.Errorf("pgcluster: postgres on 127.0.0.1:%d (data dir %s): %w\n--- tail of %s ---\n%s",
 			c.port, c.dir, err, logPath, tail)
