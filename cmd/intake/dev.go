@@ -5,6 +5,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/internal/harness/dev"
+	"github.com/intakehq/intake/pkg/config"
 )
 
 // defaultAPI is where the operator CLI and `intake send` look without
@@ -21,7 +22,7 @@ INTAKE_NATS_URL is set); Postgres is DATABASE_URL (or postgres.url), else a priv
 cluster started from the PostgreSQL server binaries on PATH under --data-dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, path, err := g.loadConfig(true)
+			cfg, path, err := g.loadConfig(true, config.AllSecrets)
 			if err != nil {
 				return err
 			}
