@@ -30,6 +30,7 @@ type Service struct {
 	now            func() time.Time
 
 	clients  *clientLimiter // nil: no per-address limit
+	recent   *recentDeliveries
 	addrs    clientAddrs
 	bodies   *bodyBudget
 	maxDepth int
@@ -113,6 +114,7 @@ func New(o Options) (*Service, error) {
 		log:            log,
 		now:            time.Now,
 		clients:        newClientLimiter(c.Ingress.ClientRateLimit.PerSecond, c.Ingress.ClientRateLimit.Burst, c.Ingress.ClientRateLimit.MaxClients),
+		recent:         newRecentDeliveries(c.NATS.Stream.DuplicateWindow),
 		bodies:         newBodyBudget(c.Ingress.MaxInflightBodyBytes),
 		maxDepth:       c.Ingress.MaxJSONDepth,
 	}
