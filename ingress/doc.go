@@ -18,7 +18,9 @@
 //     seconds is answered from memory (recent.go): duplicate, then 429 —
 //     a captured request replayed in a loop verifies every time, and must
 //     spend neither the integration's limit nor a publish; its
-//     client-address token stays spent. Any other verified delivery gets
+//     client-address token stays spent. Where the id is unsigned, the
+//     same body under another id spends a budget of its own instead of
+//     the integration's. Any other verified delivery gets
 //     that token back and takes one from the integration's rate limit
 //     (429), which unsigned requests never reach; a verified handshake
 //     (Slack's url_verification) is answered here and never published. An

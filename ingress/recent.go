@@ -19,10 +19,12 @@ const (
 	// more than a provider sends, even concurrently. More get 429 until it
 	// is forgotten, without a receipt: a replay loop writes no history.
 	recentRepeats = 10
-	// recentShards × recentPerShard bound the table: 65,536 deliveries, at
-	// most ~2 MiB (24 bytes an entry with the map's overhead); more published within recentTTL (6,500/s per instance,
-	// past what one instance takes) start a shard over, so a repeat may
-	// then reach JetStream again, as before the table.
+	// recentShards × recentPerShard bound the table: 65,536 entries (a
+	// delivery is one, two where the id is unsigned), at most ~2 MiB (24
+	// bytes an entry with the map's overhead); more published within
+	// recentTTL (6,500/s per instance, past what one instance takes) start
+	// a shard over, so a repeat may then reach JetStream again, as before
+	// the table.
 	recentShards   = 64
 	recentPerShard = 1024
 )
@@ -35,10 +37,12 @@ const (
 // timestamp bounds it); answered from here it spends neither the
 // integration's rate limit nor a publish, so genuine deliveries keep their
 // budget (issue 30, item 4). Where the id is not signed (github, shopify,
-// hmac with a header id) a capture sent under a fresh id is another
-// delivery here: the processor's replay guard refuses it (docs/security.md
-// says what it spends). Only verified, published deliveries enter, so
-// unsigned floods cannot fill it. The seed is the process's own: hashes cannot be
+// hmac with a header id: the integrations whose replay guard is on) a
+// capture can come back under any id; there the body is remembered too,
+// so a copy under a fresh id is known as one (copied) and spends a budget
+// of its own, not the genuine sender's, on its way to the processor's
+// replay guard. Only verified, published deliveries enter, so unsigned
+// floods cannot fill it. The seed is the process's own: hashes cannot be
 // aimed at another delivery's.
 type recentDeliveries struct {
 	seed   maphash.Seed
@@ -48,7 +52,7 @@ type recentDeliveries struct {
 
 type recentShard struct {
 	mu sync.Mutex
-	m  map[delivery]recentEntry
+	m  map[uint64]recentEntry
 	_  [40]byte // a shard per cache line: requests on other shards do not contend
 }
 
@@ -63,17 +67,19 @@ type recentEntry struct {
 func newRecentDeliveries(ttl time.Duration) *recentDeliveries {
 	r := &recentDeliveries{seed: maphash.MakeSeed(), ttl: min(ttl, recentTTL)}
 	for i := range r.shards {
-		r.shards[i].m = make(map[delivery]recentEntry, recentPerShard)
+		r.shards[i].m = make(map[uint64]recentEntry, recentPerShard)
 	}
 	return r
 }
 
 // delivery is one delivery as the table knows it: the hash of its scoped
-// key and body.
-type delivery uint64
+// key and body, and, where the id is unsigned, of its integration and body
+// (0 elsewhere).
+type delivery struct{ sum, body uint64 }
 
-// of hashes a delivery: its scoped key and its body.
-func (r *recentDeliveries) of(key envelope.Key, body []byte) delivery {
+// of hashes a delivery: its scoped key and its body, and with unsignedID
+// its integration and body.
+func (r *recentDeliveries) of(key envelope.Key, body []byte, unsignedID bool) delivery {
 	var h maphash.Hash
 	h.SetSeed(r.seed)
 	_, _ = h.WriteString(key.Integration)
@@ -83,43 +89,72 @@ func (r *recentDeliveries) of(key envelope.Key, body []byte) delivery {
 	_, _ = h.WriteString(key.EventID)
 	_ = h.WriteByte(0)
 	_, _ = h.Write(body)
-	return delivery(h.Sum64())
+	d := delivery{sum: h.Sum64()}
+	if unsignedID {
+		h.Reset()
+		_, _ = h.WriteString(key.Integration)
+		_ = h.WriteByte(1) // never a key's hash: that has a 0 here
+		_, _ = h.Write(body)
+		d.body = h.Sum64()
+	}
+	return d
 }
 
-func (r *recentDeliveries) shard(d delivery) *recentShard {
-	return &r.shards[d>>58] // the top 6 bits: recentShards is 64
+func (r *recentDeliveries) shard(sum uint64) *recentShard {
+	return &r.shards[sum>>58] // the top 6 bits: recentShards is 64
 }
 
 // repeat reports whether d was published within the table's ttl; if so,
 // ok says it is within its repeats (answer duplicate), else wait is how
 // long until it is forgotten (answer 429).
 func (r *recentDeliveries) repeat(d delivery, now time.Time) (seen, ok bool, wait time.Duration) {
-	sh := r.shard(d)
+	sh := r.shard(d.sum)
 	ns := now.UnixNano()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e, found := sh.m[d]
+	e, found := sh.m[d.sum]
 	if !found || ns >= e.until {
 		return false, false, 0
 	}
 	if e.repeats < recentRepeats {
 		e.repeats++
-		sh.m[d] = e
+		sh.m[d.sum] = e
 		return true, true, 0
 	}
 	return true, false, time.Duration(e.until - ns)
 }
 
-// remember records that d was published at now. A full
-// shard forgets what expired; when that frees less than a quarter, it
-// starts over (rare: a shard holds what its share of 6,500/s publishes in
-// recentTTL).
+// copied reports whether d's body was published within the table's ttl
+// under another scoped key (d.body is 0 where the id is signed).
+func (r *recentDeliveries) copied(d delivery, now time.Time) bool {
+	if d.body == 0 {
+		return false
+	}
+	sh := r.shard(d.body)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, found := sh.m[d.body]
+	return found && now.UnixNano() < e.until
+}
+
+// remember records that d was published at now: its key and body, and
+// where the id is unsigned its body alone.
 func (r *recentDeliveries) remember(d delivery, now time.Time) {
-	sh := r.shard(d)
+	r.add(d.sum, now)
+	if d.body != 0 {
+		r.add(d.body, now)
+	}
+}
+
+// add enters sum at now. A full shard forgets what expired; when that
+// frees less than a quarter, it starts over (rare: a shard holds what its
+// share of 6,500/s publishes in recentTTL).
+func (r *recentDeliveries) add(sum uint64, now time.Time) {
+	sh := r.shard(sum)
 	ns := now.UnixNano()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e, found := sh.m[d]; found && ns < e.until {
+	if e, found := sh.m[sum]; found && ns < e.until {
 		return // a JetStream duplicate of a delivery remembered: keep its repeats
 	}
 	if len(sh.m) >= recentPerShard {
@@ -132,5 +167,5 @@ func (r *recentDeliveries) remember(d delivery, now time.Time) {
 			clear(sh.m)
 		}
 	}
-	sh.m[d] = recentEntry{until: ns + int64(r.ttl)}
+	sh.m[sum] = recentEntry{until: ns + int64(r.ttl)}
 }

@@ -18,7 +18,7 @@ func TestRecentDeliveriesMemoryIsBounded(t *testing.T) {
 	body := []byte(`{}`)
 	var last delivery
 	for i := range 1_000_000 {
-		last = r.of(envelope.Key{Integration: "gh", EventID: strconv.Itoa(i)}, body)
+		last = r.of(envelope.Key{Integration: "gh", EventID: strconv.Itoa(i)}, body, false)
 		r.remember(last, now)
 	}
 	n := 0
@@ -51,7 +51,7 @@ func BenchmarkRecentDeliveries(b *testing.B) {
 		for pb.Next() {
 			i++
 			body[0] = byte(i)
-			d := r.of(key, body)
+			d := r.of(key, body, false)
 			if seen, _, _ := r.repeat(d, now); !seen {
 				r.remember(d, now)
 			}

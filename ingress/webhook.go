@@ -72,6 +72,7 @@ type request struct {
 	ev     provider.Identity // what the verifier read from the delivery
 	key    envelope.Key      // the scoped key
 	seen   delivery          // the delivery as s.recent knows it
+	copied bool              // its body was published seconds ago under another unsigned id
 	msg    *nats.Msg         // the INTAKE_IN message
 }
 
@@ -239,12 +240,14 @@ func (s *Service) refundClient(q *request) {
 // integration's limit: 200 duplicate, with a receipt, for its first
 // recentRepeats repeats — what the stream would answer — then 429 +
 // Retry-After until it is forgotten. Its client-address token is not
-// given back. repeated is false for any other delivery.
+// given back. repeated is false for any other delivery; one whose body was
+// published under another unsigned id is marked copied (limitIntegration).
 func (s *Service) answerRepeat(q *request) (code int, outcome string, repeated bool) {
-	q.seen = s.recent.of(q.key, q.body)
+	q.seen = s.recent.of(q.key, q.body, q.in.unsignedID)
 	seen, ok, wait := s.recent.repeat(q.seen, q.now)
 	switch {
 	case !seen:
+		q.copied = s.recent.copied(q.seen, q.now)
 		return 0, "", false
 	case !ok:
 		code, outcome = s.reject(q, retryLater(http.StatusTooManyRequests, "repeated", strconv.Itoa(retryAfterSeconds(wait))))
@@ -259,13 +262,19 @@ func (s *Service) answerRepeat(q *request) (code int, outcome string, repeated b
 
 // limitIntegration takes a token from the integration's rate limit (429 +
 // Retry-After). It counts verified deliveries only: an unsigned flood must
-// not spend a genuine sender's budget.
+// not spend a genuine sender's budget. A copy of a body just published,
+// under a fresh unsigned id (a capture replayed), takes one from a budget
+// of its own instead (429 repeated).
 func (s *Service) limitIntegration(q *request) verdict {
-	if q.in.limiter == nil {
+	limiter, reason := q.in.limiter, "rate_limited"
+	if q.copied {
+		limiter, reason = q.in.copies, "repeated"
+	}
+	if limiter == nil {
 		return verdict{}
 	}
-	if wait, ok := allow(q.in.limiter, q.now); !ok {
-		return retryLater(http.StatusTooManyRequests, "rate_limited", strconv.Itoa(retryAfterSeconds(wait)))
+	if wait, ok := allow(limiter, q.now); !ok {
+		return retryLater(http.StatusTooManyRequests, reason, strconv.Itoa(retryAfterSeconds(wait)))
 	}
 	return verdict{}
 }

@@ -555,8 +555,8 @@ func TestSlackChallengeIsAnsweredNotPublished(t *testing.T) {
 func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
 	r := startRig(t)
 	body := []byte(`{}`)
-	delivery := func(id string) request {
-		return r.sign("limited", 0, provider.Message{ID: id, Type: "push", Body: body, Time: time.Now()})
+	delivery := func(id string) request { // distinct events: distinct bodies
+		return r.sign("limited", 0, provider.Message{ID: id, Type: "push", Body: []byte(`{"id":"` + id + `"}`), Time: time.Now()})
 	}
 	// A burst of 2, refilling once in ~17 minutes: two pass, the third waits.
 	for i := range 2 {
