@@ -4,6 +4,8 @@
 // never by text substitution, so a secret containing YAML syntax stays a
 // string), applies the DATABASE_URL and INTAKE_NATS_URL overrides, fills
 // documented defaults and validates, with errors that name the field.
+// LoadFor keeps only the secrets one role uses (Secrets): the others are
+// removed before expansion, so their variables need not be set there.
 package config
 
 import (
