@@ -10,23 +10,24 @@ import (
 
 // Bounds of the recent-deliveries table (recentDeliveries).
 const (
-	// recentTTL is how long a published delivery is remembered: longer than
-	// a flood needs to be answered from memory, far shorter than any
-	// provider's first retry is worth limiting (seconds to minutes).
-	recentTTL = 10 * time.Second
+	// recentTTL is how long a published delivery is remembered: a replay
+	// loop then reaches JetStream (and the integration's limit) once per
+	// recentTTL, while any provider's retries come seconds to minutes
+	// apart. Short, so that the table stays small at full rate.
+	recentTTL = 2 * time.Second
 	// recentRepeats is how many repeats of one delivery, within recentTTL,
 	// are answered duplicate from memory (with a receipt, as any retry):
 	// more than a provider sends, even concurrently. More get 429 until it
 	// is forgotten, without a receipt: a replay loop writes no history.
 	recentRepeats = 10
-	// recentShards × recentPerShard bound the table: 65,536 entries (a
-	// delivery is one, two where the id is unsigned), at most ~2 MiB (24
-	// bytes an entry with the map's overhead); more published within
-	// recentTTL (6,500/s per instance, past what one instance takes) start
-	// a shard over, so a repeat may then reach JetStream again, as before
-	// the table.
+	// recentShards × recentPerShard bound the table: 16,384 entries (a
+	// delivery is one, two where the id is unsigned), ~320 KiB (16 bytes an
+	// entry and the map's overhead, allocated at start); more published
+	// within recentTTL (8,000/s per instance, past what one instance takes
+	// here) start a shard over, so a repeat may then reach JetStream again,
+	// as before the table.
 	recentShards   = 64
-	recentPerShard = 1024
+	recentPerShard = 256
 )
 
 // recentDeliveries remembers, for recentTTL, the deliveries this instance
@@ -53,13 +54,18 @@ type recentDeliveries struct {
 type recentShard struct {
 	mu sync.Mutex
 	m  map[uint64]recentEntry
-	_  [40]byte // a shard per cache line: requests on other shards do not contend
+	_  [48]byte // a shard per 64-byte cache line: requests on other shards do not contend
 }
 
-type recentEntry struct {
-	until   int64  // unix nanoseconds after which it is forgotten
-	repeats uint32 // repeats answered from memory
-}
+// recentEntry is when an entry is forgotten, in unix milliseconds, above
+// the repeats answered from memory (the low 8 bits): 8 bytes.
+type recentEntry uint64
+
+func newRecentEntry(untilMilli int64) recentEntry { return recentEntry(untilMilli << 8) }
+
+func (e recentEntry) until() int64 { return int64(e >> 8) }
+
+func (e recentEntry) repeats() int { return int(e & 0xff) }
 
 // newRecentDeliveries remembers deliveries for ttl (recentTTL at most: the
 // stream's duplicate window may be shorter, and a "duplicate" from memory
@@ -109,19 +115,18 @@ func (r *recentDeliveries) shard(sum uint64) *recentShard {
 // long until it is forgotten (answer 429).
 func (r *recentDeliveries) repeat(d delivery, now time.Time) (seen, ok bool, wait time.Duration) {
 	sh := r.shard(d.sum)
-	ns := now.UnixNano()
+	ms := now.UnixMilli()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e, found := sh.m[d.sum]
-	if !found || ns >= e.until {
+	if !found || ms >= e.until() {
 		return false, false, 0
 	}
-	if e.repeats < recentRepeats {
-		e.repeats++
-		sh.m[d.sum] = e
+	if e.repeats() < recentRepeats {
+		sh.m[d.sum] = e + 1
 		return true, true, 0
 	}
-	return true, false, time.Duration(e.until - ns)
+	return true, false, time.Duration(e.until()-ms) * time.Millisecond
 }
 
 // copied reports whether d's body was published within the table's ttl
@@ -134,7 +139,7 @@ func (r *recentDeliveries) copied(d delivery, now time.Time) bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e, found := sh.m[d.body]
-	return found && now.UnixNano() < e.until
+	return found && now.UnixMilli() < e.until()
 }
 
 // remember records that d was published at now: its key and body, and
@@ -148,18 +153,18 @@ func (r *recentDeliveries) remember(d delivery, now time.Time) {
 
 // add enters sum at now. A full shard forgets what expired; when that
 // frees less than a quarter, it starts over (rare: a shard holds what its
-// share of 6,500/s publishes in recentTTL).
+// share of 8,000/s publishes in recentTTL).
 func (r *recentDeliveries) add(sum uint64, now time.Time) {
 	sh := r.shard(sum)
-	ns := now.UnixNano()
+	ms := now.UnixMilli()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e, found := sh.m[sum]; found && ns < e.until {
+	if e, found := sh.m[sum]; found && ms < e.until() {
 		return // a JetStream duplicate of a delivery remembered: keep its repeats
 	}
 	if len(sh.m) >= recentPerShard {
 		for k, e := range sh.m {
-			if ns >= e.until {
+			if ms >= e.until() {
 				delete(sh.m, k)
 			}
 		}
@@ -167,5 +172,5 @@ func (r *recentDeliveries) add(sum uint64, now time.Time) {
 			clear(sh.m)
 		}
 	}
-	sh.m[sum] = recentEntry{until: ns + int64(r.ttl)}
+	sh.m[sum] = newRecentEntry(ms + r.ttl.Milliseconds())
 }
