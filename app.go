@@ -161,6 +161,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	cfg = &withDefaults
+	if need := o.Roles.Secrets(); !cfg.Holds(need) {
+		return nil, fmt.Errorf("app: the config was loaded without secrets these roles need: load it with config.LoadFor(path, %s)", need)
+	}
 	if cfg.NATS.URL == "" {
 		return nil, errors.New("nats.url (or INTAKE_NATS_URL) is required outside `intake dev`")
 	}
@@ -197,6 +200,20 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 		}
 	}
 	return a, nil
+}
+
+// Secrets are the config's secrets the roles r use: ingress the
+// integrations' (it verifies deliveries), the replayer the API tokens; the
+// processor none. A role's process loads only these (config.LoadFor).
+func (r Roles) Secrets() config.Secrets {
+	var s config.Secrets
+	if r.Ingress {
+		s |= config.WebhookSecrets
+	}
+	if r.Replayer {
+		s |= config.APITokens
+	}
+	return s
 }
 
 func (o Options) withDefaults() Options {

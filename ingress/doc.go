@@ -12,12 +12,18 @@
 //     (400) before anything parses it: the signature is over the exact
 //     bytes, and a recursive parser pays per level;
 //  4. verify signature and timestamp (401) before parsing anything, so an
-//     unsigned request never reserves an event id; a verified delivery gets
-//     its client-address token back and then takes one from the
-//     integration's rate limit (429), which unsigned requests never reach;
-//     a verified handshake (Slack's url_verification) is answered here and
-//     never published;
-//  5. extract the event id (400 when absent) and build the scoped key; an
+//     unsigned request never reserves an event id; extract the event id
+//     (400 when absent) and build the scoped key;
+//  5. a delivery (key and body) this instance published in the last
+//     seconds is answered from memory (recent.go): duplicate, then 429 —
+//     a captured request replayed in a loop verifies every time, and must
+//     spend neither the integration's limit nor a publish; its
+//     client-address token stays spent. Where the id is unsigned, the
+//     same body under another id spends a budget of its own instead of
+//     the integration's. Any other verified delivery gets
+//     that token back and takes one from the integration's rate limit
+//     (429), which unsigned requests never reach; a verified handshake
+//     (Slack's url_verification) is answered here and never published. An
 //     object id needs a readable object version (400), so the processor's
 //     ordering guard always has both;
 //  6. publish to INTAKE_IN with Nats-Msg-Id = scoped key + payload hash and

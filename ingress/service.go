@@ -30,6 +30,7 @@ type Service struct {
 	now            func() time.Time
 
 	clients  *clientLimiter // nil: no per-address limit
+	recent   *recentDeliveries
 	addrs    clientAddrs
 	bodies   *bodyBudget
 	maxDepth int
@@ -40,7 +41,14 @@ type integration struct {
 	config.Integration
 	verifier provider.Verifier
 	limiter  *rate.Limiter // nil: no rate limit
-	m        integrationMetrics
+	// copies is the rate limit of copies under fresh ids of a body just
+	// published (s.recent), beside limiter so they never spend a genuine
+	// sender's; nil: no rate limit.
+	copies *rate.Limiter
+	// unsignedID: the event id is not signed, so a body under another id
+	// is a copy (GuardsReplays: replay_guard, else the provider's default).
+	unsignedID bool
+	m          integrationMetrics
 }
 
 // integrationMetrics are an integration's series on the accepted path,
@@ -113,6 +121,7 @@ func New(o Options) (*Service, error) {
 		log:            log,
 		now:            time.Now,
 		clients:        newClientLimiter(c.Ingress.ClientRateLimit.PerSecond, c.Ingress.ClientRateLimit.Burst, c.Ingress.ClientRateLimit.MaxClients),
+		recent:         newRecentDeliveries(c.NATS.Stream.DuplicateWindow),
 		bodies:         newBodyBudget(c.Ingress.MaxInflightBodyBytes),
 		maxDepth:       c.Ingress.MaxJSONDepth,
 	}
@@ -138,9 +147,10 @@ func New(o Options) (*Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ingress: integration %s: %w", in.Name, err)
 		}
-		it := &integration{Integration: in, verifier: v, m: newIntegrationMetrics(m, in)}
+		it := &integration{Integration: in, verifier: v, unsignedID: in.GuardsReplays(), m: newIntegrationMetrics(m, in)}
 		if rl := in.RateLimit; rl.PerSecond > 0 {
 			it.limiter = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
+			it.copies = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
 		}
 		s.integrations[in.Name] = it
 	}

@@ -71,6 +71,8 @@ type request struct {
 	body   []byte            // the raw body, the bytes the signature covers
 	ev     provider.Identity // what the verifier read from the delivery
 	key    envelope.Key      // the scoped key
+	seen   delivery          // the delivery as s.recent knows it
+	copied bool              // its body was published seconds ago under another unsigned id
 	msg    *nats.Msg         // the INTAKE_IN message
 }
 
@@ -116,6 +118,18 @@ func (s *Service) receive(q *request) (code int, outcome string) {
 	if v := s.verify(q); v.refused() {
 		return s.reject(q, v)
 	}
+	if q.ev.Challenge == "" {
+		if v := s.scopeKey(q); v.refused() {
+			s.refundClient(q)
+			return s.reject(q, v)
+		}
+		// Before the integration's limit: a delivery published seconds ago
+		// is answered from memory, spending neither (issue 30, item 4).
+		if code, outcome, repeated := s.answerRepeat(q); repeated {
+			return code, outcome
+		}
+	}
+	s.refundClient(q)
 	if v := s.limitIntegration(q); v.refused() {
 		return s.reject(q, v)
 	}
@@ -131,8 +145,9 @@ func (s *Service) receive(q *request) (code int, outcome string) {
 }
 
 // limitClient takes a token from the client address's limit (429 +
-// Retry-After). A delivery that verifies gets it back (verify): the limit
-// is for unsigned and badly signed requests.
+// Retry-After). A delivery that verifies gets it back (refundClient) unless
+// it repeats one just published: the limit is for unsigned and badly
+// signed requests, and for replays.
 func (s *Service) limitClient(q *request) verdict {
 	if s.clients == nil {
 		return verdict{}
@@ -199,7 +214,7 @@ func (s *Service) checkDepth(q *request) verdict {
 
 // verify checks the signature and timestamp (401; 400 when malformed)
 // before anything parses the body, so an unsigned request never reserves
-// an event id. A verified delivery gets its client-address token back.
+// an event id.
 func (s *Service) verify(q *request) verdict {
 	ev, err := s.traceVerify(q.r.Context(), q.in.verifier, &provider.Request{Header: q.r.Header, Body: q.body, Now: q.now})
 	if err != nil {
@@ -210,21 +225,56 @@ func (s *Service) verify(q *request) verdict {
 		return rejected(code, provider.Reason(err))
 	}
 	q.ev = ev
+	return verdict{}
+}
+
+// refundClient gives a verified delivery its client-address token back.
+func (s *Service) refundClient(q *request) {
 	if s.clients != nil {
 		s.clients.refund(q.client)
 	}
-	return verdict{}
+}
+
+// answerRepeat answers a delivery this instance published within the
+// last seconds (s.recent) without publishing it again or charging the
+// integration's limit: 200 duplicate, with a receipt, for its first
+// recentRepeats repeats — what the stream would answer — then 429 +
+// Retry-After until it is forgotten. Its client-address token is not
+// given back. repeated is false for any other delivery; one whose body was
+// published under another unsigned id is marked copied (limitIntegration).
+func (s *Service) answerRepeat(q *request) (code int, outcome string, repeated bool) {
+	q.seen = s.recent.of(q.key, q.body, q.in.unsignedID)
+	seen, ok, wait := s.recent.repeat(q.seen, q.now)
+	switch {
+	case !seen:
+		q.copied = s.recent.copied(q.seen, q.now)
+		return 0, "", false
+	case !ok:
+		code, outcome = s.reject(q, retryLater(http.StatusTooManyRequests, "repeated", strconv.Itoa(retryAfterSeconds(wait))))
+		return code, outcome, true
+	}
+	s.countVerified(q)
+	s.metrics.Duplicates.WithLabelValues(q.in.Name).Inc()
+	writeAnswer(q.w, http.StatusOK, Answer{Status: envelope.AnswerDuplicate, Key: q.key.String()})
+	s.sendReceipt(q.ev.HintMap(), q.key, q.now, http.StatusOK, envelope.AnswerDuplicate)
+	return http.StatusOK, string(envelope.AnswerDuplicate), true
 }
 
 // limitIntegration takes a token from the integration's rate limit (429 +
 // Retry-After). It counts verified deliveries only: an unsigned flood must
-// not spend a genuine sender's budget.
+// not spend a genuine sender's budget. A copy of a body just published,
+// under a fresh unsigned id (a capture replayed), takes one from a budget
+// of its own instead (429 repeated).
 func (s *Service) limitIntegration(q *request) verdict {
-	if q.in.limiter == nil {
+	limiter, reason := q.in.limiter, "rate_limited"
+	if q.copied {
+		limiter, reason = q.in.copies, "repeated"
+	}
+	if limiter == nil {
 		return verdict{}
 	}
-	if wait, ok := allow(q.in.limiter, q.now); !ok {
-		return retryLater(http.StatusTooManyRequests, "rate_limited", strconv.Itoa(retryAfterSeconds(wait)))
+	if wait, ok := allow(limiter, q.now); !ok {
+		return retryLater(http.StatusTooManyRequests, reason, strconv.Itoa(retryAfterSeconds(wait)))
 	}
 	return verdict{}
 }
@@ -248,9 +298,8 @@ func (s *Service) answerHandshake(q *request) (int, string) {
 	return http.StatusOK, "handshake"
 }
 
-// buildMessage checks the event id (400), builds the scoped key and the
-// INTAKE_IN message.
-func (s *Service) buildMessage(q *request) verdict {
+// scopeKey checks the event id (400) and builds the scoped key.
+func (s *Service) scopeKey(q *request) verdict {
 	ev := &q.ev
 	account := q.in.Account
 	if ev.Account != "" {
@@ -259,8 +308,14 @@ func (s *Service) buildMessage(q *request) verdict {
 	if !envelope.ValidID(ev.ID) || (account != "" && !envelope.ValidID(account)) {
 		return rejected(http.StatusBadRequest, "bad_event_id")
 	}
-	ev.Type = envelope.CleanType(ev.Type)
 	q.key = envelope.Key{Integration: q.in.Name, Account: account, EventID: ev.ID}
+	return verdict{}
+}
+
+// buildMessage builds the INTAKE_IN message of q's scoped key.
+func (s *Service) buildMessage(q *request) verdict {
+	ev := &q.ev
+	ev.Type = envelope.CleanType(ev.Type)
 	d := envelope.NewDelivery(q.key, q.in.Tenant, ev.Type, q.body, q.now)
 	d.Instance, d.RetryHints = s.instance, ev.HintMap()
 	if ev.ObjectID != "" {
@@ -306,6 +361,8 @@ func (s *Service) answerPublished(q *request, ack *jetstream.PubAck, err error) 
 		s.sendReceipt(q.ev.HintMap(), key, q.now, http.StatusServiceUnavailable, envelope.AnswerUnavailable)
 		return http.StatusServiceUnavailable, string(envelope.AnswerUnavailable)
 	}
+	// Stored: a repeat within seconds is answered from memory (answerRepeat).
+	s.recent.remember(q.seen, q.now)
 	if ack.Duplicate {
 		s.metrics.Duplicates.WithLabelValues(in.Name).Inc()
 		writeAnswer(q.w, http.StatusOK, Answer{Status: envelope.AnswerDuplicate, Key: key.String()})

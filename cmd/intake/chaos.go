@@ -115,7 +115,7 @@ func newChaosProcessorCmd(g *globals) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := g.loadConfig(false)
+			cfg, _, err := g.loadConfig(false, config.NoSecrets)
 			if err != nil {
 				return err
 			}

@@ -10,16 +10,17 @@ import (
 	"github.com/intakehq/intake/pkg/telemetry"
 )
 
-// loadConfig reads --config, else $INTAKE_CONFIG; when allowExample, it falls
-// back to the example built into the binary (config.Example), so `intake
-// dev` and `intake send` work with no flags.
-func (g *globals) loadConfig(allowExample bool) (*config.Config, string, error) {
+// loadConfig reads --config, else $INTAKE_CONFIG, with the secrets in want
+// only (config.LoadFor: another role's unset ${VAR} does not stop this one);
+// when allowExample, it falls back to the example built into the binary
+// (config.Example), so `intake dev` and `intake send` work with no flags.
+func (g *globals) loadConfig(allowExample bool, want config.Secrets) (*config.Config, string, error) {
 	path := g.configPath
 	if path == "" {
 		path = os.Getenv("INTAKE_CONFIG")
 	}
 	if path == "" && allowExample {
-		cfg, err := config.Parse(config.Example, os.LookupEnv)
+		cfg, err := config.ParseFor(config.Example, os.LookupEnv, want)
 		if err != nil {
 			return nil, "", fmt.Errorf("built-in example config: %w", err)
 		}
@@ -28,7 +29,7 @@ func (g *globals) loadConfig(allowExample bool) (*config.Config, string, error) 
 	if path == "" {
 		return nil, "", errors.New("no configuration: pass --config FILE or set INTAKE_CONFIG")
 	}
-	cfg, err := config.Load(path)
+	cfg, err := config.LoadFor(path, want)
 	return cfg, path, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/internal/harness/dev"
+	"github.com/intakehq/intake/pkg/config"
 )
 
 // defaultAPI is where the operator CLI and `intake send` look without
@@ -23,7 +24,7 @@ cluster started from the PostgreSQL server binaries on PATH under --data-dir, on
 processor prepares the config's SQL handlers: their tables and functions.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, path, err := g.loadConfig(true)
+			cfg, path, err := g.loadConfig(true, config.AllSecrets)
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/intakehq/intake/pkg/config"
 )
 
 // newHealthcheckCmd probes a role's /readyz and exits 0 on a 2xx. The image
@@ -29,7 +31,7 @@ func newHealthcheckCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if url == "" {
-				cfg, _, err := g.loadConfig(false)
+				cfg, _, err := g.loadConfig(false, config.NoSecrets)
 				if err != nil {
 					return err
 				}

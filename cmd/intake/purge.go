@@ -32,7 +32,7 @@ another purge) holds the purge lease it says so and exits 1. --dry-run counts th
 each step would remove and changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := g.loadConfig(false)
+			cfg, _, err := g.loadConfig(false, config.NoSecrets)
 			if err != nil {
 				return err
 			}

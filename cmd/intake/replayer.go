@@ -19,7 +19,7 @@ asked for. Several replayers may run: a replay is published by one at a time (a
 Postgres advisory lock), and one whose replayer stopped is resumed by another.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := g.loadConfig(false)
+			cfg, _, err := g.loadConfig(false, intake.Roles{Replayer: true}.Secrets())
 			if err != nil {
 				return err
 			}

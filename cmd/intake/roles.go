@@ -21,7 +21,7 @@ func newIngressCmd(g *globals) *cobra.Command {
 		Short: "Receive webhooks: verify, publish to INTAKE_IN, answer after the PubAck",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := g.loadConfig(false)
+			cfg, _, err := g.loadConfig(false, intake.Roles{Ingress: true}.Secrets())
 			if err != nil {
 				return err
 			}
@@ -66,7 +66,7 @@ func newProcessorCmd(g *globals) *cobra.Command {
 		Short: "Consume INTAKE_IN: inbox claim + domain change in one transaction; relay the outbox",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := g.loadConfig(false)
+			cfg, _, err := g.loadConfig(false, intake.Roles{Processor: true}.Secrets())
 			if err != nil {
 				return err
 			}
@@ -99,7 +99,7 @@ check that the streams exist as configured, and refuse to start until this has r
 			if streamsOnly && noStreams {
 				return fmt.Errorf("--streams-only and --no-streams exclude each other")
 			}
-			cfg, _, err := g.loadConfig(false)
+			cfg, _, err := g.loadConfig(false, config.NoSecrets)
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/provider"
 )
 
@@ -43,7 +44,7 @@ A Standard Webhooks integration verifying ed25519 (whpk_ public key) cannot sign
 with its configured key: pass the sender's key with --secret whsk_….`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := g.loadConfig(true)
+			cfg, _, err := g.loadConfig(true, config.WebhookSecrets)
 			if err != nil {
 				return err
 			}

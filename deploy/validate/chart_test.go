@@ -1,8 +1,6 @@
 package validate
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"os"
@@ -217,15 +215,43 @@ func TestChartRenders(t *testing.T) {
 	}
 }
 
-// checkConfig loads the rendered config file with Intake's own loader.
+// roleSecrets are the secrets each role loads (intake.Roles.Secrets; the
+// migrate Job as `intake migrate` does).
+var roleSecrets = map[string]config.Secrets{
+	"ingress": config.WebhookSecrets, "replayer": config.APITokens,
+	"processor": config.NoSecrets, "migrate": config.NoSecrets,
+}
+
+// configFiles are the rendered config files by role: each ConfigMap's
+// "<role>.yaml" keys.
+func configFiles(t *testing.T, objs []object) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	for _, cm := range byKind[*corev1.ConfigMap](objs) {
+		if len(cm.Data) == 0 {
+			t.Errorf("ConfigMap %s has no config file", cm.Name)
+		}
+		for k, raw := range cm.Data {
+			role, ok := strings.CutSuffix(k, ".yaml")
+			if _, known := roleSecrets[role]; !ok || !known {
+				t.Errorf("ConfigMap %s: key %s is no role's config file", cm.Name, k)
+				continue
+			}
+			files[role] = raw
+		}
+	}
+	return files
+}
+
+// checkConfig loads each role's rendered config file with Intake's own
+// loader, as that role does, and checks it holds no other role's secret.
 func checkConfig(t *testing.T, c valuesCase, objs []object) {
 	t.Helper()
-	for _, cm := range byKind[*corev1.ConfigMap](objs) {
-		raw, ok := cm.Data["intake.yaml"]
-		if !ok {
-			t.Errorf("ConfigMap %s has no intake.yaml", cm.Name)
-			continue
-		}
+	files := configFiles(t, objs)
+	if len(files) != len(roleSecrets) {
+		t.Errorf("config files for %v, want one for each of ingress, processor, replayer and migrate", slices.Sorted(maps.Keys(files)))
+	}
+	for role, raw := range files {
 		// Every ${VAR} is set, as the pods' env and Secrets would: a value
 		// any field accepts (a Standard Webhooks secret, 16+ characters).
 		// The URL overrides are left unset, to see what the file holds.
@@ -235,25 +261,50 @@ func checkConfig(t *testing.T, c valuesCase, objs []object) {
 			}
 			return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", true
 		}
-		cfg, err := config.Parse([]byte(raw), anything)
+		cfg, err := config.ParseFor([]byte(raw), anything, roleSecrets[role])
 		if err != nil {
-			t.Errorf("ConfigMap %s: intake refuses the config: %v\n%s", cm.Name, err, raw)
+			t.Errorf("%s.yaml: intake %s refuses the config: %v\n%s", role, role, err, raw)
 			continue
 		}
+		checkRoleSecrets(t, role, raw)
 		if cfg.HTTP.InternalAddr != ":9100" || cfg.Ingress.Addr != ":8080" {
-			t.Errorf("ConfigMap %s: http.internal_addr %q, ingress.addr %q", cm.Name, cfg.HTTP.InternalAddr, cfg.Ingress.Addr)
+			t.Errorf("%s.yaml: http.internal_addr %q, ingress.addr %q", role, cfg.HTTP.InternalAddr, cfg.Ingress.Addr)
 		}
 		if cfg.Processor.Replicas != c.processorReps {
-			t.Errorf("ConfigMap %s: processor.replicas %d, want %d (replicaCount or keda.maxReplicaCount)", cm.Name, cfg.Processor.Replicas, c.processorReps)
+			t.Errorf("%s.yaml: processor.replicas %d, want %d (replicaCount or keda.maxReplicaCount)", role, cfg.Processor.Replicas, c.processorReps)
 		}
 		if got := strings.TrimPrefix(c.consumer, "processor-"); c.consumer != "processor" && cfg.Processor.Shard != got {
-			t.Errorf("ConfigMap %s: processor.shard %q, want %q", cm.Name, cfg.Processor.Shard, got)
+			t.Errorf("%s.yaml: processor.shard %q, want %q", role, cfg.Processor.Shard, got)
 		}
 		if cfg.NATS.Stream.Replicas != 3 {
-			t.Errorf("ConfigMap %s: nats.stream.replicas %d, want 3 (the NATS cluster of deploy/engines)", cm.Name, cfg.NATS.Stream.Replicas)
+			t.Errorf("%s.yaml: nats.stream.replicas %d, want 3 (the NATS cluster of deploy/engines)", role, cfg.NATS.Stream.Replicas)
 		}
 		if !strings.Contains(raw, "${INTAKE_NATS_PASSWORD}") || cfg.Postgres.URL != "" {
-			t.Errorf("ConfigMap %s: secrets must come from the environment", cm.Name)
+			t.Errorf("%s.yaml: secrets must come from the environment", role)
+		}
+	}
+}
+
+// checkRoleSecrets: a role's file holds api.tokens only for the replayer and
+// integrations[].secrets only for ingress (issue 30, item 6).
+func checkRoleSecrets(t *testing.T, role, raw string) {
+	t.Helper()
+	var doc struct {
+		API struct {
+			Tokens []any `json:"tokens"`
+		} `json:"api"`
+		Integrations []map[string]any `json:"integrations"`
+	}
+	if err := yaml.Unmarshal([]byte(raw), &doc); err != nil {
+		t.Errorf("%s.yaml: %v", role, err)
+		return
+	}
+	if len(doc.API.Tokens) > 0 && roleSecrets[role]&config.APITokens == 0 {
+		t.Errorf("%s.yaml holds api.tokens, which only the replayer uses", role)
+	}
+	for _, in := range doc.Integrations {
+		if _, ok := in["secrets"]; ok && roleSecrets[role]&config.WebhookSecrets == 0 {
+			t.Errorf("%s.yaml holds integration %v's secrets, which only ingress uses", role, in["name"])
 		}
 	}
 }
@@ -525,19 +576,22 @@ func checkReferences(t *testing.T, c valuesCase, objs []object) {
 	if configMap == nil {
 		t.Fatal("no config ConfigMap")
 	}
-	data := configMap.typed.(*corev1.ConfigMap).Data["intake.yaml"]
-	sum := sha256.Sum256([]byte(strings.TrimSuffix(data, "\n")))
-	if want := release + "-config-" + hex.EncodeToString(sum[:])[:10]; configMap.name != want {
-		t.Errorf("config ConfigMap %s, want %s: named after its content, so each ReplicaSet keeps its own", configMap.name, want)
+	// Named after its content (TestConfigMapFollowsTheConfig), so each
+	// ReplicaSet keeps its own.
+	if !strings.HasPrefix(configMap.name, release+"-config-") || len(configMap.name) != len(release+"-config-")+10 {
+		t.Errorf("config ConfigMap %s, want %s-config-<10 hex digits of its content's digest>", configMap.name, release)
 	}
 	if configMap.annotations["helm.sh/resource-policy"] != "keep" {
 		t.Errorf("config ConfigMap %s: want helm.sh/resource-policy: keep (old pods still mount it after the upgrade)", configMap.name)
 	}
 	for _, d := range deployments {
+		// Its own role's file only: no other role's part is in the pod.
+		role := d.Spec.Template.Labels["app.kubernetes.io/component"]
 		if !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
-			return v.ConfigMap != nil && v.ConfigMap.Name == configMap.name
+			return v.ConfigMap != nil && v.ConfigMap.Name == configMap.name &&
+				slices.Equal(v.ConfigMap.Items, []corev1.KeyToPath{{Key: role + ".yaml", Path: "intake.yaml"}})
 		}) {
-			t.Errorf("Deployment %s does not mount the config ConfigMap %s", d.Name, configMap.name)
+			t.Errorf("Deployment %s does not mount %s.yaml (alone) of the config ConfigMap %s", d.Name, role, configMap.name)
 		}
 	}
 	services := byKind[*corev1.Service](objs)
@@ -922,8 +976,8 @@ func TestTrustedProxiesReachTheConfig(t *testing.T) {
 			return nil, err
 		}
 		for _, cm := range byKind[*corev1.ConfigMap](objs) {
-			if raw, ok := cm.Data["intake.yaml"]; ok {
-				cfg, err := config.Parse([]byte(raw), func(string) (string, bool) { return "x", true })
+			if raw, ok := cm.Data["ingress.yaml"]; ok {
+				cfg, err := config.ParseFor([]byte(raw), func(string) (string, bool) { return "x", true }, config.WebhookSecrets)
 				if err != nil {
 					t.Fatalf("intake refuses the rendered config: %v\n%s", err, raw)
 				}
@@ -959,6 +1013,133 @@ func TestTrustedProxiesReachTheConfig(t *testing.T) {
 		{`ingress: {trustedProxies: [10.244.0.0/16], clientIPHeader: ""}`, "ingress.clientIPHeader: required"},
 	} {
 		if _, err := rendered(c.values); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("values %s: render %v, want an error naming %q", c.values, err, c.want)
+		}
+	}
+}
+
+// TestEachRoleGetsOnlyItsSecrets: with the walk-through's values, each
+// role's pod is given its own Secrets only (secrets.env.<role>, envFrom)
+// and its own part of the config, so an RCE in the internet-facing ingress
+// holds no operator token (issue 30, item 6); the list form of earlier
+// charts, which gave every Secret to every pod, is refused with how to
+// split it.
+func TestEachRoleGetsOnlyItsSecrets(t *testing.T) {
+	objs, err := render(loadValues(t, "ci/demo-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"ingress": {"intake-ingress-env"}, "replayer": {"intake-replayer-env"}, "processor": nil, "migrate": nil}
+	pods := map[string]corev1.PodSpec{}
+	for _, d := range byKind[*appsv1.Deployment](objs) {
+		pods[d.Spec.Template.Labels["app.kubernetes.io/component"]] = d.Spec.Template.Spec
+	}
+	for _, j := range byKind[*batchv1.Job](objs) {
+		pods[j.Spec.Template.Labels["app.kubernetes.io/component"]] = j.Spec.Template.Spec
+	}
+	for role, secrets := range want {
+		spec, ok := pods[role]
+		if !ok {
+			t.Errorf("no %s pod", role)
+			continue
+		}
+		var got []string
+		for _, e := range spec.Containers[0].EnvFrom {
+			if e.SecretRef != nil {
+				got = append(got, e.SecretRef.Name)
+			}
+		}
+		if !slices.Equal(got, secrets) {
+			t.Errorf("%s pod: envFrom Secrets %v, want %v", role, got, secrets)
+		}
+		for _, v := range spec.Volumes {
+			if v.ConfigMap != nil && !slices.Equal(v.ConfigMap.Items, []corev1.KeyToPath{{Key: role + ".yaml", Path: "intake.yaml"}}) {
+				t.Errorf("%s pod: mounts %v of ConfigMap %s, want %s.yaml alone", role, v.ConfigMap.Items, v.ConfigMap.Name, role)
+			}
+		}
+	}
+	files := configFiles(t, objs)
+	if !strings.Contains(files["ingress"], "${INTAKE_DEMO_SECRET}") || strings.Contains(files["ingress"], "INTAKE_OPERATOR_TOKEN") {
+		t.Errorf("ingress.yaml: want the demo secret's reference and no operator token:\n%s", files["ingress"])
+	}
+	if !strings.Contains(files["replayer"], "${INTAKE_OPERATOR_TOKEN}") || strings.Contains(files["replayer"], "INTAKE_DEMO_SECRET") {
+		t.Errorf("replayer.yaml: want the operator token's reference and no webhook secret:\n%s", files["replayer"])
+	}
+	for _, c := range []struct{ values, want string }{
+		{`secrets: {env: [intake-config-env]}`, "secrets.env: a list gave every Secret to every pod"},
+		{`secrets: {env: {ingres: [intake-ingress-env]}}`, "secrets.env.ingres: not a role"},
+	} {
+		var vals map[string]any
+		if err := yaml.Unmarshal([]byte(c.values), &vals); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := render(vals); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("values %s: render %v, want an error naming %q", c.values, err, c.want)
+		}
+	}
+}
+
+// TestAPIUnreachableFromIngressPods: the replayer's API port admits, by
+// default, only pods labelled as operators', never the ingress pods (issue
+// 30, item 6: an RCE in the internet-facing role must not reach the
+// operator API); an apiFrom peer that would admit them — an empty
+// podSelector, or one the ingress pods' labels match — is refused.
+func TestAPIUnreachableFromIngressPods(t *testing.T) {
+	objs, err := render(map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ingressLabels map[string]string
+	for _, d := range byKind[*appsv1.Deployment](objs) {
+		if d.Spec.Template.Labels["app.kubernetes.io/component"] == "ingress" {
+			ingressLabels = d.Spec.Template.Labels
+		}
+	}
+	if ingressLabels == nil {
+		t.Fatal("no ingress Deployment")
+	}
+	checked := 0
+	for _, p := range byKind[*networkingv1.NetworkPolicy](objs) {
+		if p.Labels["app.kubernetes.io/component"] != "replayer" {
+			continue
+		}
+		for _, r := range p.Spec.Ingress {
+			if !slices.ContainsFunc(r.Ports, func(port networkingv1.NetworkPolicyPort) bool { return port.Port.String() == "http" }) {
+				continue
+			}
+			checked++
+			if len(r.From) == 0 {
+				t.Errorf("NetworkPolicy %s: the API port is open to anyone", p.Name)
+			}
+			for i, peer := range r.From {
+				if peer.IPBlock != nil || peer.PodSelector == nil {
+					t.Errorf("NetworkPolicy %s from[%d]: want a podSelector peer by default, got %+v", p.Name, i, peer)
+					continue
+				}
+				sel, err := metav1.LabelSelectorAsSelector(peer.PodSelector)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sel.Matches(labels.Set(ingressLabels)) {
+					t.Errorf("NetworkPolicy %s from[%d] selects the ingress pods %v", p.Name, i, ingressLabels)
+				}
+			}
+		}
+	}
+	if checked != 1 {
+		t.Fatalf("%d replayer API rules, want 1", checked)
+	}
+	for _, c := range []struct{ values, want string }{
+		{`networkPolicy: {apiFrom: [{podSelector: {}}]}`, "networkPolicy.apiFrom[0]: an empty podSelector"},
+		{`networkPolicy: {apiFrom: [{namespaceSelector: {}, podSelector: {}}]}`, "networkPolicy.apiFrom[0]: an empty podSelector"},
+		{`networkPolicy: {apiFrom: [{podSelector: {matchLabels: {app.kubernetes.io/instance: intake}}}]}`, "networkPolicy.apiFrom[0]: its podSelector selects the ingress pods"},
+		{`{ingress: {podLabels: {intakehq.github.io/operator-api: "true"}}}`, "networkPolicy.apiFrom[0]: its podSelector selects the ingress pods"},
+	} {
+		var vals map[string]any
+		if err := yaml.Unmarshal([]byte(c.values), &vals); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := render(vals); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("values %s: render %v, want an error naming %q", c.values, err, c.want)
 		}
 	}

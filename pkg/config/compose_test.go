@@ -291,3 +291,50 @@ func TestPaymentsHandlerInComposeAndChart(t *testing.T) {
 		})
 	}
 }
+
+// TestComposeGivesEachRoleOnlyItsSecrets: every Intake service of the
+// compose stack starts from its own environment alone (each variable its
+// part of deploy/compose/intake.yaml references is set), and is given no
+// secret its part does not reference: ingress no operator token and no
+// database URL, the replayer no webhook secret (issue 30, item 6).
+func TestComposeGivesEachRoleOnlyItsSecrets(t *testing.T) {
+	raw, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Services map[string]struct {
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.ReadFile("../../deploy/compose/intake.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for service, want := range map[string]Secrets{"ingress": WebhookSecrets, "replayer": APITokens, "processor": NoSecrets, "migrate": NoSecrets} {
+		env := f.Services[service].Environment
+		referenced := map[string]bool{}
+		lookup := func(k string) (string, bool) {
+			referenced[k] = true
+			if _, ok := env[k]; !ok {
+				return "", false
+			}
+			return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", true // any secret a field accepts
+		}
+		if _, err := ParseFor(file, lookup, want); err != nil {
+			t.Errorf("service %s does not start from its own environment: %v", service, err)
+		}
+		for k := range env {
+			secret := strings.Contains(k, "SECRET") || strings.Contains(k, "TOKEN")
+			if secret && !referenced[k] {
+				t.Errorf("service %s is given %s, a secret its part of the config does not use", service, k)
+			}
+		}
+		if _, ok := env["DATABASE_URL"]; ok == (service == "ingress") {
+			t.Errorf("service %s: DATABASE_URL given %v; only the roles that use Postgres get it", service, ok)
+		}
+	}
+}

@@ -4,6 +4,8 @@
 // never by text substitution, so a secret containing YAML syntax stays a
 // string), applies the DATABASE_URL and INTAKE_NATS_URL overrides, fills
 // documented defaults and validates, with errors that name the field.
+// LoadFor keeps only the secrets one role uses (Secrets): the others are
+// removed before expansion, so their variables need not be set there.
 package config
 
 import (
@@ -33,6 +35,9 @@ type Config struct {
 	// Handlers are SQL handlers run in the inbox transaction, first match
 	// wins; none (the default): every event is forwarded.
 	Handlers []Handler `yaml:"handlers"`
+
+	// omitted are the secrets ParseFor left out (Holds).
+	omitted Secrets
 }
 
 // Debug configures diagnostics.
@@ -69,10 +74,16 @@ func Load(path string) (*Config, error) {
 
 // Parse is Load for bytes with an explicit environment lookup (tests).
 func Parse(raw []byte, lookup func(string) (string, bool)) (*Config, error) {
+	return ParseFor(raw, lookup, AllSecrets)
+}
+
+// ParseFor is LoadFor for bytes with an explicit environment lookup.
+func ParseFor(raw []byte, lookup func(string) (string, bool), want Secrets) (*Config, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		return nil, err
 	}
+	omitSecrets(&doc, want)
 	if err := expandNode(&doc, lookup); err != nil {
 		return nil, err
 	}
@@ -90,6 +101,10 @@ func Parse(raw []byte, lookup func(string) (string, bool)) (*Config, error) {
 		if err := dec.Decode(&cfg); err != nil {
 			return nil, hideValues(err)
 		}
+	}
+	cfg.omitted = AllSecrets &^ want
+	for i := range cfg.Integrations {
+		cfg.Integrations[i].secretsOmitted = !cfg.Holds(WebhookSecrets)
 	}
 	if v, ok := lookup("DATABASE_URL"); ok && v != "" {
 		cfg.Postgres.URL = v

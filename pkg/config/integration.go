@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,9 @@ type Integration struct {
 	// maxBodyDefaulted says neither this integration nor
 	// ingress.max_body_bytes set MaxBodyBytes (MaxBodyBytesDefaulted).
 	maxBodyDefaulted bool
+	// secretsOmitted says the file was loaded without WebhookSecrets
+	// (ParseFor): Validate does not ask for them.
+	secretsOmitted bool
 }
 
 // MaxBodyBytesDefaulted reports whether MaxBodyBytes is DefaultMaxBodyBytes
@@ -133,7 +137,13 @@ func (in Integration) Validate(field string) error {
 	if r := in.RateLimit; r.Burst < 0 || (r.PerSecond == 0 && r.Burst != 0) {
 		p.add(field+".rate_limit.burst", "must be ≥ 1 and needs rate_limit.per_second")
 	}
-	if _, err := provider.New(in.Config); err != nil {
+	if in.secretsOmitted {
+		// A role without the secrets verifies nothing; ingress checks the
+		// scheme's options, which it loads with them.
+		if !slices.Contains(provider.Names(), in.Provider) {
+			p.add(field+".provider", "unknown %q (one of %v)", in.Provider, provider.Names())
+		}
+	} else if _, err := provider.New(in.Config); err != nil {
 		p.also(fmt.Errorf("%s.%w", field, err))
 	}
 	return p.err()

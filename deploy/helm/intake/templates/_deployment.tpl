@@ -34,7 +34,7 @@ spec:
         {{- end }}
       annotations:
         # A changed config rolls the pods: every role reads it at start only.
-        checksum/config: {{ include "intake.config" $ | sha256sum }}
+        checksum/config: {{ include "intake.roleConfig" (dict "ctx" $ "role" .role) | sha256sum }}
         {{- with $v.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}

@@ -169,11 +169,11 @@ repeats the value.
 {{- $s := toString $v }}
 {{- $refsOnly := "^(\\$\\{[A-Za-z_][A-Za-z0-9_]*\\})+$" }}
 {{- $default := "\\$\\{[A-Za-z_][A-Za-z0-9_]*:?-" }}
-{{- $hint := "give ${VAR} alone, its value in a Secret of secrets.env (no secret in values)" }}
+{{- $hint := "give ${VAR} alone, its value in a Secret of secrets.env.<role> (no secret in values)" }}
 {{- if and .secret (ne $s "") (not (regexMatch $refsOnly $s)) }}
 {{- if regexMatch $default $s }}
 {{- $ref := regexFind $default $s }}
-{{- fail (printf "%s: %s…} has a default, which would be written into the ConfigMap; give %s} alone, its value in a Secret of secrets.env (no secret in values)" .path $ref (trimSuffix "-" (trimSuffix ":-" $ref))) }}
+{{- fail (printf "%s: %s…} has a default, which would be written into the ConfigMap; give %s} alone, its value in a Secret of secrets.env.<role> (no secret in values)" .path $ref (trimSuffix "-" (trimSuffix ":-" $ref))) }}
 {{- else if contains "${" $s }}
 {{- fail (printf "%s: literal text beside a ${VAR} is a secret in values; %s" .path $hint) }}
 {{- else }}
@@ -190,9 +190,33 @@ repeats the value.
 {{- end }}
 {{- end }}
 
-{{/* The config ConfigMap's name: "<fullname>-config-<first 10 of the config's sha256>". */}}
+{{/*
+One role's part of the config: (dict "ctx" $ "role" …). Each role is given
+only the secrets it loads (pkg/config LoadFor): ingress no api.tokens, the
+replayer no integrations[].secrets, the processor and migrate neither.
+*/}}
+{{- define "intake.roleConfig" -}}
+{{- $cfg := include "intake.config" .ctx | fromYaml }}
+{{- if ne .role "replayer" }}
+{{- with $cfg.api }}{{ $_ := unset . "tokens" }}{{ end }}
+{{- end }}
+{{- if ne .role "ingress" }}
+{{- range $cfg.integrations | default list }}{{ $_ := unset . "secrets" }}{{ end }}
+{{- end }}
+{{- toYaml $cfg }}
+{{- end }}
+
+{{/* The data of the config ConfigMap: one key per role, "<role>.yaml". */}}
+{{- define "intake.configFiles" -}}
+{{- range $role := list "ingress" "processor" "replayer" }}
+{{ $role }}.yaml: |
+  {{- include "intake.roleConfig" (dict "ctx" $ "role" $role) | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The config ConfigMap's name: "<fullname>-config-<first 10 of its data's sha256>". */}}
 {{- define "intake.configMapName" -}}
-{{- printf "%s-config-%s" (include "intake.fullname" .) (include "intake.config" . | sha256sum | trunc 10) }}
+{{- printf "%s-config-%s" (include "intake.fullname" .) (include "intake.configFiles" . | sha256sum | trunc 10) }}
 {{- end }}
 
 {{/*
@@ -273,6 +297,9 @@ volumes:
   - name: config
     configMap:
       name: {{ .configMap }}
+      # The role's own part only: no other role's secrets, no other file.
+      items:
+        - {key: {{ .role }}.yaml, path: intake.yaml}
   - name: tmp
     emptyDir:
       medium: Memory
@@ -308,7 +335,24 @@ topologySpreadConstraints:
 {{- end }}
 {{- end }}
 
-{{/* A role's environment: its NATS identity, the DSN where it uses Postgres, the config's ${VAR}s. */}}
+{{/*
+secrets.env as a map of role to Secret names; the list of earlier charts
+(every Secret to every pod) is refused with how to split it.
+*/}}
+{{- define "intake.secretEnv" -}}
+{{- $env := .Values.secrets.env | default dict }}
+{{- if not (kindIs "map" $env) }}
+{{- fail "secrets.env: a list gave every Secret to every pod; since Intake 0.17 it is a map of role to Secrets: secrets.env.ingress (the integrations' signing secrets), secrets.env.replayer (the operator tokens), secrets.env.processor and secrets.env.migrate (neither, usually []). Split your Secret in two (docs/operations.md, \"Secrets per role\")" }}
+{{- end }}
+{{- range $role, $_ := $env }}
+{{- if not (has $role (list "ingress" "processor" "replayer" "migrate")) }}
+{{- fail (printf "secrets.env.%s: not a role (ingress, processor, replayer, migrate)" $role) }}
+{{- end }}
+{{- end }}
+{{- toYaml $env }}
+{{- end }}
+
+{{/* A role's environment: its NATS identity, the DSN where it uses Postgres, its part of the config's ${VAR}s. */}}
 {{- define "intake.env" -}}
 {{- $ := .ctx -}}
 env:
@@ -337,7 +381,7 @@ env:
   {{- with .values.extraEnv }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
-{{- with $.Values.secrets.env }}
+{{- with get (include "intake.secretEnv" $ | fromYaml) .role }}
 envFrom:
   {{- range . }}
   - secretRef:
