@@ -195,7 +195,7 @@ func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 	}
 	results, err := p.Up(ctx)
 	if err != nil {
-		return fail("", err)
+		return fail("", errors.Join(err, disarmOutboxBound(ctx, p, log)))
 	}
 	if log != nil {
 		for _, r := range results {
