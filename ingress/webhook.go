@@ -319,12 +319,18 @@ func (s *Service) answerPublished(q *request, ack *jetstream.PubAck, err error) 
 	return http.StatusOK, string(envelope.AnswerAccepted)
 }
 
-// reject answers a refused request: its reason's count, one log line
-// (never the body) and {"status":"rejected","reason":…}.
+// reject answers a refused request: its reason's count, a log line
+// (never the body; rate-limited per integration and reason, rejectLog) and
+// {"status":"rejected","reason":…}.
 func (s *Service) reject(q *request, v verdict) (int, string) {
 	s.metrics.Rejected.WithLabelValues(q.in.Name, v.reason).Inc()
-	s.log.Info("webhook rejected",
-		s.logArgs(q.r.Context(), "integration", q.in.Name, "reason", v.reason, "status", v.code, "remote", q.r.RemoteAddr)...)
+	if ok, suppressed := s.rejects.allow(q.in.Name, v.reason, q.now); ok {
+		args := []any{"integration", q.in.Name, "reason", v.reason, "status", v.code, "remote", q.r.RemoteAddr}
+		if suppressed > 0 {
+			args = append(args, "suppressed", suppressed)
+		}
+		s.log.Info("webhook rejected", s.logArgs(q.r.Context(), args...)...)
+	}
 	if v.retryAfter != "" {
 		q.w.Header().Set("Retry-After", v.retryAfter)
 	}
