@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/internal/jsonstr"
@@ -72,6 +73,11 @@ type request struct {
 	ev     provider.Identity // what the verifier read from the delivery
 	key    envelope.Key      // the scoped key
 	msg    *nats.Msg         // the INTAKE_IN message
+
+	// Tracing only (trace.go): when the request arrived and its signature
+	// check ran, for the spans started once it reaches its publish.
+	arrival, verifyStart, verifyEnd time.Time
+	span                            trace.Span
 }
 
 // verdict is what a step decided: the zero verdict lets the request go on
@@ -201,7 +207,7 @@ func (s *Service) checkDepth(q *request) verdict {
 // before anything parses the body, so an unsigned request never reserves
 // an event id. A verified delivery gets its client-address token back.
 func (s *Service) verify(q *request) verdict {
-	ev, err := s.traceVerify(q.r.Context(), q.in.verifier, &provider.Request{Header: q.r.Header, Body: q.body, Now: q.now})
+	ev, err := s.traceVerify(q, q.in.verifier, &provider.Request{Header: q.r.Header, Body: q.body, Now: q.now})
 	if err != nil {
 		code := http.StatusUnauthorized
 		if errors.Is(err, provider.ErrMalformed) {
@@ -286,7 +292,7 @@ func (s *Service) publish(q *request) (*jetstream.PubAck, error) {
 	ctx, cancel := context.WithTimeout(q.r.Context(), s.publishTimeout)
 	defer cancel()
 	start := time.Now()
-	ack, err := s.tracePublish(ctx, q.msg, q.key, q.ev.Type)
+	ack, err := s.tracePublish(ctx, q, q.msg, q.key, q.ev.Type)
 	q.in.m.publishLatency.Observe(time.Since(start).Seconds())
 	return ack, err
 }
