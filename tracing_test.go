@@ -305,6 +305,31 @@ func TestOneWebhookIsOneTraceAcrossTheRoles(t *testing.T) {
 	}
 }
 
+// Issue 30 item 10: whoever may publish to intake.in.> writes the
+// message's traceparent. With the default sampler (parentbased_always_on)
+// a forged message whose traceparent says "not sampled" (flags 00) left no
+// processor span: the publisher hid it from Intake's traces. Now the
+// processor's sampler re-decides a remote parent (otlp.Sampler): the event
+// span is there, in the trace the message named.
+func TestAPublishersTraceparentDecidesNoSampling(t *testing.T) {
+	t.Parallel()
+	p := startTracedPipeline(t)
+	k := envelope.Key{Integration: "demo", Account: "main", EventID: "evt_forged_unsampled"}
+	msg := envelope.NewDelivery(k, "acme", "invoice.paid", demoBody(k.EventID, "hi"), time.Now()).Msg()
+	const traceID = "5f0c1a2b3c4d5e6f708192a3b4c5d6e7"
+	msg.Header.Set(envelope.HeaderTraceparent, "00-"+traceID+"-0102030405060708-00")
+	if _, err := p.js.PublishMsg(context.Background(), msg); err != nil {
+		t.Fatal(err)
+	}
+	spans := p.recv.waitSpans(t, p.trs, "the processor's span of the forged message", func(s []span) bool {
+		return findSpan(s, "intake.processor.event", traceID) != nil
+	})
+	ev := findSpan(spans, "intake.processor.event", traceID)
+	if ev.Parent != "0102030405060708" || ev.Attrs["intake.key_hash"] != telemetry.KeyHash(k) {
+		t.Errorf("event span %+v: want the message's trace and parent, and its key's hash", ev)
+	}
+}
+
 func TestAReplayLinksToTheOriginalTrace(t *testing.T) {
 	t.Parallel()
 	p := startTracedPipeline(t)

@@ -27,6 +27,7 @@ type Service struct {
 	instance       string
 	metrics        *telemetry.Metrics
 	log            *slog.Logger
+	rejects        rejectLog // rate-limits the "webhook rejected" lines
 	now            func() time.Time
 
 	clients  *clientLimiter // nil: no per-address limit

@@ -3,6 +3,7 @@ package ingress
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,58 +25,78 @@ const (
 	spanPublish = "intake.ingress.publish"
 )
 
-// traceRequest runs receive on q; traced, inside the request span, which
-// ends with the answer's status and the request's outcome. The spans wrap
-// the pipeline's steps as middleware wraps a handler — this one receive,
-// traceVerify the signature check, tracePublish the publish — and off
-// (nil tracer) each is a branch and a direct call: no span, no allocation.
+// traceRequest runs receive on q; traced, the request span ends with the
+// answer's status and the request's outcome. The spans wrap the pipeline's
+// steps as middleware wraps a handler — this one receive, traceVerify the
+// signature check, tracePublish the publish — and off (nil tracer) each is
+// a branch and a direct call: no span, no allocation.
+//
+// Only a request that reaches its publish is traced (issue 30): the request
+// span starts there, back-dated to the request's arrival, with the verify
+// span it had by then. A rejection — a bad signature, a rate limit, a body
+// over its limit — starts no span: a flood of them would crowd genuine
+// deliveries out of the exporter's queue and the sampler's budget. They are
+// counted (intake_ingress_rejected_total) and logged (rate-limited).
 func (s *Service) traceRequest(q *request) int {
 	if s.tracer == nil {
 		code, _ := s.receive(q)
 		return code
 	}
-	var span trace.Span
-	q.r, span = s.startRequest(q.r, q.in)
+	q.arrival = time.Now()
 	code, outcome := s.receive(q)
-	endRequest(span, code, outcome)
+	if q.span != nil {
+		endRequest(q.span, code, outcome)
+	}
 	return code
 }
 
-// traceVerify is v.Verify(d); traced, inside the verify span.
-func (s *Service) traceVerify(ctx context.Context, v provider.Verifier, d *provider.Request) (provider.Identity, error) {
+// traceVerify is v.Verify(d); traced, it notes when the check ran, for the
+// verify span the request span gets if the request goes on to its publish.
+func (s *Service) traceVerify(q *request, v provider.Verifier, d *provider.Request) (provider.Identity, error) {
 	if s.tracer == nil {
 		return v.Verify(d)
 	}
-	_, span := s.tracer.Start(ctx, spanVerify)
+	q.verifyStart = time.Now()
 	ev, err := v.Verify(d)
-	endVerify(span, err)
+	q.verifyEnd = time.Now()
 	return ev, err
 }
 
-// tracePublish is publishMsg; traced, inside the publish span, whose
-// context msg carries to the processor.
-func (s *Service) tracePublish(ctx context.Context, msg *nats.Msg, key envelope.Key, eventType string) (*jetstream.PubAck, error) {
+// tracePublish is publishMsg; traced, it starts q's request span (and its
+// verify span) and runs the publish inside the publish span, whose context
+// msg carries to the processor.
+func (s *Service) tracePublish(ctx context.Context, q *request, msg *nats.Msg, key envelope.Key, eventType string) (*jetstream.PubAck, error) {
 	if s.tracer == nil {
 		return s.publishMsg(ctx, msg)
 	}
-	span := s.startPublish(ctx, msg, key, eventType)
+	if q.span == nil {
+		s.startRequest(q)
+	}
+	span := s.startPublish(trace.ContextWithSpan(ctx, q.span), msg, key, eventType)
 	ack, err := s.publishMsg(ctx, msg)
 	endPublish(span, ack, err)
 	return ack, err
 }
 
-// startRequest starts the request span. It is a new root: a provider's own
-// traceparent is not trusted (a sender must not join, or force the sampling
-// of, Intake's traces).
-func (s *Service) startRequest(r *http.Request, in *integration) (*http.Request, trace.Span) {
-	ctx, span := s.tracer.Start(r.Context(), spanRequest, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindServer),
+// startRequest starts q's request span at q.arrival, and the verify span
+// inside it at the times traceVerify noted; q.r's context then carries the
+// request span (for the log lines' trace_id). It is a new root: a
+// provider's own traceparent is not trusted (a sender must not join, or
+// force the sampling of, Intake's traces).
+func (s *Service) startRequest(q *request) {
+	ctx, span := s.tracer.Start(q.r.Context(), spanRequest, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithTimestamp(q.arrival),
 		trace.WithAttributes(
-			telemetry.AttrIntegration.String(in.Name),
-			telemetry.AttrTenant.String(in.Tenant),
-			attribute.String("http.request.method", r.Method),
+			telemetry.AttrIntegration.String(q.in.Name),
+			telemetry.AttrTenant.String(q.in.Tenant),
+			attribute.String("http.request.method", q.r.Method),
 			attribute.String("http.route", "/webhooks/{integration}"),
 		))
-	return r.WithContext(ctx), span
+	if !q.verifyStart.IsZero() {
+		_, v := s.tracer.Start(ctx, spanVerify, trace.WithTimestamp(q.verifyStart))
+		v.End(trace.WithTimestamp(q.verifyEnd))
+	}
+	q.span, q.r = span, q.r.WithContext(ctx)
 }
 
 // endRequest records the answer's status and what became of the request
@@ -97,17 +118,6 @@ func (s *Service) logArgs(ctx context.Context, args ...any) []any {
 		return args
 	}
 	return telemetry.AppendTraceID(args, trace.SpanContextFromContext(ctx))
-}
-
-// endVerify ends the signature check's span with the check's verdict
-// (provider.Reason), never the error text.
-func endVerify(span trace.Span, err error) {
-	if err != nil {
-		reason := provider.Reason(err)
-		span.SetAttributes(telemetry.AttrOutcome.String(reason))
-		span.SetStatus(codes.Error, reason)
-	}
-	span.End()
 }
 
 // startPublish starts the publish span and writes its context into msg's

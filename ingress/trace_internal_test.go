@@ -26,13 +26,14 @@ func (okVerifier) Verify(*provider.Request) (provider.Identity, error) {
 // and the span bookkeeping traceRequest and tracePublish wrap around
 // receive and the publish (which, off, they call directly).
 func tracedPath(s *Service, r *http.Request, in *integration, d *provider.Request, msg *nats.Msg, key envelope.Key, ack *jetstream.PubAck) {
-	_, _ = s.traceVerify(r.Context(), in.verifier, d)
+	q := request{r: r, in: in}
+	_, _ = s.traceVerify(&q, in.verifier, d)
 	if s.tracer == nil {
 		return
 	}
-	r, span := s.startRequest(r, in)
-	endPublish(s.startPublish(r.Context(), msg, key, "invoice.paid"), ack, nil)
-	endRequest(span, http.StatusOK, "accepted")
+	s.startRequest(&q)
+	endPublish(s.startPublish(q.r.Context(), msg, key, "invoice.paid"), ack, nil)
+	endRequest(q.span, http.StatusOK, "accepted")
 }
 
 // With tracing off (no Options.TracerProvider) a request allocates nothing for

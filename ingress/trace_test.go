@@ -1,7 +1,12 @@
 package ingress_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -77,7 +82,8 @@ integrations:
 // With tracing off a rejection logs exactly its own attributes, as before
 // tracing existed: an extra argument (an always-passed trace attribute,
 // even an empty one slog drops) is boxed into ...any, an allocation per
-// rejected request. Traced, the line carries the trace id.
+// rejected request. Traced, too: a rejection has no span (issue 30), so
+// no trace id.
 func TestRejectionLogLineWithoutTracing(t *testing.T) {
 	want := []string{"integration", "reason", "status", "remote"}
 	for _, traced := range []bool{false, true} {
@@ -94,13 +100,8 @@ func TestRejectionLogLineWithoutTracing(t *testing.T) {
 		if w.Code != http.StatusUnauthorized {
 			t.Fatalf("traced %v: status %d, want 401 (bad signature)", traced, w.Code)
 		}
-		got := rec.keys()
-		wantKeys := want
-		if traced {
-			wantKeys = append(append([]string(nil), want...), "trace_id")
-		}
-		if len(got) != 1 || !slices.Equal(got[0], wantKeys) {
-			t.Errorf("traced %v: log lines with keys %q, want one with %q", traced, got, wantKeys)
+		if got := rec.keys(); len(got) != 1 || !slices.Equal(got[0], want) {
+			t.Errorf("traced %v: log lines with keys %q, want one with %q", traced, got, want)
 		}
 	}
 }
@@ -112,7 +113,11 @@ func TestProviderTraceparentIgnored(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	s, req := badSignatureService(t, telemetry.Discard(), tp)
-	s.Handler().ServeHTTP(httptest.NewRecorder(), req())
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, signed(req()))
+	if w.Code != http.StatusOK {
+		t.Fatalf("signed delivery: %d %s", w.Code, w.Body)
+	}
 	var found bool
 	for _, sp := range rec.Ended() {
 		if sp.Name() != "intake.ingress.request" {
@@ -125,5 +130,59 @@ func TestProviderTraceparentIgnored(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("no request span ended")
+	}
+}
+
+// signed is r with a valid GitHub signature over its body (secret
+// "github-secret", as badSignatureService's integration).
+func signed(r *http.Request) *http.Request {
+	body, _ := io.ReadAll(r.Body)
+	mac := hmac.New(sha256.New, []byte("github-secret"))
+	mac.Write(body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	return r
+}
+
+// Issue 30: ingress traced every rejected request, so an internet flood of
+// bad signatures filled the exporter with spans of nothing. A rejection
+// now starts no span; a delivery that reaches its publish gets the request
+// span from its arrival, with its verify and publish spans inside.
+func TestOnlyPublishedDeliveriesAreTraced(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	s, req := badSignatureService(t, telemetry.Discard(), tp)
+	for range 30 { // within the address's burst (40): all 401
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, req())
+		if w.Code != http.StatusUnauthorized {
+			t.Fatalf("bad signature: %d, want 401", w.Code)
+		}
+	}
+	if n := len(rec.Ended()); n != 0 {
+		t.Fatalf("%d spans for 30 rejected requests, want none", n)
+	}
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, signed(req()))
+	if w.Code != http.StatusOK {
+		t.Fatalf("signed delivery: %d %s", w.Code, w.Body)
+	}
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, sp := range rec.Ended() {
+		byName[sp.Name()] = sp
+	}
+	rq, v, p := byName["intake.ingress.request"], byName["intake.ingress.verify"], byName["intake.ingress.publish"]
+	if rq == nil || v == nil || p == nil || len(rec.Ended()) != 3 {
+		t.Fatalf("spans %v, want request, verify and publish", byName)
+	}
+	for _, child := range []sdktrace.ReadOnlySpan{v, p} {
+		if child.Parent().SpanID() != rq.SpanContext().SpanID() || child.StartTime().Before(rq.StartTime()) || child.EndTime().After(rq.EndTime()) {
+			t.Errorf("%s: parent %s, %s–%s; want inside the request span %s, %s–%s", child.Name(), child.Parent().SpanID(),
+				child.StartTime(), child.EndTime(), rq.SpanContext().SpanID(), rq.StartTime(), rq.EndTime())
+		}
+	}
+	if !v.EndTime().Before(p.StartTime()) && !v.EndTime().Equal(p.StartTime()) {
+		t.Errorf("verify ends %s after the publish starts %s", v.EndTime(), p.StartTime())
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/internal/jsonstr"
@@ -74,6 +75,11 @@ type request struct {
 	seen   delivery          // the delivery as s.recent knows it
 	copied bool              // its body was published seconds ago under another unsigned id
 	msg    *nats.Msg         // the INTAKE_IN message
+
+	// Tracing only (trace.go): when the request arrived and its signature
+	// check ran, for the spans started once it reaches its publish.
+	arrival, verifyStart, verifyEnd time.Time
+	span                            trace.Span
 }
 
 // verdict is what a step decided: the zero verdict lets the request go on
@@ -216,7 +222,7 @@ func (s *Service) checkDepth(q *request) verdict {
 // before anything parses the body, so an unsigned request never reserves
 // an event id.
 func (s *Service) verify(q *request) verdict {
-	ev, err := s.traceVerify(q.r.Context(), q.in.verifier, &provider.Request{Header: q.r.Header, Body: q.body, Now: q.now})
+	ev, err := s.traceVerify(q, q.in.verifier, &provider.Request{Header: q.r.Header, Body: q.body, Now: q.now})
 	if err != nil {
 		code := http.StatusUnauthorized
 		if errors.Is(err, provider.ErrMalformed) {
@@ -341,7 +347,7 @@ func (s *Service) publish(q *request) (*jetstream.PubAck, error) {
 	ctx, cancel := context.WithTimeout(q.r.Context(), s.publishTimeout)
 	defer cancel()
 	start := time.Now()
-	ack, err := s.tracePublish(ctx, q.msg, q.key, q.ev.Type)
+	ack, err := s.tracePublish(ctx, q, q.msg, q.key, q.ev.Type)
 	q.in.m.publishLatency.Observe(time.Since(start).Seconds())
 	return ack, err
 }
@@ -376,12 +382,18 @@ func (s *Service) answerPublished(q *request, ack *jetstream.PubAck, err error) 
 	return http.StatusOK, string(envelope.AnswerAccepted)
 }
 
-// reject answers a refused request: its reason's count, one log line
-// (never the body) and {"status":"rejected","reason":…}.
+// reject answers a refused request: its reason's count, a log line
+// (never the body; rate-limited per integration and reason, rejectLog) and
+// {"status":"rejected","reason":…}.
 func (s *Service) reject(q *request, v verdict) (int, string) {
 	s.metrics.Rejected.WithLabelValues(q.in.Name, v.reason).Inc()
-	s.log.Info("webhook rejected",
-		s.logArgs(q.r.Context(), "integration", q.in.Name, "reason", v.reason, "status", v.code, "remote", q.r.RemoteAddr)...)
+	if ok, suppressed := s.rejects.allow(q.in.Name, v.reason, q.now); ok {
+		args := []any{"integration", q.in.Name, "reason", v.reason, "status", v.code, "remote", q.r.RemoteAddr}
+		if suppressed > 0 {
+			args = append(args, "suppressed", suppressed)
+		}
+		s.log.Info("webhook rejected", s.logArgs(q.r.Context(), args...)...)
+	}
 	if v.retryAfter != "" {
 		q.w.Header().Set("Retry-After", v.retryAfter)
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -101,11 +102,17 @@ func startRig(t *testing.T) *rig {
 // connections as package intake does (httpserver.LimitListener).
 func startRigYAML(t *testing.T, y string, maxConns int) *rig {
 	t.Helper()
+	return startRigLog(t, y, maxConns, telemetry.Discard())
+}
+
+// startRigLog is startRigYAML with ingress logging to log.
+func startRigLog(t *testing.T, y string, maxConns int, log *slog.Logger) *rig {
+	t.Helper()
 	ctx := context.Background()
 	cfg := testrig.ParseConfig(t, y)
 	js := testrig.NATS(t, cfg.NATS.Stream).JS
 	m := telemetry.NewMetrics()
-	svc, err := ingress.New(ingress.Options{Config: cfg, JS: js, Metrics: m, Log: telemetry.Discard()})
+	svc, err := ingress.New(ingress.Options{Config: cfg, JS: js, Metrics: m, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

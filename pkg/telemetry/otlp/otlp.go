@@ -19,8 +19,8 @@ import (
 // The standard OpenTelemetry environment variables tracing reads. The OTLP
 // exporter reads the rest of its own (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
 // _COMPRESSION, _CERTIFICATE, their _TRACES_ forms), the SDK reads
-// OTEL_TRACES_SAMPLER(_ARG) and OTEL_BSP_*, the resource OTEL_SERVICE_NAME
-// and OTEL_RESOURCE_ATTRIBUTES.
+// OTEL_BSP_*, the resource OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES;
+// New reads OTEL_TRACES_SAMPLER(_ARG) itself (Sampler).
 const (
 	EnvSDKDisabled       = "OTEL_SDK_DISABLED"
 	EnvEndpoint          = "OTEL_EXPORTER_OTLP_ENDPOINT"
@@ -45,8 +45,9 @@ type Options struct {
 	Role string
 	// Version is service.version.
 	Version string
-	// LookupEnv reads the variables that decide whether tracing is on and
-	// which exporter runs (the ones named above). Defaults to os.LookupEnv.
+	// LookupEnv reads the variables that decide whether tracing is on,
+	// which exporter runs and the sampler (the ones named above and in
+	// Sampler). Defaults to os.LookupEnv.
 	// The exporter, the SDK and the resource read the process environment
 	// themselves.
 	LookupEnv func(string) (string, bool)
@@ -122,11 +123,15 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 		_ = exp.Shutdown(ctx)
 		return nil, fmt.Errorf("otlp: trace resource: %w", err)
 	}
-	// No sampler option: the SDK reads OTEL_TRACES_SAMPLER(_ARG), default
-	// parentbased_always_on. Limits: Intake's attributes are short, so a
-	// long value or a flood of them is no span of ours to export whole.
+	sampler, err := Sampler(env)
+	if err != nil {
+		_ = exp.Shutdown(ctx)
+		return nil, err
+	}
+	// Limits: Intake's attributes are short, so a long value or a flood of
+	// them is no span of ours to export whole.
 	return &Tracing{sdk: sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
-		sdktrace.WithRawSpanLimits(SpanLimits()))}, nil
+		sdktrace.WithSampler(sampler), sdktrace.WithRawSpanLimits(SpanLimits()))}, nil
 }
 
 // Span limits of New's provider (SpanLimits).
