@@ -55,6 +55,7 @@ func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 	if maxConns > 0 {
 		pc.MaxConns = maxConns
 	}
+	withDeadlines(&pc.ConnConfig.Config)
 	var reset atomic.Pointer[pgxpool.Pool] // set once the pool exists
 	var lastReset atomic.Int64             // unix nanoseconds
 	onPgError := pc.ConnConfig.OnPgError
@@ -155,6 +156,7 @@ func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 	if err != nil {
 		return hidePasswords(fmt.Errorf("store: postgres url: %w", err), url)
 	}
+	withDeadlines(&pc.Config)
 	fail := func(what string, err error) error {
 		return hidePasswords(fmt.Errorf("store: migrate %s: %s%w", redact(pc), what, err), url)
 	}
