@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,9 @@ var migrations embed.FS
 // a pgx.Tx instead.
 type Store struct {
 	pool *pgxpool.Pool
+
+	mu        sync.Mutex
+	abandoned map[string]backend // by replay id: lock sessions given up (ReplayLock.Release)
 }
 
 // Open connects a pool to url and checks the connection.
