@@ -3,6 +3,10 @@ package store
 import (
 	"context"
 	"net"
+	neturl "net/url"
+	"os"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -10,8 +14,8 @@ import (
 
 // What a hanging Postgres (a network partition that drops packets, a
 // server frozen without closing) may cost a connection of Intake's at most.
-// The URL overrides each: connect_timeout, and the session settings as URL
-// parameters (…&idle_in_transaction_session_timeout=2min).
+// The URL overrides each: connect_timeout (0: wait indefinitely), and the
+// session settings as URL parameters (…&idle_in_transaction_session_timeout=2min).
 const (
 	// DefaultConnectTimeout bounds a dial with its startup and
 	// authentication when the URL has no connect_timeout: without it a
@@ -41,12 +45,13 @@ const (
 // idleInTransaction is the session setting DefaultIdleInTransactionTimeout sets.
 const idleInTransaction = "idle_in_transaction_session_timeout"
 
-// withDeadlines gives cc the bounds above where its URL set none: a
+// withDeadlines gives cc (parsed from url) the bounds above where url set none: a
 // connect timeout, a dialer with TCP keepalive and TCP_USER_TIMEOUT, and
 // the server-side idle-in-transaction timeout. Nothing of it costs a round
 // trip: they are socket options and a startup parameter.
-func withDeadlines(cc *pgconn.Config) {
-	if cc.ConnectTimeout == 0 {
+func withDeadlines(cc *pgconn.Config, url string) {
+	// An explicit connect_timeout=0 is libpq's "wait indefinitely": kept.
+	if cc.ConnectTimeout == 0 && !setsConnectTimeout(url) {
 		cc.ConnectTimeout = DefaultConnectTimeout
 	}
 	switch v, set := cc.RuntimeParams[idleInTransaction]; {
@@ -65,4 +70,21 @@ func withDeadlines(cc *pgconn.Config) {
 		}
 		return d.DialContext(ctx, network, addr)
 	}
+}
+
+// connectTimeoutKey finds connect_timeout in a keyword/value connection
+// string ("host=… connect_timeout=0").
+var connectTimeoutKey = regexp.MustCompile(`(^|\s)connect_timeout\s*=`)
+
+// setsConnectTimeout reports whether url (a URL or a keyword/value string)
+// or PGCONNECT_TIMEOUT gives connect_timeout, whatever its value.
+func setsConnectTimeout(url string) bool {
+	if _, ok := os.LookupEnv("PGCONNECT_TIMEOUT"); ok {
+		return true
+	}
+	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
+		u, err := neturl.Parse(url)
+		return err == nil && u.Query().Has("connect_timeout")
+	}
+	return connectTimeoutKey.MatchString(url)
 }

@@ -59,7 +59,7 @@ func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 	if maxConns > 0 {
 		pc.MaxConns = maxConns
 	}
-	withDeadlines(&pc.ConnConfig.Config)
+	withDeadlines(&pc.ConnConfig.Config, url)
 	var reset atomic.Pointer[pgxpool.Pool] // set once the pool exists
 	var lastReset atomic.Int64             // unix nanoseconds
 	onPgError := pc.ConnConfig.OnPgError
@@ -160,7 +160,7 @@ func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 	if err != nil {
 		return hidePasswords(fmt.Errorf("store: postgres url: %w", err), url)
 	}
-	withDeadlines(&pc.Config)
+	withDeadlines(&pc.Config, url)
 	fail := func(what string, err error) error {
 		return hidePasswords(fmt.Errorf("store: migrate %s: %s%w", redact(pc), what, err), url)
 	}
