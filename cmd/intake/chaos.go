@@ -48,9 +48,9 @@ Postgres and the ingresses NATS through fault proxies, which blackhole them (flo
 accepted and kept open, nothing forwarded) for 45s and 30s, one after the other,
 under load (--rate defaults to 50/s there, so the load outlasts both). The verdict
 adds: every partitioned role's /readyz turned 503 during its partition and 200 again
-by itself after the heal, and no webhook waited more than 10s for its answer. With
---control the processors' sessions lack idle_in_transaction_session_timeout: the
-transactions a partition caught keep their keys locked, and the run must FAIL.`,
+by itself within 30s of the heal, and no webhook waited more than 10s for its answer. With
+--control the processors' Postgres URL turns Intake's bounds off (connect_timeout=0,
+no idle_in_transaction_session_timeout), and the run must FAIL.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Binary == "" {

@@ -132,7 +132,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		h.o.Events, h.o.Ingress, h.o.Processors, topo, h.o.Seed, h.dir)
 	switch {
 	case h.o.Control && h.o.Partition:
-		h.logf("NEGATIVE CONTROL: the processors' sessions have no idle_in_transaction_session_timeout; this run must FAIL")
+		h.logf("NEGATIVE CONTROL: the processors' Postgres URL turns Intake's bounds off (connect_timeout=0, no idle_in_transaction_session_timeout); this run must FAIL")
 	case h.o.Control:
 		h.logf("NEGATIVE CONTROL: the processors write the business row outside the inbox transaction; this run must FAIL")
 	}

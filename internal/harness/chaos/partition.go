@@ -25,14 +25,16 @@ import (
 // partitionRecovery after the heal, and no webhook waited longer than
 // GitHub's 10s for its answer.
 //
-// Its negative control (with Control) sends the processors' sessions
-// without Intake's idle_in_transaction_session_timeout: a transaction the
-// partition caught holds its keys until the end of the run, which must
+// Its negative control (with Control) turns the processors' Postgres
+// bounds off in their URL (connect_timeout=0: dials into the partition wait
+// indefinitely and fill the pool; no idle_in_transaction_session_timeout:
+// a transaction the partition caught keeps its keys locked), which must
 // FAIL the verdict (events never processed).
 
 // partitionRecovery bounds, after a heal, the wait for a role's /readyz to
-// answer 200 again.
-const partitionRecovery = 2 * time.Minute
+// answer 200 again: a role that takes longer did not recover by its own
+// deadlines (with them it takes 0–2s; without them, a minute or never).
+const partitionRecovery = 30 * time.Second
 
 // webhookPatience is GitHub's timeout: a webhook not answered within it
 // has failed, whatever the answer.
@@ -74,7 +76,9 @@ func (h *harness) startPartitionProxies() error {
 	procDB.Host = p.pg.Addr()
 	if h.o.Control {
 		q := procDB.Query()
-		q.Set("idle_in_transaction_session_timeout", "") // the negative control: none sent
+		// The negative control: dials wait indefinitely, no session bound.
+		q.Set("connect_timeout", "0")
+		q.Set("idle_in_transaction_session_timeout", "")
 		procDB.RawQuery = q.Encode()
 	}
 	ingNATS := *natsURL
@@ -217,6 +221,7 @@ func (h *harness) judgePartition(res *Result, ld *load) {
 	if h.part == nil {
 		return
 	}
+	res.Partition = true
 	p99, maxTook, late := ld.answerTimes()
 	h.note(fmt.Sprintf("partition: webhook answer time p99 %s, max %s", p99.Round(time.Millisecond), maxTook.Round(time.Millisecond)))
 	if late > 0 {

@@ -21,6 +21,9 @@ type Result struct {
 	Events  int
 	Cluster bool
 	Control bool // the negative control (Options.Control): it must fail
+	// Partition: a partition run (Options.Partition); its control turns
+	// the processors' Postgres bounds off.
+	Partition bool
 	// Failover: a primary and a standby, failed over mid-run (Async:
 	// replicated asynchronously).
 	Failover bool
@@ -123,7 +126,10 @@ func (r *Result) Line() string {
 		tag += fmt.Sprintf(" (Postgres failover, %s replication, %d database failures at the kill, %s)",
 			replicationMode(r.Async), r.DBFailures, r.redriven())
 	}
-	if r.Control {
+	switch {
+	case r.Control && r.Partition:
+		tag += " (negative control: the processors' Postgres bounds off)"
+	case r.Control:
 		tag += " (negative control: effects outside the inbox transaction)"
 	}
 	verdict := "PASS"
