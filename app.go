@@ -553,18 +553,28 @@ func (a *App) close() {
 	}
 }
 
-// readyz answers 200 while NATS is connected, Postgres takes writes (when a
+// readyzWait bounds each of /readyz's round trips (NATS, Postgres): a peer
+// that hangs makes the role not ready within it.
+const readyzWait = 2 * time.Second
+
+// readyz answers 200 while NATS is connected and answers, Postgres takes writes (when a
 // role uses it: the processor and the replayer write; a standby or a server
 // in recovery is not ready) and no role reports a problem; else 503 with the
 // reasons.
 func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 	var reasons []string
-	if s := a.nc.Status(); s != nats.CONNECTED {
+	switch s := a.nc.Status(); {
+	case s != nats.CONNECTED:
 		reasons = append(reasons, "nats: "+s.String())
+	case a.nc.FlushTimeout(readyzWait) != nil:
+		// Connected on paper, silent in fact (a partition): the client's
+		// pings (stream.PingInterval) notice it within seconds, this
+		// round trip at once.
+		reasons = append(reasons, "nats: no answer within "+readyzWait.String())
 	}
 	reasons = append(reasons, a.health.problems()...)
 	if a.st != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), readyzWait)
 		defer cancel()
 		switch err := a.st.Writable(ctx); {
 		case errors.Is(err, store.ErrReadOnly):

@@ -72,6 +72,12 @@ func (r *Replayer) publish(ctx context.Context, lock *store.ReplayLock) (ended b
 		case errors.Is(err, errStopped) || ctx.Err() != nil:
 			log.Info("replay paused: this replayer stops publishing it", "err", err)
 			return false
+		case lock.Lost():
+			// Postgres stopped answering on the lock's connection (a
+			// partition): retrying on it is useless. Resumed on a new one
+			// at the next ResumeInterval, here or elsewhere.
+			log.Warn("replay paused: its lock's connection to Postgres is lost", "err", err)
+			return false
 		case err == nil && state != store.ReplayRunning:
 			log.Info("replay stopped", "state", state)
 			return true

@@ -524,7 +524,10 @@ func (r *Replayer) Run(ctx context.Context) error {
 }
 
 func (r *Replayer) startRunnable(ctx context.Context, wg *sync.WaitGroup) error {
-	ids, err := r.o.Store.RunningReplays(ctx)
+	// Bounded: a Postgres that hangs must not stop this loop for good.
+	lctx, cancel := context.WithTimeout(ctx, store.ReplayLockTimeout)
+	ids, err := r.o.Store.RunningReplays(lctx)
+	cancel()
 	if err != nil {
 		return err
 	}

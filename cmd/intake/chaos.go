@@ -41,7 +41,16 @@ domain handler writes (one row per applied event), the client's own record of wh
 events got a 2xx, intake.conflicts and the inbox's stale rows, and the messages on
 INTAKE_OUT. It prints one closing line and exits 1 on any violation. Needs the
 PostgreSQL server binaries (initdb, postgres; with --failover also pg_basebackup and
-pg_rewind) on PATH or in /usr/lib/postgresql/*/bin.`,
+pg_rewind) on PATH or in /usr/lib/postgresql/*/bin.
+
+With --partition the faults are hanging partitions instead: the processors reach
+Postgres and the ingresses NATS through fault proxies, which blackhole them (flows
+accepted and kept open, nothing forwarded) for 45s and 30s, one after the other,
+under load (--rate defaults to 50/s there, so the load outlasts both). The verdict
+adds: every partitioned role's /readyz turned 503 during its partition and 200 again
+by itself within 30s of the heal, and no webhook waited more than 10s for its answer. With
+--control the processors' Postgres URL turns Intake's bounds off (connect_timeout=0,
+no idle_in_transaction_session_timeout), and the run must FAIL.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Binary == "" {
@@ -53,6 +62,9 @@ pg_rewind) on PATH or in /usr/lib/postgresql/*/bin.`,
 			}
 			if !quiet {
 				o.Log = cmd.ErrOrStderr()
+			}
+			if o.Partition && !cmd.Flags().Changed("rate") {
+				o.Rate = partitionRate
 			}
 			res, err := chaos.Run(cmd.Context(), o)
 			if err != nil {
@@ -95,10 +107,17 @@ pg_rewind) on PATH or in /usr/lib/postgresql/*/bin.`,
 	f.StringVar(&o.NATSConfig, "nats-config", "", "nats-server configuration of the run's nodes: users, permissions (default: deploy/nats/intake.conf above the working directory)")
 	f.DurationVar(&o.Timeout, "timeout", d.Timeout, "bound on the whole run")
 	f.StringVar(&o.Handler, "handler", d.Handler, "what writes the business row: go (the harness's Go handler) or sql (a SQL handler in the run's config, loaded by the stock processor)")
+	f.BoolVar(&o.Partition, "partition", false, "hanging partitions instead of kills and restarts: processors ↔ Postgres, then ingress ↔ NATS, blackholed through fault proxies (flows open and silent); with --control, its negative control")
+	f.DurationVar(&o.PartitionPostgres, "partition-postgres", d.PartitionPostgres, "with --partition: how long processors ↔ Postgres is blackholed")
+	f.DurationVar(&o.PartitionNATS, "partition-nats", d.PartitionNATS, "with --partition: how long ingress ↔ NATS is blackholed")
 	f.BoolVar(&o.Control, "control", false, "negative control: processors write the business row outside the inbox transaction; the run must FAIL (exit 1)")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	return cmd
 }
+
+// partitionRate is --rate's default with --partition: slow enough that the
+// load of the default --events outlasts both partitions.
+const partitionRate = 50
 
 // newChaosProcessorCmd is the processor the chaos harness starts: `intake
 // processor` with the harness's domain handler (one business row per applied

@@ -329,20 +329,49 @@ func (s *Store) ReplaysOfEvent(ctx context.Context, k envelope.Key) ([]ReplayRef
 // the connection breaks, Postgres releases it, and another replayer may
 // resume the replay. Progress is written through the same connection, so a
 // replayer that lost its lock cannot record progress either.
+//
+// A partition can leave the lock's session alive on the server after its
+// client gave the connection up (every call on it is bounded by
+// ReplayLockTimeout): the Store remembers that session and ends it
+// (pg_terminate_backend) the next time it tries to lock the replay, so
+// the replay resumes instead of staying locked by a session nobody owns.
 type ReplayLock struct {
-	conn *pgxpool.Conn
-	id   string
+	s       *Store
+	conn    *pgxpool.Conn
+	id      string
+	session backend
+}
+
+// ReplayLockTimeout bounds each statement on a replay's lock connection,
+// so a Postgres that stops answering (a partition) pauses the replay
+// instead of hanging it.
+const ReplayLockTimeout = 30 * time.Second
+
+// backend names a server session: a pid is reused, with its start time it
+// is not.
+type backend struct {
+	pid     uint32
+	started time.Time
 }
 
 // LockReplay takes the replay's lock without waiting; it returns nil (and no
-// error) when another replayer holds it.
+// error) when another replayer holds it. A session of this Store's that
+// held the lock and was given up (ReplayLock) is ended first.
 func (s *Store) LockReplay(ctx context.Context, id string) (*ReplayLock, error) {
+	ctx, cancel := context.WithTimeout(ctx, ReplayLockTimeout)
+	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: lock replay: %w", err)
 	}
+	if err := s.endAbandoned(ctx, conn, id); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("store: lock replay: end its abandoned session: %w", err)
+	}
 	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended('intake.replay:' || $1, 0))`, id).Scan(&ok); err != nil {
+	var started time.Time
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended('intake.replay:' || $1, 0)),
+		(SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())`, id).Scan(&ok, &started); err != nil {
 		conn.Release()
 		return nil, fmt.Errorf("store: lock replay: %w", err)
 	}
@@ -350,23 +379,67 @@ func (s *Store) LockReplay(ctx context.Context, id string) (*ReplayLock, error) 
 		conn.Release()
 		return nil, nil
 	}
-	return &ReplayLock{conn: conn, id: id}, nil
+	return &ReplayLock{s: s, conn: conn, id: id, session: backend{pid: conn.Conn().PgConn().PID(), started: started}}, nil
+}
+
+// endAbandoned terminates the session a given-up lock of replay id left
+// on the server, if it is still there; it forgets it once it is gone.
+func (s *Store) endAbandoned(ctx context.Context, conn *pgxpool.Conn, id string) error {
+	s.mu.Lock()
+	b, ok := s.abandoned[id]
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	var there bool
+	// count() evaluates its argument for every row (EXISTS would not).
+	err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) > 0 FROM pg_stat_activity
+		WHERE pid = $1 AND backend_start = $2`, int64(b.pid), b.started).Scan(&there)
+	if err != nil {
+		return err
+	}
+	if !there {
+		s.mu.Lock()
+		delete(s.abandoned, id)
+		s.mu.Unlock()
+	}
+	return nil
 }
 
 // Release gives the lock up. It never fails: a connection that cannot
-// unlock is closed, which unlocks.
+// unlock is closed, which unlocks, unless the server cannot hear it (a
+// partition): then the session is remembered, and ended by the next
+// LockReplay of the replay.
 func (l *ReplayLock) Release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := l.conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended('intake.replay:' || $1, 0))`, l.id); err != nil {
+		l.s.mu.Lock()
+		if l.s.abandoned == nil {
+			l.s.abandoned = map[string]backend{}
+		}
+		l.s.abandoned[l.id] = l.session
+		l.s.mu.Unlock()
 		_ = l.conn.Hijack().Close(ctx)
 		return
 	}
 	l.conn.Release()
 }
 
+// Lost reports whether the lock's connection is closed (a statement on it
+// failed or timed out): the lock may still be held by its session on the
+// server, but this replayer can neither use nor release it.
+func (l *ReplayLock) Lost() bool { return l.conn.Conn().IsClosed() }
+
+// bound is ctx within ReplayLockTimeout.
+func bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, ReplayLockTimeout)
+}
+
 // Replay reads the locked replay.
 func (l *ReplayLock) Replay(ctx context.Context) (Replay, error) {
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	r, err := scanReplay(l.conn.QueryRow(ctx, `SELECT `+replayColumns+` FROM intake.replays WHERE id = $1`, l.id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Replay{}, ErrNotFound
@@ -379,6 +452,8 @@ func (l *ReplayLock) Replay(ctx context.Context) (Replay, error) {
 
 // Pending returns up to limit items not yet published, in order.
 func (l *ReplayLock) Pending(ctx context.Context, limit int) ([]ReplayItem, error) {
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	rows, err := l.conn.Query(ctx, `
 		SELECT pos, integration, account, event_id, tenant, event_type, coalesce(stream_seq, 0),
 			coalesce(outbox_id::text, ''), msg_id, outcome, state
@@ -403,6 +478,8 @@ func (l *ReplayLock) Pending(ctx context.Context, limit int) ([]ReplayItem, erro
 
 // HasPending reports whether any item is still to be published.
 func (l *ReplayLock) HasPending(ctx context.Context) (bool, error) {
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	var ok bool
 	err := l.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM intake.replay_items WHERE replay_id = $1 AND state = 'pending')`, l.id).Scan(&ok)
 	if err != nil {
@@ -428,6 +505,8 @@ type Progress struct {
 // an operator may have changed to cancelled meanwhile. Items are marked
 // once: recording the same copy again changes nothing.
 func (l *ReplayLock) Record(ctx context.Context, p Progress) (string, error) {
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	var state string
 	err := pgx.BeginFunc(ctx, l.conn, func(tx pgx.Tx) error {
 		published := int64(0)
@@ -487,6 +566,8 @@ func (l *ReplayLock) Record(ctx context.Context, p Progress) (string, error) {
 // Finish ends a running replay with state (done or failed) and an optional
 // error. A replay cancelled meanwhile stays cancelled.
 func (l *ReplayLock) Finish(ctx context.Context, state, errText string) error {
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	var e *string
 	if errText != "" {
 		e = &errText

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,9 @@ var migrations embed.FS
 // a pgx.Tx instead.
 type Store struct {
 	pool *pgxpool.Pool
+
+	mu        sync.Mutex
+	abandoned map[string]backend // by replay id: lock sessions given up (ReplayLock.Release)
 }
 
 // Open connects a pool to url and checks the connection.
@@ -55,7 +59,8 @@ func Open(ctx context.Context, url string, maxConns int32) (*Store, error) {
 	if maxConns > 0 {
 		pc.MaxConns = maxConns
 	}
-	pc.AfterConnect = RegisterTypes        // every query mode (querymode.go)
+	pc.AfterConnect = RegisterTypes // every query mode (querymode.go)
+	withDeadlines(&pc.ConnConfig.Config, url)
 	var reset atomic.Pointer[pgxpool.Pool] // set once the pool exists
 	var lastReset atomic.Int64             // unix nanoseconds
 	onPgError := pc.ConnConfig.OnPgError
@@ -157,6 +162,7 @@ func Migrate(ctx context.Context, url string, log *slog.Logger) error {
 	if err != nil {
 		return hidePasswords(fmt.Errorf("store: postgres url: %w", err), url)
 	}
+	withDeadlines(&pc.Config, url)
 	fail := func(what string, err error) error {
 		return hidePasswords(fmt.Errorf("store: migrate %s: %s%w", redact(pc), what, err), url)
 	}

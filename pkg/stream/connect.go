@@ -11,9 +11,20 @@ import (
 	"github.com/intakehq/intake/pkg/config"
 )
 
+// A silent connection (a partition that drops packets, a frozen server) is
+// noticed by the client's pings: one every PingInterval, the connection
+// given up when MaxPingsOutstanding go unanswered, within about
+// PingInterval × (MaxPingsOutstanding+1), then reconnected. nats.go's
+// defaults (2 minutes, 2) take up to 6 minutes, during which a role waits
+// on a connection that will never answer.
+const (
+	PingInterval        = 5 * time.Second
+	MaxPingsOutstanding = 2
+)
+
 // Connect dials NATS as role ("ingress", "processor", "replayer", "admin")
 // with the identity and TLS of c, with reconnects forever: a NATS restart
-// must not kill a role, it must pause it. bufferOnReconnect false disables
+// or a partition must not kill a role, it must pause it. bufferOnReconnect false disables
 // the client's reconnect buffer so that ingress fails a publish at once (503,
 // the provider retries) instead of answering after a buffered write it
 // cannot confirm.
@@ -30,6 +41,8 @@ func Connect(c config.NATS, role string, bufferOnReconnect bool, log *slog.Logge
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.RetryOnFailedConnect(false),
+		nats.PingInterval(PingInterval),
+		nats.MaxPingsOutstanding(MaxPingsOutstanding),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("nats disconnected", "err", err)

@@ -26,8 +26,10 @@ type faultKind int
 const (
 	faultKill faultKind = iota
 	faultNATS
-	faultPostgres // a stop and start, or with Failover the failover
-	faultRejoin   // Failover: the old primary rejoins as a standby
+	faultPostgres          // a stop and start, or with Failover the failover
+	faultRejoin            // Failover: the old primary rejoins as a standby
+	faultPartitionPostgres // Partition: processors ↔ Postgres blackholed
+	faultPartitionNATS     // Partition: ingress ↔ NATS blackholed
 )
 
 type plannedFault struct {
@@ -85,6 +87,9 @@ func newFaults(h *harness, ld *load) *faults {
 			f.plan = append(f.plan, plannedFault{at: 0.8 + 0.05*rng.Float64(), kind: faultRejoin})
 		}
 	}
+	if o.Partition {
+		f.plan = append(f.plan, plannedFault{at: 0.1, kind: faultPartitionPostgres}, plannedFault{at: 0.6, kind: faultPartitionNATS})
+	}
 	slices.SortFunc(f.plan, func(a, b plannedFault) int { return cmp.Compare(a.at, b.at) })
 	return f
 }
@@ -109,6 +114,10 @@ func (f *faults) describe() string {
 			f.h.replication(), standbyCut)
 	default:
 		s += ", Postgres stop and start"
+	}
+	if o.Partition {
+		s += fmt.Sprintf(", partitions (blackholed, never closed): processors ↔ Postgres %s, then ingress ↔ NATS %s",
+			o.PartitionPostgres, o.PartitionNATS)
 	}
 	return s + fmt.Sprintf(", %.0f%% of responses dropped", 100*o.LostShare)
 }
@@ -154,6 +163,10 @@ func (f *faults) runLane(ctx context.Context, lane []plannedFault) error {
 			}
 		case faultRejoin:
 			err = f.rejoin(ctx)
+		case faultPartitionPostgres:
+			err = f.partitionFault(ctx, "processors ↔ Postgres", f.h.part.pg, f.h.o.PartitionPostgres, f.h.procs)
+		case faultPartitionNATS:
+			err = f.partitionFault(ctx, "ingress ↔ NATS", f.h.part.nats, f.h.o.PartitionNATS, f.h.ingress)
 		}
 		if err != nil {
 			return fmt.Errorf("fault: %w", err)

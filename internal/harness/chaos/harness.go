@@ -36,6 +36,7 @@ const (
 // harness is one run: the processes, the database, the client connection.
 type harness struct {
 	o     Options
+	part  *partition // Partition: the proxies and findings; nil otherwise
 	dir   string
 	runID string
 	start time.Time
@@ -132,7 +133,10 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if h.o.Handler == HandlerSQL {
 		h.logf("business rows: a SQL handler in the config (handlers: chaos-effects), run by the stock processor")
 	}
-	if h.o.Control {
+	switch {
+	case h.o.Control && h.o.Partition:
+		h.logf("NEGATIVE CONTROL: the processors' Postgres URL turns Intake's bounds off (connect_timeout=0, no idle_in_transaction_session_timeout); this run must FAIL")
+	case h.o.Control:
 		h.logf("NEGATIVE CONTROL: the processors write the business row outside the inbox transaction; this run must FAIL")
 	}
 	if err := h.writeNATSConfig(); err != nil {
@@ -228,6 +232,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	res.Duration = time.Since(h.start)
 	res.checkFaults(h.o)
 	res.checkFailover(h.o)
+	h.judgePartition(res, ld)
 	return res, nil
 }
 
@@ -449,6 +454,11 @@ func (h *harness) migrate(ctx context.Context) error {
 
 // startRoles starts the ingress and processor processes.
 func (h *harness) startRoles(ctx context.Context) error {
+	if h.o.Partition {
+		if err := h.startPartitionProxies(); err != nil {
+			return err
+		}
+	}
 	mk := func(role string, i int, cmd []string, extra ...string) (*child, error) {
 		port, err := h.ports.take()
 		if err != nil {
@@ -458,7 +468,7 @@ func (h *harness) startRoles(ctx context.Context) error {
 			env: h.roleEnv(role)}
 		c.port = port
 		c.args = func() []string {
-			args := append(append([]string{}, cmd...), "--config", h.cfgPath, "--http-addr", c.addr(), "--log-format", "json")
+			args := append(append([]string{}, cmd...), "--config", h.roleConfig(role), "--http-addr", c.addr(), "--log-format", "json")
 			return append(args, extra...)
 		}
 		c.ready = func(ctx context.Context) error { return httpReady(c.addr())(ctx) }
@@ -475,7 +485,7 @@ func (h *harness) startRoles(ctx context.Context) error {
 	for i := range h.o.Processors {
 		handler := "effects"
 		switch {
-		case h.o.Control:
+		case h.o.Control && !h.o.Partition: // a partition's control is in its URL
 			handler = "effects-outside-tx"
 		case h.o.Handler == HandlerSQL:
 			handler = "none" // the config's handlers: (EffectsSQL) write the row
@@ -748,6 +758,9 @@ func (h *harness) shutdown() {
 		wg.Go(func() { c.Stop(30 * time.Second) })
 	}
 	wg.Wait()
+	if h.part != nil {
+		h.part.close()
+	}
 	if h.nc != nil {
 		h.nc.Close()
 	}

@@ -139,7 +139,8 @@ type load struct {
 	lateSent      atomic.Int64
 
 	mu      sync.Mutex
-	answers map[string]int // "200 accepted", "503", "transport error", …
+	answers map[string]int  // "200 accepted", "503", "transport error", …
+	took    []time.Duration // answer time of every answered attempt (partition.go)
 	late    sync.WaitGroup
 }
 
@@ -266,11 +267,15 @@ func (l *load) post(ctx context.Context, addr string, hdr http.Header, body []by
 		return false
 	}
 	req.Header = hdr
+	start := time.Now()
 	resp, err := l.client.Do(req)
 	if err != nil {
 		l.count("transport error")
 		return false
 	}
+	l.mu.Lock()
+	l.took = append(l.took, time.Since(start))
+	l.mu.Unlock()
 	defer resp.Body.Close()
 	var a struct {
 		Status string `json:"status"`

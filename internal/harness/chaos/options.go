@@ -63,6 +63,16 @@ type Options struct {
 	// and synchronous replication.
 	NoCut bool
 
+	// Partition runs the hanging-partition scenarios instead of kills and
+	// restarts (partition.go): processors ↔ Postgres blackholed for
+	// PartitionPostgres, then ingress ↔ NATS for PartitionNATS, through
+	// fault proxies. With Control, its negative control. Defaults to false.
+	Partition bool
+	// PartitionPostgres and PartitionNATS are how long each partition
+	// lasts. Default to 45s and 30s.
+	PartitionPostgres time.Duration
+	PartitionNATS     time.Duration
+
 	// Control runs the negative control: the processors write the business
 	// row outside the inbox transaction (EffectsOutsideTx), so the verdict
 	// must find duplicate effects. Defaults to false.
@@ -168,6 +178,11 @@ func (o Options) WithDefaults() Options {
 	}
 	setD(&o.Timeout, 20*time.Minute)
 	setD(&o.SettleTimeout, 3*time.Minute)
+	setD(&o.PartitionPostgres, 45*time.Second)
+	setD(&o.PartitionNATS, 30*time.Second)
+	if o.Partition { // the partitions are the run's faults
+		o.ProcessorKills, o.NoNATSFault, o.NoPostgresFault = 0, true, true
+	}
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
@@ -215,8 +230,11 @@ func (o Options) validate() error {
 	if o.Handler != HandlerGo && o.Handler != HandlerSQL {
 		bad("Handler", "%q: %s or %s", o.Handler, HandlerGo, HandlerSQL)
 	}
-	if o.Control && o.Handler == HandlerSQL {
+	if o.Control && o.Handler == HandlerSQL && !o.Partition {
 		bad("Handler", "the negative control writes outside the transaction from Go: not with %s", HandlerSQL)
+	}
+	if o.Partition && (o.Cluster || o.Failover) {
+		bad("Partition", "runs on one NATS node and one Postgres server (not with Cluster or Failover)")
 	}
 	if o.VersionsPerObject < 2 {
 		bad("VersionsPerObject", "at least 2 (one object version cannot be out of order)")

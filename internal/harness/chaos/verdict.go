@@ -24,6 +24,9 @@ type Result struct {
 	// SQLHandler: the business rows came from a SQL handler in the config
 	// (Options.Handler HandlerSQL), not the Go one.
 	SQLHandler bool
+	// Partition: a partition run (Options.Partition); its control turns
+	// the processors' Postgres bounds off.
+	Partition bool
 	// Failover: a primary and a standby, failed over mid-run (Async:
 	// replicated asynchronously).
 	Failover bool
@@ -129,7 +132,10 @@ func (r *Result) Line() string {
 	if r.SQLHandler {
 		tag += " (SQL handler)"
 	}
-	if r.Control {
+	switch {
+	case r.Control && r.Partition:
+		tag += " (negative control: the processors' Postgres bounds off)"
+	case r.Control:
 		tag += " (negative control: effects outside the inbox transaction)"
 	}
 	verdict := "PASS"
