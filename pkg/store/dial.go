@@ -36,9 +36,11 @@ const (
 	// and its locks released, this long after its last statement.
 	// Intake's transactions run within their own deadline (the processor's
 	// is processor.ack_wait, 30s by default), so none of its own idles
-	// that long. An empty value in the URL
-	// (idle_in_transaction_session_timeout=) sends none: the server's
-	// setting applies (for a pooler that refuses startup parameters).
+	// that long. It is SET once per new connection, not sent as a startup
+	// parameter: PgBouncer refuses startup parameters it does not know
+	// ("unsupported startup parameter"). A value in the URL is sent as
+	// the URL says; an empty one (idle_in_transaction_session_timeout=)
+	// sets none: the server's setting applies.
 	DefaultIdleInTransactionTimeout = "30s"
 )
 
@@ -47,8 +49,9 @@ const idleInTransaction = "idle_in_transaction_session_timeout"
 
 // withDeadlines gives cc (parsed from url) the bounds above where url set none: a
 // connect timeout, a dialer with TCP keepalive and TCP_USER_TIMEOUT, and
-// the server-side idle-in-transaction timeout. Nothing of it costs a round
-// trip: they are socket options and a startup parameter.
+// the server-side idle-in-transaction timeout. They are socket options and,
+// for the timeout, one SET when a connection opens: no round trip per
+// statement.
 func withDeadlines(cc *pgconn.Config, url string) {
 	// An explicit connect_timeout=0 is libpq's "wait indefinitely": kept.
 	if cc.ConnectTimeout == 0 && !setsConnectTimeout(url) {
@@ -56,7 +59,16 @@ func withDeadlines(cc *pgconn.Config, url string) {
 	}
 	switch v, set := cc.RuntimeParams[idleInTransaction]; {
 	case !set:
-		cc.RuntimeParams[idleInTransaction] = DefaultIdleInTransactionTimeout
+		after := cc.AfterConnect
+		cc.AfterConnect = func(ctx context.Context, c *pgconn.PgConn) error {
+			if err := c.Exec(ctx, "SET "+idleInTransaction+" = '"+DefaultIdleInTransactionTimeout+"'").Close(); err != nil {
+				return err
+			}
+			if after != nil {
+				return after(ctx, c)
+			}
+			return nil
+		}
 	case v == "":
 		delete(cc.RuntimeParams, idleInTransaction)
 	}
