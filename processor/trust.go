@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -27,18 +28,27 @@ func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
 		of     []*item
 	)
 	for _, it := range b {
-		it.reject, it.admitted = nil, false
+		it.reject, it.admitted, it.unsigned = nil, false, false
 		if reason, detail := p.checkEnvelope(it); reason != "" {
 			it.reject = it.ev.rejection(it.msg.Subject(), reason, detail)
 			continue
 		}
-		if ev := it.ev; ev.ReplayID != "" {
-			// Replay copies are rare: hashing their bodies again is cheap
-			// and keeps a forged body out under a genuine copy's headers.
+		if reason, detail := p.checkSignature(it); reason != "" {
+			it.reject = it.ev.rejection(it.msg.Subject(), reason, detail)
+			continue
+		}
+		if ev := it.ev; ev.ReplayID != "" || len(p.envelopeKeys) > 0 {
+			// The signature covers Intake-Payload-Sha256, not the body:
+			// with keys every body is hashed again, else a publisher could
+			// keep a genuine message's headers and swap its body. Without
+			// keys, replay copies only: they are rare, and it keeps a
+			// forged body out under a genuine copy's headers.
 			if envelope.PayloadSHA256(ev.Body) != ev.PayloadSHA256 {
 				it.reject = it.ev.rejection(it.msg.Subject(), store.RejectPayloadMismatch, "the body does not hash to "+envelope.HeaderPayloadSHA256)
 				continue
 			}
+		}
+		if ev := it.ev; ev.ReplayID != "" {
 			copies = append(copies, store.ReplayCopy{ReplayID: ev.ReplayID, Mode: string(ev.ReplayMode), Key: ev.Key,
 				MsgID: ev.Header.Get(envelope.HeaderMsgID), StreamSeq: ev.StreamSeq})
 			of = append(of, it)
@@ -59,6 +69,27 @@ func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
 		}
 	}
 	return nil
+}
+
+// checkSignature checks a message's Intake-Envelope-Signature when envelope
+// keys are configured: a bad one is always refused, a missing one when
+// envelope.require is on (else it is let through and counted). Replay copies
+// carry the original's headers, signature included, and verify as it does.
+func (p *Processor) checkSignature(it *item) (reason, detail string) {
+	if len(p.envelopeKeys) == 0 {
+		return "", ""
+	}
+	switch err := envelope.VerifySignature(p.envelopeKeys, it.ev.Header); {
+	case err == nil:
+		return "", ""
+	case errors.Is(err, envelope.ErrUnsigned) && !p.requireSigned:
+		it.unsigned = true
+		return "", ""
+	case errors.Is(err, envelope.ErrUnsigned):
+		return store.RejectUnsignedEnvelope, "no " + envelope.HeaderSignature + " and envelope.require is on"
+	default:
+		return store.RejectBadEnvelopeSignature, envelope.HeaderSignature + " does not verify with any envelope key"
+	}
 }
 
 // checkEnvelope checks a message against the configured integrations.
