@@ -51,17 +51,20 @@ func Sign(key []byte, h nats.Header) string {
 }
 
 // envelopeMAC writes the canonical encoding of h's signed headers into mac
-// and appends the sum to out: the version, then each value as its decimal
-// length, ':' and the bytes, so no two header sets encode alike.
+// and appends the sum to out: the version, then for each value '\n', its
+// decimal length, ':' and the bytes, so no two header sets encode alike.
+// One buffer, one Write: a few hundred bytes.
 func envelopeMAC(mac hash.Hash, h nats.Header, out []byte) []byte {
-	var n [20]byte
-	mac.Write([]byte(signatureVersion))
+	var stack [512]byte
+	b := append(stack[:0], signatureVersion...)
 	for _, name := range signedHeaders {
 		v := h.Get(name)
-		mac.Write(strconv.AppendInt(append(n[:0], '\n'), int64(len(v)), 10))
-		mac.Write([]byte{':'})
-		mac.Write([]byte(v))
+		b = append(b, '\n')
+		b = strconv.AppendInt(b, int64(len(v)), 10)
+		b = append(b, ':')
+		b = append(b, v...)
 	}
+	mac.Write(b)
 	return mac.Sum(out)
 }
 

@@ -2,6 +2,7 @@ package envelope_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +131,38 @@ func FuzzVerifySignature(f *testing.F) {
 			t.Fatalf("%q verifies", v)
 		}
 	})
+}
+
+// BenchmarkSign and BenchmarkVerifySignature are the per-delivery cost of
+// signing (ingress) and verifying (processor); BenchmarkPayloadSHA256 the
+// body re-hash the processor adds for every message with keys set.
+func BenchmarkSign(b *testing.B) {
+	h := signed(keyA).Header
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = envelope.Sign(keyA, h)
+	}
+}
+
+func BenchmarkVerifySignature(b *testing.B) {
+	h := signed(keyA).Header
+	keys := [][]byte{keyA}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := envelope.VerifySignature(keys, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPayloadSHA256(b *testing.B) {
+	for _, n := range []int{1 << 10, 16 << 10} {
+		body := make([]byte, n)
+		b.Run(fmt.Sprintf("%dKiB", n>>10), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				_ = envelope.PayloadSHA256(body)
+			}
+		})
+	}
 }
