@@ -226,6 +226,12 @@ type item struct {
 	// unsigned is set by screen for a message without a signature that
 	// envelope.require: false let through: counted once committed.
 	unsigned bool
+	// sig is envelopeVerdict's, computed once before the transaction.
+	sig struct {
+		done           bool
+		unsigned       bool
+		reason, detail string
+	}
 	// outcome is what the batch's transaction did with the message
 	// (batchTx.decide, runHandlers). executed and settles are notes the
 	// transaction takes on the way: a replay copy whose handler already

@@ -33,16 +33,15 @@ func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
 			it.reject = it.ev.rejection(it.msg.Subject(), reason, detail)
 			continue
 		}
-		if reason, detail := p.checkSignature(it); reason != "" {
+		if reason, detail := p.envelopeVerdict(it); reason != "" {
 			it.reject = it.ev.rejection(it.msg.Subject(), reason, detail)
 			continue
 		}
-		if ev := it.ev; ev.ReplayID != "" || len(p.envelopeKeys) > 0 {
-			// The signature covers Intake-Payload-Sha256, not the body:
-			// with keys every body is hashed again, else a publisher could
-			// keep a genuine message's headers and swap its body. Without
-			// keys, replay copies only: they are rare, and it keeps a
-			// forged body out under a genuine copy's headers.
+		it.unsigned = it.sig.unsigned
+		if ev := it.ev; ev.ReplayID != "" && len(p.envelopeKeys) == 0 {
+			// Replay copies are rare: hashing their bodies again is cheap
+			// and keeps a forged body out under a genuine copy's headers.
+			// With envelope keys every body was hashed (envelopeVerdict).
 			if envelope.PayloadSHA256(ev.Body) != ev.PayloadSHA256 {
 				it.reject = it.ev.rejection(it.msg.Subject(), store.RejectPayloadMismatch, "the body does not hash to "+envelope.HeaderPayloadSHA256)
 				continue
@@ -71,25 +70,47 @@ func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
 	return nil
 }
 
-// checkSignature checks a message's Intake-Envelope-Signature when envelope
-// keys are configured: a bad one is always refused, a missing one when
-// envelope.require is on (else it is let through and counted). Replay copies
+// verifyEnvelopes computes each message's envelopeVerdict before the batch's
+// transaction begins: an HMAC and a body hash per message are CPU work that
+// need not hold a transaction (and its row locks) open, nor be redone when
+// the transaction is retried.
+func (p *Processor) verifyEnvelopes(b []*item) {
+	for _, it := range b {
+		p.envelopeVerdict(it)
+	}
+}
+
+// envelopeVerdict is what the envelope keys say of it, computed once: with
+// keys configured, a bad Intake-Envelope-Signature is always refused, a
+// missing one when envelope.require is on (else it is let through and
+// counted: sig.unsigned), and the body must hash to Intake-Payload-Sha256,
+// since the signature covers the hash, not the body: else a publisher
+// could keep a genuine message's headers and swap its body. Replay copies
 // carry the original's headers, signature included, and verify as it does.
-func (p *Processor) checkSignature(it *item) (reason, detail string) {
+func (p *Processor) envelopeVerdict(it *item) (reason, detail string) {
 	if len(p.envelopeKeys) == 0 {
 		return "", ""
 	}
-	switch err := envelope.VerifySignature(p.envelopeKeys, it.ev.Header); {
-	case err == nil:
-		return "", ""
-	case errors.Is(err, envelope.ErrUnsigned) && !p.requireSigned:
-		it.unsigned = true
-		return "", ""
-	case errors.Is(err, envelope.ErrUnsigned):
-		return store.RejectUnsignedEnvelope, "no " + envelope.HeaderSignature + " and envelope.require is on"
-	default:
-		return store.RejectBadEnvelopeSignature, envelope.HeaderSignature + " does not verify with any envelope key"
+	if !it.sig.done {
+		it.sig.done = true
+		it.sig.reason, it.sig.detail, it.sig.unsigned = p.checkSignature(it.ev)
 	}
+	return it.sig.reason, it.sig.detail
+}
+
+func (p *Processor) checkSignature(ev *Event) (reason, detail string, unsigned bool) {
+	switch err := envelope.VerifySignature(p.envelopeKeys, ev.Header); {
+	case errors.Is(err, envelope.ErrUnsigned) && !p.requireSigned:
+		unsigned = true
+	case errors.Is(err, envelope.ErrUnsigned):
+		return store.RejectUnsignedEnvelope, "no " + envelope.HeaderSignature + " and envelope.require is on", false
+	case err != nil:
+		return store.RejectBadEnvelopeSignature, envelope.HeaderSignature + " does not verify with any envelope key", false
+	}
+	if envelope.PayloadSHA256(ev.Body) != ev.PayloadSHA256 {
+		return store.RejectPayloadMismatch, "the body does not hash to " + envelope.HeaderPayloadSHA256, false
+	}
+	return "", "", unsigned
 }
 
 // checkEnvelope checks a message against the configured integrations.
