@@ -139,4 +139,13 @@ func TestForgedObjectVersionOnIntakeInCannotFreezeAnObject(t *testing.T) {
 	if err := p.db.QueryRow(ctx, `SELECT count(*) FROM intake.executions WHERE replay_id = $1`, rep.ID).Scan(&runs); err != nil || runs != 1 {
 		t.Errorf("%d executions of the replay (%v), want 1", runs, err)
 	}
+	// Reconcile counts the refused forgeries rejected, not missing: the
+	// re-drive has nothing to republish.
+	res, err := c.Reconcile(ctx, apiclient.ReconcileQuery{FromSeq: 1, Integration: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rejected != 2 || len(res.Missing) != 0 {
+		t.Errorf("reconcile: %d rejected, missing %v; want the 2 forgeries rejected, none missing", res.Rejected, res.Missing)
+	}
 }
