@@ -203,12 +203,16 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 }
 
 // Secrets are the config's secrets the roles r use: ingress the
-// integrations' (it verifies deliveries), the replayer the API tokens; the
-// processor none. A role's process loads only these (config.LoadFor).
+// integrations' (it verifies deliveries) and the envelope keys (it signs),
+// the processor the envelope keys (it verifies), the replayer the API
+// tokens. A role's process loads only these (config.LoadFor).
 func (r Roles) Secrets() config.Secrets {
 	var s config.Secrets
 	if r.Ingress {
-		s |= config.WebhookSecrets
+		s |= config.WebhookSecrets | config.EnvelopeKeys
+	}
+	if r.Processor {
+		s |= config.EnvelopeKeys
 	}
 	if r.Replayer {
 		s |= config.APITokens
@@ -313,7 +317,7 @@ func (a *App) buildProcessor(ctx context.Context, cfg *config.Config, js jetstre
 		h = r
 	}
 	var err error
-	a.proc, err = processor.New(processor.Options{Store: a.st, JS: js, Config: cfg.Processor, Integrations: cfg.Integrations, Handler: h,
+	a.proc, err = processor.New(processor.Options{Store: a.st, JS: js, Config: cfg.Processor, Integrations: cfg.Integrations, Envelope: cfg.Envelope, Handler: h,
 		Metrics: o.Metrics, Log: a.log, TracerProvider: o.TracerProvider})
 	if err != nil {
 		return err

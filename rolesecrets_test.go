@@ -25,6 +25,8 @@ const sharedConfig = `
 api:
   tokens:
     - {name: ops, token: "${TEST_OPERATOR_TOKEN}", role: operator}
+envelope:
+  keys: ["${TEST_ENVELOPE_KEY}"]
 integrations:
   - {name: demo, provider: standard, tenant: acme, account: main, secrets: ["${TEST_DEMO_SECRET}"]}
 `
@@ -32,6 +34,7 @@ integrations:
 const (
 	roleDemoSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	roleToken      = "operator-token-0123456789"
+	roleEnvelope   = "role-envelope-key-0123456789abcdefgh"
 )
 
 // env is a process environment holding only vars.
@@ -85,7 +88,7 @@ func startRole(t *testing.T, roles intake.Roles, lookup func(string) (string, bo
 // TestIngressStartsWithoutAPITokens: ingress, with only the webhook secret
 // in its environment, starts, verifies, and holds no operator token.
 func TestIngressStartsWithoutAPITokens(t *testing.T) {
-	cfg, base := startRole(t, intake.Roles{Ingress: true}, env("TEST_DEMO_SECRET", roleDemoSecret))
+	cfg, base := startRole(t, intake.Roles{Ingress: true}, env("TEST_DEMO_SECRET", roleDemoSecret, "TEST_ENVELOPE_KEY", roleEnvelope))
 	if len(cfg.API.Tokens) != 0 {
 		t.Fatalf("ingress loaded api.tokens: %d", len(cfg.API.Tokens))
 	}
@@ -109,22 +112,29 @@ func TestReplayerStartsWithoutWebhookSecrets(t *testing.T) {
 	if code := status(t, http.DefaultClient, base+"/api/v1/conflicts", nil, h); code != http.StatusOK {
 		t.Fatalf("the operator token got %d", code)
 	}
-	cfg, err := config.ParseFor([]byte(sharedConfig), env("TEST_OPERATOR_TOKEN", roleToken, "TEST_DEMO_SECRET", roleDemoSecret),
-		intake.Roles{Replayer: true}.Secrets())
+	cfg, err := config.ParseFor([]byte(sharedConfig), env("TEST_OPERATOR_TOKEN", roleToken, "TEST_DEMO_SECRET", roleDemoSecret,
+		"TEST_ENVELOPE_KEY", roleEnvelope), intake.Roles{Replayer: true}.Secrets())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s := cfg.Integrations[0].Secrets; len(s) != 0 {
 		t.Fatalf("the replayer loaded the webhook secret")
 	}
+	if len(cfg.Envelope.Keys) != 0 {
+		t.Fatalf("the replayer loaded the envelope key")
+	}
 }
 
-// TestProcessorStartsWithNeitherSecret: the processor verifies nothing and
-// serves no API: it starts with neither variable set.
+// TestProcessorStartsWithNeitherSecret: the processor verifies no webhook
+// and serves no API: it starts with only the envelope key set, and loads
+// it (it verifies envelopes).
 func TestProcessorStartsWithNeitherSecret(t *testing.T) {
-	cfg, _ := startRole(t, intake.Roles{Processor: true}, env())
+	cfg, _ := startRole(t, intake.Roles{Processor: true}, env("TEST_ENVELOPE_KEY", roleEnvelope))
 	if len(cfg.API.Tokens) != 0 || len(cfg.Integrations[0].Secrets) != 0 {
 		t.Fatal("the processor loaded a secret")
+	}
+	if len(cfg.Envelope.Keys) != 1 {
+		t.Fatal("the processor did not load the envelope key")
 	}
 }
 

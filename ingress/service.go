@@ -29,6 +29,9 @@ type Service struct {
 	log            *slog.Logger
 	rejects        rejectLog // rate-limits the "webhook rejected" lines
 	now            func() time.Time
+	// envelopeKey signs each message's envelope (envelope.keys[0]); nil:
+	// not signed.
+	envelopeKey []byte
 
 	clients  *clientLimiter // nil: no per-address limit
 	recent   *recentDeliveries
@@ -125,6 +128,9 @@ func New(o Options) (*Service, error) {
 		recent:         newRecentDeliveries(c.NATS.Stream.DuplicateWindow),
 		bodies:         newBodyBudget(c.Ingress.MaxInflightBodyBytes),
 		maxDepth:       c.Ingress.MaxJSONDepth,
+	}
+	if len(c.Envelope.Keys) > 0 {
+		s.envelopeKey = []byte(c.Envelope.Keys[0]) // the first signs; all verify
 	}
 	s.tracer = telemetry.Tracer(o.TracerProvider)
 	trusted, err := c.Ingress.TrustedPrefixes()

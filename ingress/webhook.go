@@ -338,6 +338,9 @@ func (s *Service) buildMessage(q *request) verdict {
 		d.ObjectID, d.ObjectVersion = ev.ObjectID, v
 	}
 	q.msg = d.Msg()
+	if s.envelopeKey != nil {
+		q.msg.Header.Set(envelope.HeaderSignature, envelope.Sign(s.envelopeKey, q.msg.Header))
+	}
 	return verdict{}
 }
 

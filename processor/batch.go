@@ -28,6 +28,7 @@ func (p *Processor) apply(ctx context.Context, b []*item) ([]store.OutboxRow, in
 	start := time.Now()
 	defer func() { p.o.Metrics.TxLatency.Observe(time.Since(start).Seconds()) }()
 
+	p.verifyEnvelopes(b)
 	t := newBatchTx(p, b)
 	if err := pgx.BeginFunc(ctx, p.o.Store.Pool(), func(tx pgx.Tx) error { return t.run(ctx, tx) }); err != nil {
 		return nil, t.culprit, err

@@ -33,6 +33,13 @@ type Options struct {
 	// intake.in.{integration}. With none, every message is refused
 	// (recorded in intake.rejected_messages, terminated).
 	Integrations []config.Integration
+	// Envelope holds the keys ingress signs envelopes with: when set, a
+	// message whose Intake-Envelope-Signature does not verify is refused
+	// (bad_envelope_signature), one without is refused (unsigned_envelope)
+	// unless Envelope.Require is false, and every body must hash to its
+	// Intake-Payload-Sha256. None: envelopes are not checked for a
+	// signature.
+	Envelope config.Envelope
 	// Handler applies events (new ones, retries and re-executions; see
 	// Handler). Defaults to Forward().
 	Handler Handler
@@ -52,6 +59,10 @@ type Processor struct {
 	o Options
 	// integrations are Options.Integrations by name.
 	integrations map[string]config.Integration
+	// envelopeKeys verify Intake-Envelope-Signature (none: not checked);
+	// requireSigned refuses a message without one.
+	envelopeKeys  [][]byte
+	requireSigned bool
 	// faults are the harnesses' hooks (internal/faults), read from Run's
 	// context; none in production.
 	faults faults.Hooks
@@ -76,6 +87,10 @@ func New(o Options) (*Processor, error) {
 	if o.Config.Shard != "" && len(o.Integrations) == 0 {
 		return nil, fmt.Errorf("processor: %w", errShardWithoutIntegrations)
 	}
+	o.Envelope = o.Envelope.WithDefaults()
+	if err := o.Envelope.Validate(); err != nil {
+		return nil, fmt.Errorf("processor: %w", err)
+	}
 	if o.Handler == nil {
 		o.Handler = Forward()
 	}
@@ -93,7 +108,8 @@ func New(o Options) (*Processor, error) {
 		byName[in.Name] = in
 	}
 	initSeries(o.Metrics, o.Integrations)
-	return &Processor{o: o, integrations: byName, outage: newOutage(o.Config.Concurrency), tracer: telemetry.Tracer(o.TracerProvider)}, nil
+	return &Processor{o: o, integrations: byName, envelopeKeys: o.Envelope.KeyBytes(), requireSigned: o.Envelope.Required(),
+		outage: newOutage(o.Config.Concurrency), tracer: telemetry.Tracer(o.TracerProvider)}, nil
 }
 
 // initSeries creates, at 0, the per-integration series the alerts take an
@@ -110,6 +126,7 @@ func initSeries(m *telemetry.Metrics, integrations []config.Integration) {
 		if in.GuardsReplays() {
 			m.ProcessorRejected.WithLabelValues(in.Name, store.RejectReplayedBody)
 		}
+		m.UnsignedEnvelopes.WithLabelValues(in.Name)
 	}
 }
 
@@ -206,6 +223,15 @@ type item struct {
 	// admitted is set by screen for a verified copy of a replay an
 	// operator asked to admit replayed bodies: the replay guard passes it.
 	admitted bool
+	// unsigned is set by screen for a message without a signature that
+	// envelope.require: false let through: counted once committed.
+	unsigned bool
+	// sig is envelopeVerdict's, computed once before the transaction.
+	sig struct {
+		done           bool
+		unsigned       bool
+		reason, detail string
+	}
 	// outcome is what the batch's transaction did with the message
 	// (batchTx.decide, runHandlers). executed and settles are notes the
 	// transaction takes on the way: a replay copy whose handler already
@@ -404,6 +430,9 @@ func (p *Processor) committed(b []*item, outbox []store.OutboxRow, pub *acker) {
 		}
 		o := it.outcome
 		p.o.Metrics.Processed.WithLabelValues(it.ev.Key.Integration, o.String()).Inc()
+		if it.unsigned {
+			p.o.Metrics.UnsignedEnvelopes.WithLabelValues(it.ev.Key.Integration).Inc()
+		}
 		it.settled(o.String(), false)
 		if o == inbox.Conflict {
 			p.o.Metrics.Conflicts.WithLabelValues(it.ev.Key.Integration).Inc()

@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -27,18 +28,26 @@ func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
 		of     []*item
 	)
 	for _, it := range b {
-		it.reject, it.admitted = nil, false
+		it.reject, it.admitted, it.unsigned = nil, false, false
 		if reason, detail := p.checkEnvelope(it); reason != "" {
 			it.reject = it.ev.rejection(it.msg.Subject(), reason, detail)
 			continue
 		}
-		if ev := it.ev; ev.ReplayID != "" {
+		if reason, detail := p.envelopeVerdict(it); reason != "" {
+			it.reject = it.ev.rejection(it.msg.Subject(), reason, detail)
+			continue
+		}
+		it.unsigned = it.sig.unsigned
+		if ev := it.ev; ev.ReplayID != "" && len(p.envelopeKeys) == 0 {
 			// Replay copies are rare: hashing their bodies again is cheap
 			// and keeps a forged body out under a genuine copy's headers.
+			// With envelope keys every body was hashed (envelopeVerdict).
 			if envelope.PayloadSHA256(ev.Body) != ev.PayloadSHA256 {
 				it.reject = it.ev.rejection(it.msg.Subject(), store.RejectPayloadMismatch, "the body does not hash to "+envelope.HeaderPayloadSHA256)
 				continue
 			}
+		}
+		if ev := it.ev; ev.ReplayID != "" {
 			copies = append(copies, store.ReplayCopy{ReplayID: ev.ReplayID, Mode: string(ev.ReplayMode), Key: ev.Key,
 				MsgID: ev.Header.Get(envelope.HeaderMsgID), StreamSeq: ev.StreamSeq})
 			of = append(of, it)
@@ -59,6 +68,49 @@ func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
 		}
 	}
 	return nil
+}
+
+// verifyEnvelopes computes each message's envelopeVerdict before the batch's
+// transaction begins: an HMAC and a body hash per message are CPU work that
+// need not hold a transaction (and its row locks) open, nor be redone when
+// the transaction is retried.
+func (p *Processor) verifyEnvelopes(b []*item) {
+	for _, it := range b {
+		p.envelopeVerdict(it)
+	}
+}
+
+// envelopeVerdict is what the envelope keys say of it, computed once: with
+// keys configured, a bad Intake-Envelope-Signature is always refused, a
+// missing one when envelope.require is on (else it is let through and
+// counted: sig.unsigned), and the body must hash to Intake-Payload-Sha256,
+// since the signature covers the hash, not the body: else a publisher
+// could keep a genuine message's headers and swap its body. Replay copies
+// carry the original's headers, signature included, and verify as it does.
+func (p *Processor) envelopeVerdict(it *item) (reason, detail string) {
+	if len(p.envelopeKeys) == 0 {
+		return "", ""
+	}
+	if !it.sig.done {
+		it.sig.done = true
+		it.sig.reason, it.sig.detail, it.sig.unsigned = p.checkSignature(it.ev)
+	}
+	return it.sig.reason, it.sig.detail
+}
+
+func (p *Processor) checkSignature(ev *Event) (reason, detail string, unsigned bool) {
+	switch err := envelope.VerifySignature(p.envelopeKeys, ev.Header); {
+	case errors.Is(err, envelope.ErrUnsigned) && !p.requireSigned:
+		unsigned = true
+	case errors.Is(err, envelope.ErrUnsigned):
+		return store.RejectUnsignedEnvelope, "no " + envelope.HeaderSignature + " and envelope.require is on", false
+	case err != nil:
+		return store.RejectBadEnvelopeSignature, envelope.HeaderSignature + " does not verify with any envelope key", false
+	}
+	if envelope.PayloadSHA256(ev.Body) != ev.PayloadSHA256 {
+		return store.RejectPayloadMismatch, "the body does not hash to " + envelope.HeaderPayloadSHA256, false
+	}
+	return "", "", unsigned
 }
 
 // checkEnvelope checks a message against the configured integrations.

@@ -108,6 +108,15 @@ func TestDevQuickstart(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
+	// The example's envelope key: dev signs what ingress publishes, and the
+	// processor (which applied it) verified it.
+	in, err := js.Stream(context.Background(), "INTAKE_IN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := in.GetMsg(context.Background(), 1); err != nil || !strings.HasPrefix(raw.Header.Get("Intake-Envelope-Signature"), "v1=") {
+		t.Fatalf("the dev pipeline's INTAKE_IN message is not signed (%v)", err)
+	}
 	cons, err := js.OrderedConsumer(context.Background(), "INTAKE_OUT", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"intake.out.>"}})
 	if err != nil {
 		t.Fatal(err)

@@ -218,8 +218,8 @@ func TestChartRenders(t *testing.T) {
 // roleSecrets are the secrets each role loads (intake.Roles.Secrets; the
 // migrate Job as `intake migrate` does).
 var roleSecrets = map[string]config.Secrets{
-	"ingress": config.WebhookSecrets, "replayer": config.APITokens,
-	"processor": config.NoSecrets, "migrate": config.NoSecrets,
+	"ingress": config.WebhookSecrets | config.EnvelopeKeys, "replayer": config.APITokens,
+	"processor": config.EnvelopeKeys, "migrate": config.NoSecrets,
 }
 
 // configFiles are the rendered config files by role: each ConfigMap's
@@ -294,6 +294,9 @@ func checkRoleSecrets(t *testing.T, role, raw string) {
 			Tokens []any `json:"tokens"`
 		} `json:"api"`
 		Integrations []map[string]any `json:"integrations"`
+		Envelope     struct {
+			Keys []any `json:"keys"`
+		} `json:"envelope"`
 	}
 	if err := yaml.Unmarshal([]byte(raw), &doc); err != nil {
 		t.Errorf("%s.yaml: %v", role, err)
@@ -301,6 +304,9 @@ func checkRoleSecrets(t *testing.T, role, raw string) {
 	}
 	if len(doc.API.Tokens) > 0 && roleSecrets[role]&config.APITokens == 0 {
 		t.Errorf("%s.yaml holds api.tokens, which only the replayer uses", role)
+	}
+	if len(doc.Envelope.Keys) > 0 && roleSecrets[role]&config.EnvelopeKeys == 0 {
+		t.Errorf("%s.yaml holds envelope.keys, which only ingress and the processor use", role)
 	}
 	for _, in := range doc.Integrations {
 		if _, ok := in["secrets"]; ok && roleSecrets[role]&config.WebhookSecrets == 0 {
@@ -858,6 +864,8 @@ func TestChartRefusesSecretsInValues(t *testing.T) {
 		{"integration secret as a default", `config: {integrations: [{name: a, provider: standard, tenant: t, secrets: ["${STRIPE_WHSEC}", "${X:-` + secret + `}"]}]}`, "config.integrations[0].secrets[1]: ${X:-…} has a default"},
 		{"integration secret as compose's default", `config: {integrations: [{name: a, provider: standard, tenant: t, secrets: ["${X-` + secret + `}"]}]}`, "config.integrations[0].secrets[0]: ${X-…} has a default"},
 		{"api token as a default", `config: {api: {tokens: [{name: ops, token: "${INTAKE_OPERATOR_TOKEN:-` + secret + `}", role: operator}]}}`, "config.api.tokens[0].token: ${INTAKE_OPERATOR_TOKEN:-…} has a default"},
+		{"envelope key", `config: {envelope: {keys: [envelope-key-in-values-0123456789abcdef]}}`, "config.envelope.keys[0]: a literal secret"},
+		{"envelope key as a default", `config: {envelope: {keys: ["${INTAKE_ENVELOPE_KEY:-` + secret + `}"]}}`, "config.envelope.keys[0]: ${INTAKE_ENVELOPE_KEY:-…} has a default"},
 		{"nats password as a default", `config: {nats: {password: "${INTAKE_NATS_PASSWORD:-` + secret + `}"}}`, "config.nats.password: ${INTAKE_NATS_PASSWORD:-…} has a default"},
 		{"text beside a reference", `config: {integrations: [{name: a, provider: hmac, tenant: t, secrets: ["` + secret + `${X}"]}]}`, "config.integrations[0].secrets[0]: literal text"},
 		{"another secret-shaped key", `config: {console: {session_key: "${K:-` + secret + `}"}}`, "config.console.session_key: ${K:-…} has a default"},
@@ -1029,7 +1037,8 @@ func TestEachRoleGetsOnlyItsSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][]string{"ingress": {"intake-ingress-env"}, "replayer": {"intake-replayer-env"}, "processor": nil, "migrate": nil}
+	want := map[string][]string{"ingress": {"intake-ingress-env", "intake-envelope-key"}, "replayer": {"intake-replayer-env"},
+		"processor": {"intake-envelope-key"}, "migrate": nil}
 	pods := map[string]corev1.PodSpec{}
 	for _, d := range byKind[*appsv1.Deployment](objs) {
 		pods[d.Spec.Template.Labels["app.kubernetes.io/component"]] = d.Spec.Template.Spec
@@ -1064,6 +1073,14 @@ func TestEachRoleGetsOnlyItsSecrets(t *testing.T) {
 	}
 	if !strings.Contains(files["replayer"], "${INTAKE_OPERATOR_TOKEN}") || strings.Contains(files["replayer"], "INTAKE_DEMO_SECRET") {
 		t.Errorf("replayer.yaml: want the operator token's reference and no webhook secret:\n%s", files["replayer"])
+	}
+	for _, role := range []string{"ingress", "processor"} {
+		if !strings.Contains(files[role], "${INTAKE_ENVELOPE_KEY}") {
+			t.Errorf("%s.yaml: want the envelope key's reference:\n%s", role, files[role])
+		}
+	}
+	if strings.Contains(files["replayer"], "INTAKE_ENVELOPE_KEY") {
+		t.Errorf("replayer.yaml holds the envelope key's reference:\n%s", files["replayer"])
 	}
 	for _, c := range []struct{ values, want string }{
 		{`secrets: {env: [intake-config-env]}`, "secrets.env: a list gave every Secret to every pod"},

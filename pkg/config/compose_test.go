@@ -24,6 +24,7 @@ func TestComposeConfigHasNoDefaults(t *testing.T) {
 	cfg, err := Parse(raw, env(map[string]string{
 		"INTAKE_OPERATOR_TOKEN": "0123456789abcdef0123", "INTAKE_DEMO_SECRET": "whsec_b3duLXNlY3JldC1vZi1vdXItb3du",
 		"INTAKE_PARTNER_SECRET": "partner-secret-of-our-own", "INTAKE_NATS_USER": "ingress",
+		"INTAKE_ENVELOPE_KEY":  "an-envelope-key-of-our-own-0123456789abcdef",
 		"INTAKE_NATS_PASSWORD": "nats-password-of-our-own"}))
 	if err != nil {
 		t.Fatal(err)
@@ -275,6 +276,7 @@ func TestPaymentsHandlerInComposeAndChart(t *testing.T) {
 	vars := env(map[string]string{
 		"INTAKE_OPERATOR_TOKEN": "0123456789abcdef0123", "INTAKE_DEMO_SECRET": "whsec_b3duLXNlY3JldC1vZi1vdXItb3du",
 		"INTAKE_PARTNER_SECRET": "partner-secret-of-our-own", "INTAKE_NATS_USER": "processor",
+		"INTAKE_ENVELOPE_KEY":  "an-envelope-key-of-our-own-0123456789abcdef",
 		"INTAKE_NATS_PASSWORD": "nats-password-of-our-own"})
 	for name, raw := range map[string][]byte{"compose": compose, "chart values": chart} {
 		t.Run(name, func(t *testing.T) {
@@ -314,7 +316,7 @@ func TestComposeGivesEachRoleOnlyItsSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for service, want := range map[string]Secrets{"ingress": WebhookSecrets, "replayer": APITokens, "processor": NoSecrets, "migrate": NoSecrets} {
+	for service, want := range map[string]Secrets{"ingress": WebhookSecrets | EnvelopeKeys, "replayer": APITokens, "processor": EnvelopeKeys, "migrate": NoSecrets} {
 		env := f.Services[service].Environment
 		referenced := map[string]bool{}
 		lookup := func(k string) (string, bool) {
@@ -328,7 +330,7 @@ func TestComposeGivesEachRoleOnlyItsSecrets(t *testing.T) {
 			t.Errorf("service %s does not start from its own environment: %v", service, err)
 		}
 		for k := range env {
-			secret := strings.Contains(k, "SECRET") || strings.Contains(k, "TOKEN")
+			secret := strings.Contains(k, "SECRET") || strings.Contains(k, "TOKEN") || strings.Contains(k, "KEY")
 			if secret && !referenced[k] {
 				t.Errorf("service %s is given %s, a secret its part of the config does not use", service, k)
 			}

@@ -31,6 +31,7 @@ type Config struct {
 	Outbox       Outbox        `yaml:"outbox"`
 	Retention    Retention     `yaml:"retention"`
 	Debug        Debug         `yaml:"debug"`
+	Envelope     Envelope      `yaml:"envelope"`
 	Integrations []Integration `yaml:"integrations"`
 	// Handlers are SQL handlers run in the inbox transaction, first match
 	// wins; none (the default): every event is forwarded.
@@ -106,6 +107,7 @@ func ParseFor(raw []byte, lookup func(string) (string, bool), want Secrets) (*Co
 	for i := range cfg.Integrations {
 		cfg.Integrations[i].secretsOmitted = !cfg.Holds(WebhookSecrets)
 	}
+	cfg.Envelope.omitted = !cfg.Holds(EnvelopeKeys)
 	if v, ok := lookup("DATABASE_URL"); ok && v != "" {
 		cfg.Postgres.URL = v
 	}
@@ -181,6 +183,7 @@ func (c Config) WithDefaults() Config {
 	c.Processor = c.Processor.WithDefaults()
 	c.Outbox = c.Outbox.WithDefaults(c.NATS.Stream.DuplicateWindow)
 	c.Retention = c.Retention.WithDefaults()
+	c.Envelope = c.Envelope.WithDefaults()
 	c.Integrations = integrationsWithDefaults(c.Integrations, c.Ingress)
 	return c
 }
@@ -205,6 +208,7 @@ func (c *Config) Validate() error {
 	p.also(validateIntegrations(c.Integrations))
 	p.also(validateHandlers(c.Handlers, c.Integrations))
 	p.also(c.Retention.Validate(c.NATS.Stream.MaxAge, c.Integrations))
+	p.also(c.Envelope.Validate())
 	if c.Processor.Shard != "" && len(c.Integrations) == 0 {
 		// A shard's consumers filter on its integrations: with none they
 		// would have nothing to filter on.

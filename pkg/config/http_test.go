@@ -67,6 +67,7 @@ func TestComposeConfigLoads(t *testing.T) {
 	cfg, err := Parse(file, env(map[string]string{
 		"INTAKE_OPERATOR_TOKEN": "0123456789abcdef0123", "INTAKE_DEMO_SECRET": "whsec_b3duLXNlY3JldC1vZi1vdXItb3du",
 		"INTAKE_PARTNER_SECRET": "partner-secret-of-our-own", "INTAKE_NATS_USER": "ingress",
+		"INTAKE_ENVELOPE_KEY":  "an-envelope-key-of-our-own-0123456789abcdef",
 		"INTAKE_NATS_PASSWORD": "nats-password-of-our-own"}))
 	if err != nil {
 		t.Fatalf("deploy/compose/intake.yaml: %v", err)

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -20,12 +21,15 @@ const (
 	// APITokens are api.tokens: the replayer authenticates operators with
 	// them.
 	APITokens
+	// EnvelopeKeys are envelope.keys: ingress signs envelopes with them,
+	// the processor verifies them.
+	EnvelopeKeys
 
-	// NoSecrets is what the processor and `intake migrate` load.
+	// NoSecrets is what `intake migrate` loads.
 	NoSecrets Secrets = 0
 	// AllSecrets is what Load loads (`intake dev`, one process of every
 	// role).
-	AllSecrets = WebhookSecrets | APITokens
+	AllSecrets = WebhookSecrets | APITokens | EnvelopeKeys
 )
 
 // String names the secrets in s the way the Go code spells them.
@@ -33,12 +37,19 @@ func (s Secrets) String() string {
 	switch s {
 	case NoSecrets:
 		return "config.NoSecrets"
-	case WebhookSecrets:
-		return "config.WebhookSecrets"
-	case APITokens:
-		return "config.APITokens"
+	case AllSecrets:
+		return "config.AllSecrets"
 	}
-	return "config.AllSecrets"
+	var names []string
+	for _, k := range []struct {
+		s    Secrets
+		name string
+	}{{WebhookSecrets, "config.WebhookSecrets"}, {APITokens, "config.APITokens"}, {EnvelopeKeys, "config.EnvelopeKeys"}} {
+		if s&k.s != 0 {
+			names = append(names, k.name)
+		}
+	}
+	return strings.Join(names, "|")
 }
 
 // LoadFor is Load keeping only the secrets in want: the others are removed
@@ -61,7 +72,7 @@ func LoadFor(path string, want Secrets) (*Config, error) {
 func (c *Config) Holds(s Secrets) bool { return c.omitted&s == 0 }
 
 // omitSecrets removes from doc (the parsed file) the secrets not in want:
-// api.tokens, and the secrets of every integration.
+// api.tokens, envelope.keys, and the secrets of every integration.
 func omitSecrets(doc *yaml.Node, want Secrets) {
 	if want == AllSecrets {
 		return
@@ -77,6 +88,10 @@ func omitSecrets(doc *yaml.Node, want Secrets) {
 		case "api":
 			if want&APITokens == 0 {
 				deleteKey(v, "tokens")
+			}
+		case "envelope":
+			if want&EnvelopeKeys == 0 {
+				deleteKey(v, "keys")
 			}
 		case "integrations":
 			if want&WebhookSecrets == 0 && v.Kind == yaml.SequenceNode {

@@ -26,7 +26,7 @@ func PublishedDefaults(raw []byte, source string) Published {
 	return p
 }
 
-// CheckNoPublishedSecrets fails when a signing secret, an API token or a
+// CheckNoPublishedSecrets fails when a signing secret, an envelope key, an API token or a
 // NATS or Postgres URL password of c is one the repository publishes (the
 // defaults of Example); see checkPublished.
 func (c *Config) CheckNoPublishedSecrets() error {
@@ -66,6 +66,9 @@ func (c *Config) checkPublished(published Published) error {
 				}
 			}
 		}
+	}
+	for i, k := range c.Envelope.Keys {
+		check(fmt.Sprintf("envelope.keys[%d]", i), k)
 	}
 	check("postgres.url (or DATABASE_URL) password", urlPassword(c.Postgres.URL))
 	check("nats.url (or INTAKE_NATS_URL) password", urlPassword(c.NATS.URL))

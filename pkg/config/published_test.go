@@ -42,7 +42,8 @@ func TestExampleSecretsArePublished(t *testing.T) {
 }
 
 func TestOwnSecretsPass(t *testing.T) {
-	own := map[string]string{"INTAKE_OPERATOR_TOKEN": "an-operator-token-of-our-own"}
+	own := map[string]string{"INTAKE_OPERATOR_TOKEN": "an-operator-token-of-our-own",
+		"INTAKE_ENVELOPE_KEY": "an-envelope-key-of-our-own-0123456789abcdef"}
 	for _, v := range []string{"DEMO", "PARTNER", "SVIX", "STRIPE_WHSEC", "GITHUB", "SHOPIFY", "SLACK_SIGNING"} {
 		name := "INTAKE_" + v
 		if !strings.HasSuffix(v, "WHSEC") {

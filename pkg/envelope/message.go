@@ -80,12 +80,9 @@ func (d Delivery) Msg() *nats.Msg {
 var ErrBadEnvelope = errors.New("envelope: not an Intake delivery")
 
 // ParseDelivery reads a message ingress wrote. The body is not parsed: it
-// is the provider's raw bytes. Nor is it hashed again: Intake-Payload-Sha256
-// is trusted like Intake-Key and Intake-Tenant, because whoever may publish
-// to intake.in.> can set any body with a matching hash anyway; a second
-// hash would only catch corruption, which TCP and JetStream's own
-// checksums already do (and hashing every body again was costly with
-// large bodies).
+// is the provider's raw bytes. Nor is it hashed again, nor the signature
+// checked (VerifySignature): the processor does both when envelope keys
+// are configured, since a signature covers the hash and not the body.
 func ParseDelivery(h nats.Header, body []byte) (Delivery, error) {
 	key, ok := ParseKey(h.Get(HeaderKey))
 	if !ok {

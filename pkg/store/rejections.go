@@ -26,9 +26,18 @@ const (
 	// RejectReplayNotCovering: the replay is recorded but did not select
 	// this key (or not this copy of it).
 	RejectReplayNotCovering = "replay_not_covering"
-	// RejectPayloadMismatch: a replay copy whose body does not hash to its
-	// Intake-Payload-Sha256 (the replayer copies the source message as is).
+	// RejectPayloadMismatch: a body that does not hash to its
+	// Intake-Payload-Sha256: a replay copy's (the replayer copies the source
+	// message as is), or with envelope keys configured any message's (the
+	// signature covers the hash, not the body).
 	RejectPayloadMismatch = "payload_mismatch"
+	// RejectBadEnvelopeSignature: envelope keys are configured and the
+	// message's Intake-Envelope-Signature verifies with none of them (or
+	// does not parse).
+	RejectBadEnvelopeSignature = "bad_envelope_signature"
+	// RejectUnsignedEnvelope: envelope keys are configured, envelope.require
+	// is on, and the message has no Intake-Envelope-Signature.
+	RejectUnsignedEnvelope = "unsigned_envelope"
 	// RejectMalformed: the envelope does not parse (envelope.ParseDelivery):
 	// a header missing or refused, say Intake-Replay-Mode without
 	// Intake-Replay-Id. The claimed key and tenant are recorded as sent,

@@ -49,6 +49,10 @@ type Metrics struct {
 	// (intake.rejected_messages): integration ("" when not configured, so a
 	// publisher cannot mint label values), reason.
 	ProcessorRejected *prometheus.CounterVec
+	// UnsignedEnvelopes counts messages applied without an
+	// Intake-Envelope-Signature because envelope.require is false (a
+	// rolling upgrade): integration. At 0 for a while, require can go on.
+	UnsignedEnvelopes *prometheus.CounterVec
 	TxLatency         prometheus.Histogram // one inbox transaction
 	// LastCommit is when the processor last committed a batch (Unix
 	// seconds): a stall shows as time() minus it while INTAKE_IN has a
@@ -167,6 +171,8 @@ func NewMetricsFor(roles Roles) *Metrics {
 			Name: "failures_total", Help: "Processing failures, by kind (retry: the handler failed and the message will be redelivered; failed, quarantined: recorded so for good; db; malformed) and handler (the SQL handler's name from the config; \"\" for a Go handler, Forward, or no handler)."}, []string{"integration", "kind", "handler"}),
 		ProcessorRejected: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "rejected_total", Help: "Messages refused before the inbox decision (recorded in intake.rejected_messages, terminated), by reason; integration \"\" when not configured."}, []string{"integration", "reason"}),
+		UnsignedEnvelopes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "unsigned_envelopes_total", Help: "Messages applied without an Intake-Envelope-Signature because envelope.require is false (a rolling upgrade), by integration."}, []string{"integration"}),
 		TxLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "tx_seconds", Help: "Inbox transaction duration.", Buckets: lat}),
 		LastCommit: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "processor",
@@ -239,7 +245,7 @@ func (m *Metrics) collectors(roles Roles) []prometheus.Collector {
 			m.PublishLatency, m.RequestLatency)
 	}
 	if roles.Processor {
-		cs = append(cs, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.TxLatency, m.LastCommit, m.HandlerLatency,
+		cs = append(cs, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.UnsignedEnvelopes, m.TxLatency, m.LastCommit, m.HandlerLatency,
 			m.AckPending, m.MaxAckPending, m.ConsumerPending, m.ConsumerRedelivered, m.OldestUnprocessedAge, m.FailureDelivery,
 			m.WindowFull, m.ReceiptsFolded, m.ReceiptsRefused,
 			m.OutboxPublished, m.OutboxRelayed, m.OutboxMarkSkipped, m.OutboxPending, m.OutboxLag, m.OutboxPartitionsAhead,

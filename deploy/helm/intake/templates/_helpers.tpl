@@ -145,9 +145,9 @@ checks that no secret sits in it literally.
 The literal-secret guard: (dict "path" "config" "v" VALUE "secret" false)
 walks VALUE's maps and lists and fails, naming the key, where a secret would
 be written into the chart's output. Under a secret-shaped key — secret(s),
-token(s), password(s), passwd, or one ending in _secret(s), _token,
+token(s), password(s), passwd, keys, or one ending in _secret(s), _token,
 _password, _passwd, _key (api.tokens[].token, integrations[].secrets[],
-nats.password …; token_sha256 is a digest, not a secret) — a value must be
+envelope.keys[], nats.password …; token_sha256 is a digest, not a secret) — a value must be
 ${VAR} references and nothing else: no literal, no text beside a ${VAR}, and
 no default (${VAR:-…}, or compose's ${VAR-…}), which would sit in the
 ConfigMap for whoever reads it. Under any key, the password of a URL
@@ -156,7 +156,7 @@ repeats the value.
 */}}
 {{- define "intake.secretGuard" -}}
 {{- $v := .v }}
-{{- $secretKey := "(?i)(^(secrets?|tokens?|passwords?|passwd)$|_(secrets?|token|password|passwd|key)$)" }}
+{{- $secretKey := "(?i)(^(secrets?|tokens?|passwords?|passwd|keys)$|_(secrets?|token|password|passwd|key)$)" }}
 {{- if kindIs "map" $v }}
 {{- range $k, $x := $v }}
 {{- include "intake.secretGuard" (dict "path" (printf "%s.%s" $.path $k) "v" $x "secret" (regexMatch $secretKey $k)) }}
@@ -193,7 +193,8 @@ repeats the value.
 {{/*
 One role's part of the config: (dict "ctx" $ "role" …). Each role is given
 only the secrets it loads (pkg/config LoadFor): ingress no api.tokens, the
-replayer no integrations[].secrets, the processor and migrate neither.
+processor neither api.tokens nor integrations[].secrets, the replayer no
+integrations[].secrets and no envelope.keys, migrate none.
 */}}
 {{- define "intake.roleConfig" -}}
 {{- $cfg := include "intake.config" .ctx | fromYaml }}
@@ -202,6 +203,9 @@ replayer no integrations[].secrets, the processor and migrate neither.
 {{- end }}
 {{- if ne .role "ingress" }}
 {{- range $cfg.integrations | default list }}{{ $_ := unset . "secrets" }}{{ end }}
+{{- end }}
+{{- if not (has .role (list "ingress" "processor")) }}
+{{- if hasKey $cfg "envelope" }}{{ with $cfg.envelope }}{{ $_ := unset . "keys" }}{{ end }}{{ end }}
 {{- end }}
 {{- toYaml $cfg }}
 {{- end }}
