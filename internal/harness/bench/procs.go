@@ -312,7 +312,9 @@ func fillBacklog(ctx context.Context, js jetstream.JetStream, size, events int, 
 		id := fmt.Sprintf("%s_%d", prefix, i)
 		d := envelope.NewDelivery(envelope.Key{Integration: "bench", Account: "a", EventID: id}, "bench", "bench.event", reqs.body(id), now)
 		d.Instance = "bench"
-		f, err := js.PublishMsgAsync(d.Msg())
+		m := d.Msg()
+		m.Header.Set(envelope.HeaderSignature, envelope.Sign([]byte(benchEnvelopeKey), m.Header)) // as ingress signs
+		f, err := js.PublishMsgAsync(m)
 		if err != nil {
 			return fmt.Errorf("backlog: %w", err)
 		}

@@ -103,6 +103,11 @@ type Report struct {
 // defaults: `intake ingress` refuses the secrets pkg/config/example.yaml publishes.
 const benchSecret = "whsec_YmVuY2gtc2VjcmV0LW5vdC1hLWRlZmF1bHQ="
 
+// benchEnvelopeKey signs the envelopes, as a deployment's envelope.keys
+// does: ingress signs each delivery and the processor verifies it and
+// hashes its body, so the stages measure the signed path.
+const benchEnvelopeKey = "bench-envelope-key-0123456789abcdef-not-a-default"
+
 // Run measures everything and returns the report.
 func Run(ctx context.Context, c Config) (*Report, error) {
 	c, err := c.withDefaults()
@@ -357,9 +362,10 @@ func (p *payloadRun) start(ctx context.Context, pg *pgcluster.Cluster) error {
 	if err := os.WriteFile(p.cfgPath, []byte(fmt.Sprintf(`nats: {url: %q}
 postgres: {url: %q}
 debug: {pprof: true}
+envelope: {keys: [%q]}
 integrations:
   - {name: bench, provider: standard, tenant: bench, account: a, secrets: [%q], max_body_bytes: 1048576}
-`, natsURL, dbURL, benchSecret)), 0o600); err != nil {
+`, natsURL, dbURL, benchEnvelopeKey, benchSecret)), 0o600); err != nil {
 		return err
 	}
 	// The roles only check the streams: create them as `intake migrate` does.
