@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/telemetry"
 )
@@ -31,7 +32,7 @@ type Service struct {
 	now            func() time.Time
 	// envelopeKey signs each message's envelope (envelope.keys[0]); nil:
 	// not signed.
-	envelopeKey []byte
+	envelopeKey *envelope.Signer
 
 	clients  *clientLimiter // nil: no per-address limit
 	recent   *recentDeliveries
@@ -130,7 +131,7 @@ func New(o Options) (*Service, error) {
 		maxDepth:       c.Ingress.MaxJSONDepth,
 	}
 	if len(c.Envelope.Keys) > 0 {
-		s.envelopeKey = []byte(c.Envelope.Keys[0]) // the first signs; all verify
+		s.envelopeKey = envelope.NewSigner([]byte(c.Envelope.Keys[0])) // the first signs; all verify
 	}
 	s.tracer = telemetry.Tracer(o.TracerProvider)
 	trusted, err := c.Ingress.TrustedPrefixes()

@@ -339,7 +339,7 @@ func (s *Service) buildMessage(q *request) verdict {
 	}
 	q.msg = d.Msg()
 	if s.envelopeKey != nil {
-		q.msg.Header.Set(envelope.HeaderSignature, envelope.Sign(s.envelopeKey, q.msg.Header))
+		q.msg.Header.Set(envelope.HeaderSignature, s.envelopeKey.Sign(q.msg.Header))
 	}
 	return verdict{}
 }

@@ -138,9 +138,26 @@ func FuzzVerifySignature(f *testing.F) {
 // body re-hash the processor adds for every message with keys set.
 func BenchmarkSign(b *testing.B) {
 	h := signed(keyA).Header
+	s := envelope.NewSigner(keyA) // as ingress holds it
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = envelope.Sign(keyA, h)
+		_ = s.Sign(h)
+	}
+}
+
+// A Signer's signature is Sign's, from any goroutine.
+func TestSignerSignsAsSign(t *testing.T) {
+	h := signed(keyA).Header
+	want := envelope.Sign(keyA, h)
+	s := envelope.NewSigner(keyA)
+	done := make(chan string, 8)
+	for range 8 {
+		go func() { done <- s.Sign(h) }()
+	}
+	for range 8 {
+		if got := <-done; got != want {
+			t.Fatalf("Signer.Sign = %q, Sign = %q", got, want)
+		}
 	}
 }
 
