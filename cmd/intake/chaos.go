@@ -134,11 +134,12 @@ func newChaosProcessorCmd(g *globals) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := g.loadConfig(false, config.NoSecrets)
+			roles := intake.Roles{Processor: true}
+			cfg, _, err := g.loadConfig(false, roles.Secrets()) // what intake processor loads: the envelope keys
 			if err != nil {
 				return err
 			}
-			o := intake.Options{Roles: intake.Roles{Processor: true}, HTTPAddr: addr, Log: g.logger()}
+			o := intake.Options{Roles: roles, HTTPAddr: addr, Log: g.logger()}
 			switch handler {
 			case "effects":
 				o.Handler = chaos.Effects()

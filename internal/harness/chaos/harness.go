@@ -418,6 +418,8 @@ processor:
   ack_wait: %s
 outbox:
   poll_interval: 250ms
+# as deployed: ingress signs every envelope, the processor verifies it
+envelope: {keys: [%q]}
 integrations:
   - name: %s
     provider: standard
@@ -428,7 +430,7 @@ integrations:
     # no object and no ordering.
     object_id: {field: object.id}
     object_version: {field: object.version}
-%s%s`, h.natsURL(), replicas, h.o.DuplicateWindow, h.dbURL, h.o.AckWait, integration, tenant, account, h.secret, api, handlers)
+%s%s`, h.natsURL(), replicas, h.o.DuplicateWindow, h.dbURL, h.o.AckWait, randomHex(32), integration, tenant, account, h.secret, api, handlers)
 	h.cfgPath = h.path("intake.yaml")
 	return os.WriteFile(h.cfgPath, []byte(cfg), 0o600)
 }
