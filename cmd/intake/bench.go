@@ -82,6 +82,7 @@ and tables (about 50 GB for 30 minutes at 5,000/s of 1 KiB: the streams keep eve
 	f.IntVar(&c.Connections, "connections", d.Connections, "connections saturating ingress (the steady load opens 4x as many)")
 	f.StringArrayVar(&c.PostgresSettings, "pg-setting", nil, "a server setting for the private Postgres, name=value (repeatable)")
 	f.DurationVar(&c.DuplicateWindow, "duplicate-window", config.DefaultDuplicateWindow, "the streams' nats.stream.duplicate_window")
+	f.BoolVar(&c.NATSSyncAlways, "nats-sync-always", false, "NATS fsyncs every write before its PubAck, as the chart and compose ship it (default: NATS's periodic sync)")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd
 }

@@ -91,6 +91,10 @@ type SoakConfig struct {
 	// DuplicateWindow is the streams' nats.stream.duplicate_window.
 	// Defaults to the product's (config.DefaultDuplicateWindow, 2m).
 	DuplicateWindow time.Duration
+	// NATSSyncAlways runs NATS with sync_interval: always, as the chart,
+	// compose and deploy/nats/intake.conf ship it (every write fsynced
+	// before its PubAck); false, NATS's default (a sync every 2 minutes).
+	NATSSyncAlways bool
 	// Progress receives each row as it is measured. Defaults to discarding.
 	Progress io.Writer
 	Log      *slog.Logger
@@ -272,8 +276,11 @@ func Soak(ctx context.Context, c SoakConfig) (*SoakReport, error) {
 	// it shared the harness's heap — its duplicate windows (about 2 GB at
 	// 4,000/s) and the load generator's garbage — and its PubAcks waited
 	// for that heap's collections.
-	natsd, err := startChild("nats", c.Binary, filepath.Join(dir, "nats.log"), nil,
-		"nats", "--addr", natsAddr, "--store-dir", filepath.Join(dir, "nats"))
+	natsArgs := []string{"nats", "--addr", natsAddr, "--store-dir", filepath.Join(dir, "nats")}
+	if c.NATSSyncAlways {
+		natsArgs = append(natsArgs, "--sync-always")
+	}
+	natsd, err := startChild("nats", c.Binary, filepath.Join(dir, "nats.log"), nil, natsArgs...)
 	if err != nil {
 		return nil, err
 	}
