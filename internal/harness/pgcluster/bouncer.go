@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // ErrNoPgBouncer means the pgbouncer binary is not on PATH (nor in
@@ -183,15 +181,7 @@ func (b *Bouncer) start(ctx context.Context, bin string, owner *osUser) error {
 	}
 }
 
-func (b *Bouncer) ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, b.URL("postgres"))
-	if err != nil {
-		return err
-	}
-	return conn.Close(ctx)
-}
+func (b *Bouncer) ping(ctx context.Context) error { return ping(ctx, b.URL("postgres")) }
 
 // URL is the connection URL of database through the pooler.
 func (b *Bouncer) URL(database string) string {

@@ -418,10 +418,13 @@ func (c *Cluster) waitReady(ctx context.Context, p *process) error {
 	}
 }
 
-func (c *Cluster) ping(ctx context.Context) error {
+func (c *Cluster) ping(ctx context.Context) error { return ping(ctx, c.URL("postgres")) }
+
+// ping connects to url and closes the connection, within 2s.
+func ping(ctx context.Context, url string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return err
 	}
