@@ -73,15 +73,29 @@ func TestGenuineShopifyUpdateAfterForgedFutureVersionIsApplied(t *testing.T) {
 	}
 }
 
-// drained waits until the processor has acked every INTAKE_IN message.
+// drained waits until the processor has acked (or terminated) every
+// INTAKE_IN message. It compares the consumer's ack floor with the stream's
+// last sequence: NumPending alone is not enough, because the server counts a
+// stored message into its consumers asynchronously, after the PubAck — read
+// at once, a consumer can show nothing pending for a message ingress has
+// just answered 200 for.
 func (p *pipeline) drained() {
 	p.t.Helper()
 	testenv.Eventually(p.t, 30*time.Second, func() bool {
-		c, err := p.js.Consumer(context.Background(), envelope.StreamIn, envelope.ConsumerName)
+		ctx := context.Background()
+		c, err := p.js.Consumer(ctx, envelope.StreamIn, envelope.ConsumerName)
 		if err != nil {
 			return false
 		}
-		info, err := c.Info(context.Background())
-		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+		info, err := c.Info(ctx)
+		if err != nil {
+			return false
+		}
+		s, err := p.js.Stream(ctx, envelope.StreamIn)
+		if err != nil {
+			return false
+		}
+		si, err := s.Info(ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream == si.State.LastSeq
 	}, "the processor never drained INTAKE_IN")
 }
