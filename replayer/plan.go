@@ -183,7 +183,9 @@ func (r *Replayer) planReplay(ctx context.Context, id string, req apiclient.Repl
 
 	if len(s.Keys) > 0 {
 		keys := parseKeys(s.Keys)
-		rows, err := r.o.Store.LookupInbox(ctx, keys)
+		pctx, cancel := pgBound(ctx)
+		rows, err := r.o.Store.LookupInbox(pctx, keys)
+		cancel()
 		if err != nil {
 			return nil, err
 		}
@@ -193,7 +195,9 @@ func (r *Replayer) planReplay(ctx context.Context, id string, req apiclient.Repl
 				unrowed = append(unrowed, k)
 			}
 		}
-		refused, err := r.o.Store.RefusedBodies(ctx, unrowed)
+		pctx, cancel = pgBound(ctx)
+		refused, err := r.o.Store.RefusedBodies(pctx, unrowed)
+		cancel()
 		if err != nil {
 			return nil, err
 		}
@@ -274,7 +278,9 @@ func (r *Replayer) predictGuard(ctx context.Context, p *plan, admit bool) error 
 	for j, i := range pos {
 		claims[j] = p.bodies[i]
 	}
-	first, err := r.o.Store.BodyFirstKeys(ctx, claims)
+	pctx, cancel := pgBound(ctx)
+	first, err := r.o.Store.BodyFirstKeys(pctx, claims)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -355,7 +361,9 @@ func (r *Replayer) planFromStream(ctx context.Context, id string, req apiclient.
 	if err != nil {
 		return nil, err
 	}
-	rows, err := r.o.Store.LookupInbox(ctx, order)
+	pctx, cancel := pgBound(ctx)
+	rows, err := r.o.Store.LookupInbox(pctx, order)
+	cancel()
 	if err != nil {
 		return nil, err
 	}

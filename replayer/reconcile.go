@@ -122,12 +122,16 @@ func (r *Replayer) runReconcile(ctx context.Context, req ReconcileRequest, span 
 	for i, m := range msgs {
 		keys[i] = m.key
 	}
-	rows, err := r.o.Store.LookupInbox(ctx, keys)
+	pctx, cancel := pgBound(ctx)
+	rows, err := r.o.Store.LookupInbox(pctx, keys)
+	cancel()
 	if err != nil {
 		return res, err
 	}
 	noRow, conflicting := withoutRecord(msgs, rows, ackFloor)
-	rejected, err := r.o.Store.RejectedSeqs(ctx, append(noRow, seqsOf(conflicting)...))
+	pctx, cancel = pgBound(ctx)
+	rejected, err := r.o.Store.RejectedSeqs(pctx, append(noRow, seqsOf(conflicting)...))
+	cancel()
 	if err != nil {
 		return res, err
 	}
@@ -342,7 +346,9 @@ func (r *Replayer) lostConflicts(ctx context.Context, cs []store.ConflictRow, re
 	for i, c := range cs {
 		claims[i] = c.Claim
 	}
-	recorded, err := r.o.Store.ConflictSeqs(ctx, claims)
+	pctx, cancel := pgBound(ctx)
+	recorded, err := r.o.Store.ConflictSeqs(pctx, claims)
+	cancel()
 	if err != nil {
 		return nil, err
 	}

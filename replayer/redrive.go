@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
@@ -52,7 +54,19 @@ const (
 	redriveAttemptsKept = 100_000
 	// redriveUnfixableLogged bounds the sequences one error log names.
 	redriveUnfixableLogged = 100
+	// pgCallTimeout bounds each Postgres call of a re-drive pass (and of
+	// the reconcile and replay plan it shares with the API): a Postgres
+	// that stops answering — a partition that drops packets, which no
+	// socket option of a loopback or proxied flow notices — fails the call
+	// and the pass, visibly, instead of holding the pass, and every pass
+	// after it, for good. pgx closes a connection whose call timed out.
+	pgCallTimeout = store.ReplayLockTimeout
 )
+
+// pgBound is ctx within pgCallTimeout, for one Postgres call.
+func pgBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, pgCallTimeout)
+}
 
 // redriveState is a replayer's re-drive memory: in-process only; a new
 // replayer starts with a lookback pass.
@@ -201,7 +215,9 @@ func (r *Replayer) redrivePass(ctx context.Context, rec *apiclient.Redrive) erro
 		rec.Missing += len(res.Missing)
 		st.deferConflicts(res.afterFix, time.Now())
 		if len(res.lostConflicts) > 0 {
-			n, err := r.o.Store.RecordConflicts(ctx, res.lostConflicts)
+			pctx, cancel := pgBound(ctx)
+			n, err := r.o.Store.RecordConflicts(pctx, res.lostConflicts)
+			cancel()
 			rec.ConflictsRecorded += n
 			r.metrics.redrivenConflicts.Add(float64(n))
 			if err != nil {
@@ -291,7 +307,9 @@ func (st *redriveState) pruneAttempts(now time.Time, keep time.Duration) {
 func (r *Replayer) redriveFix(ctx context.Context, rec *apiclient.Redrive, res ReconcileResult, lo, hi uint64) error {
 	fix := *res.Fix
 	keys := parseKeys(fix.Selector.Keys)
-	queued, err := r.o.Store.QueuedForReplay(ctx, keys)
+	pctx, cancel := pgBound(ctx)
+	queued, err := r.o.Store.QueuedForReplay(pctx, keys)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -316,17 +334,24 @@ func (r *Replayer) redriveFix(ctx context.Context, rec *apiclient.Redrive, res R
 	fix.DryRun = &dryRun
 	fix.Reason = fmt.Sprintf("redrive (%s pass): %d events acknowledged without an inbox row in %s %d..%d",
 		rec.Trigger, len(fix.Selector.Keys), envelope.StreamIn, lo, hi)
-	rep, err := r.Replay(ctx, RedriveRequester, fix)
-	if err != nil {
-		return fmt.Errorf("redrive: start replay: %w", err)
-	}
+	// The attempts are remembered before the replay is started: a
+	// Postgres that stops answering at its commit may have recorded it
+	// (the commit made, the answer lost). The next pass then reads its
+	// state (triage) instead of starting another: recorded, it runs
+	// (Run resumes it); not recorded, it is not found and its messages are
+	// re-driven again.
+	id := uuid.NewString()
 	st := &r.redrive
 	if st.attempts == nil {
 		st.attempts = map[uint64]*redriveAttempt{}
 	}
 	now := time.Now()
 	for _, m := range fresh {
-		st.attempts[m.StreamSeq] = &redriveAttempt{replayID: rep.ID, seen: now}
+		st.attempts[m.StreamSeq] = &redriveAttempt{replayID: id, seen: now}
+	}
+	rep, err := r.replay(ctx, id, RedriveRequester, fix)
+	if err != nil {
+		return fmt.Errorf("redrive: start replay %s: %w", id, err)
 	}
 	n := int(rep.Matched - rep.Outcomes[Missing])
 	rec.Redriven += n
@@ -357,7 +382,9 @@ func (r *Replayer) triage(ctx context.Context, rec *apiclient.Redrive, missing [
 		if a.settleSeq == 0 {
 			state, ok := states[a.replayID]
 			if !ok {
-				rep, err := r.o.Store.GetReplay(ctx, a.replayID)
+				pctx, cancel := pgBound(ctx)
+				rep, err := r.o.Store.GetReplay(pctx, a.replayID)
+				cancel()
 				switch {
 				case errors.Is(err, store.ErrNotFound):
 					state = store.ReplayFailed
@@ -494,7 +521,9 @@ func (r *Replayer) judgeDeferredConflicts(ctx context.Context, rec *apiclient.Re
 	for _, d := range st.afterFix {
 		keys = append(keys, d.c.Key)
 	}
-	rows, err := r.o.Store.LookupInbox(ctx, keys)
+	pctx, cancel := pgBound(ctx)
+	rows, err := r.o.Store.LookupInbox(pctx, keys)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -521,7 +550,9 @@ func (r *Replayer) judgeDeferredConflicts(ctx context.Context, rec *apiclient.Re
 	if err != nil {
 		return err
 	}
-	n, err := r.o.Store.RecordConflicts(ctx, lost)
+	pctx, cancel = pgBound(ctx)
+	n, err := r.o.Store.RecordConflicts(pctx, lost)
+	cancel()
 	rec.ConflictsRecorded += n
 	r.metrics.redrivenConflicts.Add(float64(n))
 	return err

@@ -375,6 +375,11 @@ func (r *Replayer) Options() Options { return r.o }
 // Replay records a replay (always, dry runs too: the audit trail) and, unless
 // it is a dry run, hands it to Run to publish.
 func (r *Replayer) Replay(ctx context.Context, requestedBy string, req apiclient.ReplayRequest) (store.Replay, error) {
+	return r.replay(ctx, uuid.NewString(), requestedBy, req)
+}
+
+// replay is Replay under a given id (the re-drive knows it before the start).
+func (r *Replayer) replay(ctx context.Context, id, requestedBy string, req apiclient.ReplayRequest) (store.Replay, error) {
 	if err := r.normalizeReplay(&req); err != nil {
 		return store.Replay{}, err
 	}
@@ -383,7 +388,6 @@ func (r *Replayer) Replay(ctx context.Context, requestedBy string, req apiclient
 		// guard refused is never its to admit.
 		return store.Replay{}, badRequest("admit_replayed_bodies: not for %s replays", RedriveRequester)
 	}
-	id := uuid.NewString()
 	p, err := r.planReplay(ctx, id, req)
 	if err != nil {
 		return store.Replay{}, err
@@ -437,7 +441,16 @@ func (r *Replayer) record(ctx context.Context, rep store.Replay, p *plan) (store
 	if rep.DryRun {
 		items = nil
 	}
-	if err := r.o.Store.CreateReplay(ctx, &rep, items); err != nil {
+	cctx := ctx
+	if rep.RequestedBy == RedriveRequester {
+		// Bounded like the pass's other calls: a re-drive replay has at
+		// most maxMissingListed items. An operator's may have a million,
+		// on a request the operator can end.
+		var cancel context.CancelFunc
+		cctx, cancel = pgBound(ctx)
+		defer cancel()
+	}
+	if err := r.o.Store.CreateReplay(cctx, &rep, items); err != nil {
 		return store.Replay{}, err
 	}
 	r.o.Log.Info("replay recorded", "id", rep.ID, "mode", rep.Mode, "dry_run", rep.DryRun, "requested_by", rep.RequestedBy,

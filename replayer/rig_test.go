@@ -213,7 +213,8 @@ func (r *rig) streamLastSeq(name string) uint64 {
 }
 
 // newReplayer builds a replayer on its own NATS connection, as a separate
-// process would have, for kill-and-resume tests.
+// process would have, for kill-and-resume tests; on the rig's store unless
+// o has one.
 func (r *rig) newReplayer(o replayer.Options) (*replayer.Replayer, *nats.Conn) {
 	r.t.Helper()
 	nc, err := nats.Connect(r.nats.URL())
@@ -225,7 +226,10 @@ func (r *rig) newReplayer(o replayer.Options) (*replayer.Replayer, *nats.Conn) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	o.Store, o.JS, o.Tokens = r.store, js, r.cfg.API.Tokens
+	if o.Store == nil {
+		o.Store = r.store
+	}
+	o.JS, o.Tokens = js, r.cfg.API.Tokens
 	rp, err := replayer.New(o)
 	if err != nil {
 		r.t.Fatal(err)
