@@ -121,13 +121,17 @@ func VerifySignature(keys [][]byte, h nats.Header) error {
 	return ErrBadSignature
 }
 
-// parseSignature reads "v1=<base64url HMAC-SHA256>".
+var strictBase64 = base64.RawURLEncoding.Strict()
+
+// parseSignature reads "v1=<base64url HMAC-SHA256>", strictly: the 43rd
+// character carries two unused bits, and a value that sets them names the
+// same MAC in another spelling, which is not the signature ingress wrote.
 func parseSignature(v string) ([]byte, bool) {
 	enc, ok := strings.CutPrefix(v, signatureVersion+"=")
 	if !ok || len(enc) != base64.RawURLEncoding.EncodedLen(sha256.Size) {
 		return nil, false
 	}
-	mac, err := base64.RawURLEncoding.DecodeString(enc)
+	mac, err := strictBase64.DecodeString(enc)
 	if err != nil || len(mac) != sha256.Size {
 		return nil, false
 	}
