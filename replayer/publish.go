@@ -39,7 +39,7 @@ func (r *Replayer) publish(ctx context.Context, lock *store.ReplayLock) (ended b
 	if rep.State != store.ReplayRunning {
 		return true
 	}
-	log := r.o.Log.With("replay", rep.ID, "mode", rep.Mode)
+	log := r.o.Log.With("replay_id", rep.ID, "mode", rep.Mode)
 	j := &job{r: r, lock: lock, rep: rep, stream: streamOf(rep.Mode), resumeFrom: rep.ResumeFromSeq,
 		tracer: telemetry.Tracer(r.o.TracerProvider), faults: faults.From(ctx)}
 	if err := j.recover(ctx); err != nil {
@@ -146,7 +146,7 @@ func (j *job) recover(ctx context.Context) error {
 		return err
 	}
 	if len(found) > 0 {
-		j.r.o.Log.Info("replay: recorded copies a previous replayer published", "replay", j.rep.ID, "copies", len(found))
+		j.r.o.Log.Info("replay: recorded copies a previous replayer published", "replay_id", j.rep.ID, "copies", len(found))
 	}
 	j.resumeFrom, j.maxAcked = max(j.resumeFrom, last), max(j.resumeFrom, last)
 	return nil

@@ -453,7 +453,7 @@ func (r *Replayer) record(ctx context.Context, rep store.Replay, p *plan) (store
 	if err := r.o.Store.CreateReplay(cctx, &rep, items); err != nil {
 		return store.Replay{}, err
 	}
-	r.o.Log.Info("replay recorded", "id", rep.ID, "mode", rep.Mode, "dry_run", rep.DryRun, "requested_by", rep.RequestedBy,
+	r.o.Log.Info("replay recorded", "replay_id", rep.ID, "mode", rep.Mode, "dry_run", rep.DryRun, "requested_by", rep.RequestedBy,
 		"matched", rep.Matched, "reason", rep.Reason, "state", rep.State)
 	if rep.State == store.ReplayRunning {
 		r.wakeUp()
@@ -475,7 +475,7 @@ func (r *Replayer) Approve(ctx context.Context, id, by string) (store.Replay, bo
 	if err != nil || !changed {
 		return rep, false, err
 	}
-	r.o.Log.Info("replay approved", "id", id, "mode", rep.Mode, "requested_by", rep.RequestedBy, "approved_by", by,
+	r.o.Log.Info("replay approved", "replay_id", id, "mode", rep.Mode, "requested_by", rep.RequestedBy, "approved_by", by,
 		"matched", rep.Matched, "reason", rep.Reason)
 	r.wakeUp()
 	return rep, true, nil
@@ -490,7 +490,7 @@ func (r *Replayer) Cancel(ctx context.Context, id, by string) (store.Replay, boo
 		return rep, false, err
 	}
 	if changed {
-		r.o.Log.Info("replay cancelled", "id", id, "by", by, "published", rep.Published)
+		r.o.Log.Info("replay cancelled", "replay_id", id, "by", by, "published", rep.Published)
 	}
 	return rep, changed, nil
 }

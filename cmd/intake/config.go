@@ -44,6 +44,24 @@ func refusePublishedSecrets(cfg *config.Config) error {
 	return nil
 }
 
+// logger is the command's logger. In JSON every line also names the role
+// (the command: ingress, processor, replayer, dev, migrate, …) and the
+// instance (the host name, a pod's name in Kubernetes), so that lines from
+// many pods merged in one store still say where they came from; the text
+// format, read by a person at one terminal, leaves them out.
 func (g *globals) logger() *slog.Logger {
-	return telemetry.NewLogger(os.Stderr, g.logFormat, g.logLevel)
+	log := telemetry.NewLogger(os.Stderr, g.logFormat, g.logLevel)
+	if g.logFormat == "json" {
+		log = log.With("role", g.command, "instance", instanceName())
+	}
+	return log
+}
+
+// instanceName is $INTAKE_INSTANCE, else the host name.
+func instanceName() string {
+	if v := os.Getenv("INTAKE_INSTANCE"); v != "" {
+		return v
+	}
+	h, _ := os.Hostname()
+	return h
 }

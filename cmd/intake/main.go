@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -22,14 +23,26 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newRoot().ExecuteContext(ctx); err != nil {
+	g := &globals{}
+	if err := newRootWith(g).ExecuteContext(ctx); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
 		}
-		fmt.Fprintln(os.Stderr, "intake:", err)
+		g.fatal(err)
 		os.Exit(1)
 	}
+}
+
+// fatal reports the error that ends the command: a JSON line (level
+// ERROR, msg "intake: exiting", the error) under --log-format json, so that
+// a log pipeline sees why a pod stopped; otherwise "intake: <error>".
+func (g *globals) fatal(err error) {
+	if g.logFormat == "json" {
+		g.logger().Error("intake: exiting", "error", err.Error())
+		return
+	}
+	fmt.Fprintln(os.Stderr, "intake:", err)
 }
 
 // exitError carries a specific exit code (e.g. `intake send` got a non-2xx).
@@ -41,15 +54,20 @@ type globals struct {
 	configPath string
 	logFormat  string
 	logLevel   string
+	command    string // the subcommand run: the "role" of JSON log lines
 }
 
-func newRoot() *cobra.Command {
-	g := &globals{}
+func newRoot() *cobra.Command { return newRootWith(&globals{}) }
+
+func newRootWith(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "intake",
 		Short:         "Intake receives webhooks and turns at-least-once delivery into exactly-once business effect",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			g.command = strings.TrimPrefix(cmd.CommandPath(), "intake ")
+		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.configPath, "config", "", "config file (default: $INTAKE_CONFIG, else, for dev and send, the built-in example (pkg/config/example.yaml))")

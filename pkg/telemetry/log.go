@@ -8,7 +8,9 @@ import (
 )
 
 // NewLogger returns a slog logger: JSON when format is "json", text
-// otherwise, at level (debug, info, warn, error; defaults to info).
+// otherwise, at level (debug, info, warn, error; defaults to info). A field
+// whose value is the empty string is left out (dropEmpty): a line says
+// what is known, and `requested_by=""` reads like a value.
 func NewLogger(w io.Writer, format, level string) *slog.Logger {
 	if w == nil {
 		w = os.Stderr
@@ -22,7 +24,7 @@ func NewLogger(w io.Writer, format, level string) *slog.Logger {
 	case "error":
 		lv = slog.LevelError
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: dropEmpty}
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
@@ -33,3 +35,16 @@ func NewLogger(w io.Writer, format, level string) *slog.Logger {
 // takes when given none (a library embedded without a logger stays quiet),
 // and a quiet logger for tests.
 func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// dropEmpty is the handlers' ReplaceAttr: an empty string field becomes
+// the zero Attr, which slog leaves out; the built-in keys (time, level,
+// msg) are kept even when empty.
+func dropEmpty(groups []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindString && a.Value.String() == "" {
+		if len(groups) == 0 && (a.Key == slog.MessageKey || a.Key == slog.LevelKey || a.Key == slog.TimeKey) {
+			return a
+		}
+		return slog.Attr{}
+	}
+	return a
+}

@@ -69,7 +69,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	setCookie(w, r, preCookie, "", c.now())
 	setCookie(w, r, sessionCookie, v, expires)
-	c.log.Info("console: signed in", "token", caller.Name, "role", caller.Role)
+	c.log.Info("console: signed in", "token_name", caller.Name, "role", caller.Role)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -82,7 +82,7 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setCookie(w, r, sessionCookie, "", c.now())
-	c.log.Info("console: signed out", "token", s.caller.Name)
+	c.log.Info("console: signed out", "token_name", s.caller.Name)
 	http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
 }
 
