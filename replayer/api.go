@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -98,8 +99,8 @@ func (r *Replayer) getEvent(w http.ResponseWriter, req *http.Request) {
 func (r *Replayer) listEvents(w http.ResponseWriter, req *http.Request) {
 	q := query{v: req.URL.Query()}
 	f := store.EventFilter{
-		Integration: q.str("integration"), Tenant: q.str("tenant"), EventType: q.str("event_type"),
-		Status: q.str("status"), Since: q.time("since"), Until: q.time("until"), KeyPrefix: q.str("key_prefix"),
+		Integration: q.integration(r), Tenant: q.str("tenant"), EventType: q.str("event_type"),
+		Status: q.oneOf("status", replayStatuses), Since: q.time("since"), Until: q.time("until"), KeyPrefix: q.str("key_prefix"),
 		Limit: q.int("limit"), Cursor: q.str("cursor"),
 	}
 	if q.err != nil {
@@ -120,7 +121,7 @@ func (r *Replayer) listEvents(w http.ResponseWriter, req *http.Request) {
 func (r *Replayer) listConflicts(w http.ResponseWriter, req *http.Request) {
 	q := query{v: req.URL.Query()}
 	f := store.ConflictFilter{
-		Integration: q.str("integration"), Tenant: q.str("tenant"), Since: q.time("since"), Until: q.time("until"),
+		Integration: q.integration(r), Tenant: q.str("tenant"), Since: q.time("since"), Until: q.time("until"),
 		KeyPrefix: q.str("key_prefix"), Limit: q.int("limit"), Cursor: q.str("cursor"),
 	}
 	if q.err != nil {
@@ -141,7 +142,8 @@ func (r *Replayer) listConflicts(w http.ResponseWriter, req *http.Request) {
 func (r *Replayer) listRejections(w http.ResponseWriter, req *http.Request) {
 	q := query{v: req.URL.Query()}
 	f := store.RejectionFilter{
-		Integration: q.str("integration"), Tenant: q.str("tenant"), Reason: q.str("reason"), ReplayID: q.str("replay_id"),
+		// integration is not checked: an unknown_integration rejection names one the config lacks.
+		Integration: q.str("integration"), Tenant: q.str("tenant"), Reason: q.oneOf("reason", store.RejectReasons), ReplayID: q.str("replay_id"),
 		Since: q.time("since"), Until: q.time("until"), KeyPrefix: q.str("key_prefix"), Limit: q.int("limit"), Cursor: q.str("cursor"),
 	}
 	if q.err != nil {
@@ -354,6 +356,26 @@ type query struct {
 }
 
 func (q *query) str(name string) string { return q.v.Get(name) }
+
+// oneOf is the parameter name, which must be empty or one of allowed: a
+// filter that names no possible value is refused (400, naming the allowed
+// values), not answered with an empty page that reads as "nothing there".
+func (q *query) oneOf(name string, allowed []string) string {
+	s := q.v.Get(name)
+	if s != "" && !slices.Contains(allowed, s) && q.err == nil {
+		q.err = fmt.Errorf("%s: unknown %q; one of: %s", name, s, strings.Join(allowed, ", "))
+	}
+	return s
+}
+
+// integration is the integration parameter, which must name one of the
+// replayer's integrations (its config's, or its shard's) when it knows them.
+func (q *query) integration(r *Replayer) string {
+	if len(r.o.Integrations) == 0 {
+		return q.str("integration")
+	}
+	return q.oneOf("integration", r.o.Integrations)
+}
 
 func (q *query) int(name string) int {
 	s := q.v.Get(name)

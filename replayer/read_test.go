@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,6 +74,21 @@ func TestListEventsFiltersAndPages(t *testing.T) {
 			t.Errorf("?%s = %d %s, want 400", q, code, b)
 		}
 	}
+	// A filter naming a value that cannot exist is refused, naming those
+	// that can, rather than answered with an empty page.
+	for _, c := range []struct{ path, want string }{
+		{"/api/v1/events?integration=dmeo", `integration: unknown \"dmeo\"; one of: demo`},
+		{"/api/v1/events?status=procesed", `status: unknown \"procesed\"; one of: processed, stale, failed, quarantined`},
+		{"/api/v1/conflicts?integration=dmeo", `one of: demo`},
+		{"/api/v1/rejections?reason=bad_sig", `reason: unknown \"bad_sig\"; one of: unknown_integration, tenant_mismatch`},
+	} {
+		if code, b := r.do(http.MethodGet, c.path, viewerToken, nil); code != http.StatusBadRequest || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s = %d %s, want 400 saying %s", c.path, code, b, c.want)
+		}
+	}
+	// Rejections of integrations the config lacks are what unknown_integration records.
+	var rej apiclient.RejectionPage
+	r.api(http.MethodGet, "/api/v1/rejections?integration=gone&reason=unknown_integration", nil, http.StatusOK, &rej)
 }
 
 func TestConflictsAndEventDetail(t *testing.T) {

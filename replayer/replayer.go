@@ -53,8 +53,10 @@ type Options struct {
 	// default): the durable "processor", every integration.
 	Shard string
 	// Integrations are the names of the shard's integrations (its config's
-	// integrations[].name). Required with Shard; without, they only seed the
-	// failed and quarantined gauges at 0.
+	// integrations[].name). Required with Shard. They seed the failed and
+	// quarantined gauges at 0, and a filter or selector naming an
+	// integration not among them is refused (400, naming them); empty (a
+	// library replayer without them), any name is taken.
 	Integrations []string
 	// Auth bounds failed authentications per client address; its Log and
 	// Failures default to Log and the replayer's

@@ -97,7 +97,7 @@ func newTable(w io.Writer) *tabwriter.Writer {
 }
 
 // parseWhen reads a time flag: RFC 3339, or a duration meaning that long
-// ago ("2h" is two hours before now).
+// ago ("2h" is two hours before now, "2d" two days: apiclient.Ago).
 func parseWhen(flag, s string, now time.Time) (*time.Time, error) {
 	if s == "" {
 		return nil, nil
@@ -105,11 +105,11 @@ func parseWhen(flag, s string, now time.Time) (*time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return &t, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+	if d, ok := apiclient.Ago(s); ok {
 		t := now.Add(-d)
 		return &t, nil
 	}
-	return nil, fmt.Errorf("--%s: an RFC 3339 time or a duration ago (e.g. 2h), got %q", flag, s)
+	return nil, fmt.Errorf("--%s: an RFC 3339 time or a duration ago (e.g. 2h, 30m, 2d), got %q", flag, s)
 }
 
 // parseSpan reads --since and --until as parseWhen does; an unset one is

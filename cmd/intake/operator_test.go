@@ -220,6 +220,17 @@ func TestEventsConflictsReconcileCommands(t *testing.T) {
 	if _, errOut, code := r.cli("", cliViewer, "events", "show", "demo/main/nope"); code != codeRefused || !strings.Contains(errOut, "404") {
 		t.Fatalf("events show unknown: exit %d\n%s", code, errOut)
 	}
+	// A filter that cannot match is refused naming what can (issue 34 item 7).
+	for _, args := range [][]string{{"events", "--integration", "dmeo"}, {"events", "--status", "procesed"}, {"conflicts", "--integration", "dmeo"}} {
+		_, errOut, code := r.cli("", cliViewer, args...)
+		if code != codeRefused || !strings.Contains(errOut, "400") || !strings.Contains(errOut, "one of: ") {
+			t.Errorf("%v: exit %d, want %d and the allowed values:\n%s", args, code, codeRefused, errOut)
+		}
+	}
+	out, _, code = r.cli("", cliViewer, "events", "--since", "2d")
+	if code != 0 || strings.Count(out, "demo/main/evt_") != 3 {
+		t.Fatalf("events --since 2d: exit %d\n%s", code, out)
+	}
 	out, _, code = r.cli("", cliViewer, "conflicts")
 	if code != 0 || !strings.Contains(out, "CONFLICTING SHA256") {
 		t.Fatalf("conflicts: exit %d\n%s", code, out)

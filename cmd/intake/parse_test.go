@@ -16,7 +16,13 @@ func TestParseWhen(t *testing.T) {
 		{"2h", now.Add(-2 * time.Hour), true},
 		{"90m", now.Add(-90 * time.Minute), true},
 		{"2026-04-30T10:00:00Z", time.Date(2026, 4, 30, 10, 0, 0, 0, time.UTC), true},
+		{"2d", now.Add(-48 * time.Hour), true},
+		{"0d", now, true},
 		{"-2h", time.Time{}, false},
+		{"-2d", time.Time{}, false},
+		{"1.5d", time.Time{}, false},
+		{"d", time.Time{}, false},
+		{"99999999d", time.Time{}, false},
 		{"yesterday", time.Time{}, false},
 	}
 	for _, tt := range tests {

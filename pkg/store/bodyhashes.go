@@ -17,6 +17,12 @@ import (
 // each time.
 const RejectReplayedBody = "replayed_body"
 
+// RejectReasons are every reason a rejection may have, in the order the
+// docs list them: the allowed values of a reason filter.
+var RejectReasons = []string{RejectUnknownIntegration, RejectTenantMismatch, RejectSubjectMismatch,
+	RejectUnknownReplay, RejectReplayNotCovering, RejectPayloadMismatch, RejectReplayedBody,
+	RejectBadEnvelopeSignature, RejectUnsignedEnvelope, RejectMalformed}
+
 // BodyClaim is one message of a guarded integration: its key, type and body
 // hash.
 type BodyClaim struct {

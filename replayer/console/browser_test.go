@@ -336,3 +336,55 @@ func TestBrowserOperatorAndViewer(t *testing.T) {
 		t.Errorf("the forged replay was recorded %d times", n)
 	}
 }
+
+// TestBrowserFiltersSayWhatIsWrong (issue 34 item 7): a filter naming an
+// integration or status that cannot exist is refused, naming the allowed
+// values, instead of an empty page; the integration is a choice from the
+// config; times may be relative as in the CLI ("2d"), and the quick ranges
+// keep the other filters.
+func TestBrowserFiltersSayWhatIsWrong(t *testing.T) {
+	path := chromium(t)
+	r := setup(t)
+	r.publish("evt_recent", `{"id":"evt_recent","type":"invoice.paid"}`)
+	r.settled()
+
+	ctx := browser(t, path)
+	signInBrowser(t, ctx, r.base, viewerToken)
+	for _, c := range []struct{ query, want string }{
+		{"integration=dmeo", `integration: unknown "dmeo"; one of: demo`},
+		{"status=procesed", `status: unknown "procesed"; one of: processed, stale, failed, quarantined`},
+		{"since=yesterday", `since: not a time`},
+	} {
+		run(t, ctx, c.query, chromedp.Navigate(r.base+"/ui/events?"+c.query), chromedp.WaitVisible(chromedp.CSS("#error")))
+		if got := text(t, ctx, "#error"); !strings.Contains(got, c.want) {
+			t.Errorf("%s: error %q, want it to say %q", c.query, got, c.want)
+		}
+	}
+	run(t, ctx, "conflicts, unknown integration", chromedp.Navigate(r.base+"/ui/conflicts?integration=dmeo"), chromedp.WaitVisible(chromedp.CSS("#error")))
+
+	// The integration is offered from the config.
+	run(t, ctx, "events", chromedp.Navigate(r.base+"/ui/events"), chromedp.WaitVisible(chromedp.CSS("#integration")))
+	opts := value(t, ctx, "integration options", chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll("#integration option")).map(o => o.value)`))
+	if strings.Join(opts, ",") != ",demo" {
+		t.Errorf("integration choices %q, want any and demo", opts)
+	}
+
+	// Relative times: typed, and the quick range, which keeps the filter.
+	run(t, ctx, "since 2d",
+		chromedp.SendKeys(chromedp.CSS("#since"), "2d"),
+		chromedp.SetValue(chromedp.CSS("#integration"), "demo"),
+		chromedp.Click(chromedp.CSS("#search")),
+		urlHas("since=2d"),
+		chromedp.WaitVisible(chromedp.CSS(`#events a[href*="evt_recent"]`)),
+	)
+	run(t, ctx, "quick range 1 hour",
+		chromedp.Click(chromedp.CSS(`#quick a[data-since="1h"]`)),
+		urlHas("since=1h"),
+		chromedp.WaitVisible(chromedp.CSS(`#events a[href*="evt_recent"]`)),
+	)
+	if u := value(t, ctx, "url", chromedp.Evaluate[string](`location.search`)); !strings.Contains(u, "integration=demo") {
+		t.Errorf("the quick range dropped the integration filter: %s", u)
+	}
+	screenshot(t, ctx, "events-filtered")
+}

@@ -18,7 +18,7 @@ type conflictsData struct {
 }
 
 func (c *Console) conflicts(w http.ResponseWriter, r *http.Request) {
-	f, err := parseFilter(r.URL.Query())
+	f, err := parseFilter(r.URL.Query(), c.ro.Integrations)
 	d := conflictsData{Filter: f, Query: f.query()}
 	if err != nil {
 		c.renderErr(w, r, "conflicts", "Conflicts", d, err.Error())

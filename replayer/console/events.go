@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -18,6 +20,7 @@ import (
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // filter is the events and failed pages' query: the fields of
@@ -29,10 +32,15 @@ type filter struct {
 	since, until                                      time.Time
 }
 
-func parseFilter(v url.Values) (filter, error) {
+// parseFilter reads the query; an integration that is not one of
+// integrations (the config's; none: any) is refused.
+func parseFilter(v url.Values, integrations []string) (filter, error) {
 	f := filter{Integration: v.Get("integration"), Tenant: v.Get("tenant"), Status: v.Get("status"),
 		EventType: v.Get("event_type"), KeyPrefix: v.Get("key_prefix"), Since: v.Get("since"), Until: v.Get("until"),
 		Cursor: v.Get("cursor")}
+	if err := checkChoice("integration", f.Integration, integrations); err != nil {
+		return f, err
+	}
 	var err error
 	if f.since, err = parseTime("since", f.Since); err != nil {
 		return f, err
@@ -41,7 +49,8 @@ func parseFilter(v url.Values) (filter, error) {
 	return f, err
 }
 
-// parseTime takes RFC 3339 or a datetime-local input's value (read as UTC).
+// parseTime takes RFC 3339, a datetime-local input's value (read as UTC),
+// or a duration ago as the CLI does ("1h", "30m", "2d": apiclient.Ago).
 func parseTime(name, s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
@@ -51,8 +60,23 @@ func parseTime(name, s string) (time.Time, error) {
 			return t, nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("%s: not a time (RFC 3339 or 2006-01-02T15:04, UTC): %q", name, s)
+	if d, ok := apiclient.Ago(s); ok {
+		return time.Now().Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%s: not a time (a duration ago such as 1h or 2d, RFC 3339, or 2006-01-02T15:04 UTC): %q", name, s)
 }
+
+// checkChoice refuses a filter value that names nothing that can exist,
+// saying what can: an empty page would read as "nothing there".
+func checkChoice(name, v string, allowed []string) error {
+	if v == "" || len(allowed) == 0 || slices.Contains(allowed, v) {
+		return nil
+	}
+	return fmt.Errorf("%s: unknown %q; one of: %s", name, v, strings.Join(allowed, ", "))
+}
+
+// quickRanges are the events page's one-click "since" choices.
+var quickRanges = []struct{ Label, Since string }{{"1 hour", "1h"}, {"24 hours", "24h"}, {"7 days", "7d"}}
 
 func (f filter) store(limit int) store.EventFilter {
 	return store.EventFilter{Integration: f.Integration, Tenant: f.Tenant, EventType: f.EventType, Status: f.Status,
@@ -75,18 +99,22 @@ func (f filter) query() url.Values {
 const pageSize = 50
 
 type eventsData struct {
-	Filter   filter
-	Query    url.Values
-	Events   []store.EventRecord
-	Next     string
-	Statuses []string
+	Filter       filter
+	Query        url.Values
+	Events       []store.EventRecord
+	Next         string
+	Statuses     []string
+	Integrations []string // the config's, offered as a choice; none: a free text input
 }
 
 var statuses = []string{"processed", "stale", "failed", "quarantined"}
 
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
-	f, err := parseFilter(r.URL.Query())
-	d := eventsData{Filter: f, Query: f.query(), Statuses: statuses}
+	f, err := parseFilter(r.URL.Query(), c.ro.Integrations)
+	d := eventsData{Filter: f, Query: f.query(), Statuses: statuses, Integrations: c.ro.Integrations}
+	if err == nil {
+		err = checkChoice("status", f.Status, statuses)
+	}
 	if err != nil {
 		c.renderErr(w, r, "events", "Events", d, err.Error())
 		return
@@ -280,7 +308,17 @@ func pretty(b []byte) (string, bool) {
 func (d eventsData) write(w *writer, _ page) {
 	f := d.Filter
 	w.m(`<form method="get" action="/ui/events" class="filter" id="filter">
-  <label>Integration <input name="integration" value="`).t(f.Integration).m(`"></label>
+  <label>Integration `)
+	if len(d.Integrations) == 0 {
+		w.m(`<input name="integration" id="integration" value="`).t(f.Integration).m(`">`)
+	} else {
+		w.m(`<select name="integration" id="integration"><option value="">any</option>`)
+		for _, in := range d.Integrations {
+			w.m(`<option`).mif(in == f.Integration, ` selected`).m(`>`).t(in).m(`</option>`)
+		}
+		w.m(`</select>`)
+	}
+	w.m(`</label>
   <label>Tenant <input name="tenant" value="`).t(f.Tenant).m(`"></label>
   <label>Status <select name="status"><option value="">any</option>`)
 	for _, st := range d.Statuses {
@@ -288,11 +326,21 @@ func (d eventsData) write(w *writer, _ page) {
 	}
 	w.m(`</select></label>
   <label>Type <input name="event_type" value="`).t(f.EventType).m(`"></label>
-  <label>Since <input name="since" value="`).t(f.Since).m(`" placeholder="2026-01-02T15:04"></label>
-  <label>Until <input name="until" value="`).t(f.Until).m(`" placeholder="UTC"></label>
+  <label>Since <input name="since" id="since" value="`).t(f.Since).m(`" placeholder="1h, 2d, 2026-01-02T15:04"></label>
+  <label>Until <input name="until" value="`).t(f.Until).m(`" placeholder="UTC, or 30m ago"></label>
   <label>Key prefix <input name="key_prefix" id="key_prefix" value="`).t(f.KeyPrefix).m(`"></label>
   <button type="submit" id="search">Filter</button>
 </form>
+<p class="quick" id="quick">Since: `)
+	for i, q := range quickRanges {
+		v := url.Values{}
+		for k, vs := range d.Query {
+			v[k] = vs
+		}
+		v.Set("since", q.Since)
+		w.mif(i > 0, ` · `).m(`<a href="`).u(listLink("/ui/events", v)).m(`" data-since="`).t(q.Since).m(`">`).t(q.Label).m(`</a>`)
+	}
+	w.m(`</p>
 `)
 	eventTable(w, d.Events)
 	if d.Next != "" {

@@ -28,7 +28,7 @@ type failedData struct {
 // failed is the queue of failed (or quarantined) events with their error;
 // an operator selects some, or all matching the filter, for a replay.
 func (c *Console) failed(w http.ResponseWriter, r *http.Request) {
-	f, err := parseFilter(r.URL.Query())
+	f, err := parseFilter(r.URL.Query(), c.ro.Integrations)
 	if f.Status != string(inbox.StatusQuarantined) {
 		f.Status = string(inbox.StatusFailed)
 	}
