@@ -9,7 +9,10 @@ import (
 	"github.com/intakehq/intake/pkg/config"
 )
 
-func printDevBanner(w io.Writer, path string, cfg *config.Config, info dev.Info) {
+// printDevBanner says what runs and where; its commands start with self
+// (globals.self: go run or the binary); send's also carries this run's
+// --config (sendSelf).
+func printDevBanner(w io.Writer, self, sendSelf, path string, cfg *config.Config, info dev.Info) {
 	nats := info.NATSURL
 	if info.NATSEmbed {
 		nats += "  (embedded, data in " + info.DataDir + "/nats)"
@@ -42,10 +45,10 @@ func printDevBanner(w io.Writer, path string, cfg *config.Config, info dev.Info)
 	}
 	if len(cfg.Integrations) > 0 {
 		name := cfg.Integrations[0].Name
-		fmt.Fprintf(w, "\nsend a signed test event:\n  go run ./cmd/intake send --integration %s --url %s\n", name, info.HTTPURL)
+		fmt.Fprintf(w, "\nsend a signed test event:\n  %s send --integration %s --url %s\n", sendSelf, name, info.HTTPURL)
 		fmt.Fprintf(w, "watch processed events:\n  nats sub --server %s 'intake.out.>'\n", info.NATSURL)
 		// Never the token itself: it may be a real secret from the environment.
-		fmt.Fprintf(w, "inspect and replay (INTAKE_TOKEN = an operator token from api.tokens; the example's is dev-operator-token-change-me):\n  INTAKE_TOKEN=... go run ./cmd/intake events --server %s\n", info.HTTPURL)
+		fmt.Fprintf(w, "inspect and replay (INTAKE_TOKEN = an operator token from api.tokens; the example's is dev-operator-token-change-me):\n  INTAKE_TOKEN=... %s events --server %s\n", self, info.HTTPURL)
 	}
 	fmt.Fprintf(w, "\nCtrl-C stops (drains in-flight work first).\n\n")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/telemetry"
@@ -55,6 +56,23 @@ func (g *globals) logger() *slog.Logger {
 		log = log.With("role", g.command, "instance", instanceName())
 	}
 	return log
+}
+
+// self is how to run this binary again in a hint: "go run ./cmd/intake"
+// when it was built by `go run` (or is a test binary), else its name as it
+// was started ("intake", "./bin/intake"); withConfig adds --config when one
+// was given, so that a hint's command loads the same integrations.
+func (g *globals) self(withConfig bool) string {
+	s := os.Args[0]
+	if strings.Contains(s, "go-build") || strings.HasSuffix(s, ".test") {
+		s = "go run ./cmd/intake"
+	} else {
+		s = shellQuote(s)
+	}
+	if withConfig && g.configPath != "" {
+		s += " --config " + shellQuote(g.configPath)
+	}
+	return s
 }
 
 // instanceName is $INTAKE_INSTANCE, else the host name.

@@ -30,7 +30,7 @@ processor prepares the config's SQL handlers: their tables and functions.`,
 			}
 			log := g.logger()
 			o.Log = log
-			o.Ready = func(info dev.Info) { printDevBanner(cmd.OutOrStdout(), path, cfg, info) }
+			o.Ready = func(info dev.Info) { printDevBanner(cmd.OutOrStdout(), g.self(false), g.self(true), path, cfg, info) }
 			return runTraced(cmd.Context(), "dev", log, func(tp trace.TracerProvider) error {
 				o.TracerProvider = tp
 				return dev.Run(cmd.Context(), cfg, o)

@@ -28,6 +28,22 @@ type sendOptions struct {
 	secret      string
 }
 
+// again is the command that sends the same delivery once more: the same
+// integration, id and body (the flags that make it: --type, --data,
+// --file), to the same --url, signed with the same secret.
+func (o sendOptions) again(cmd *cobra.Command, self, integration string) string {
+	s := self + " send --integration " + shellQuote(integration) + " --id " + shellQuote(o.id)
+	for _, name := range []string{"url", "type", "data", "file", "secret-index"} {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			s += " --" + name + " " + shellQuote(f.Value.String())
+		}
+	}
+	if o.secret != "" {
+		s += " --secret …" // a key: not echoed
+	}
+	return s
+}
+
 func newSendCmd(g *globals) *cobra.Command {
 	var o sendOptions
 	cmd := &cobra.Command{
@@ -95,7 +111,7 @@ with its configured key: pass the sender's key with --secret whsk_….`,
 			if resp.StatusCode/100 != 2 {
 				return exitError{code: 2}
 			}
-			fmt.Fprintf(out, "send it again (same delivery):  intake send --integration %s --id %s\n", in.Name, o.id)
+			fmt.Fprintf(out, "send it again (same delivery):  %s\n", o.again(cmd, g.self(true), in.Name))
 			return nil
 		},
 	}

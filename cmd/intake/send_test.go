@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -116,4 +117,48 @@ func TestSendSignsForEveryProvider(t *testing.T) {
 			t.Fatalf("err = %v, want a hint to pass the whsk_ key", err)
 		}
 	})
+}
+
+// TestSendAgainHintIsTheSameDelivery: the "send it again" line is a command
+// that, run as printed, sends the same delivery: it keeps --config, --url,
+// --type and the id (issue 34 item 8), and the receiver sees the same body.
+func TestSendAgainHintIsTheSameDelivery(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "my config.yaml")
+	const yaml = "integrations:\n  - {name: demo, provider: standard, tenant: acme, secrets: [\"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"]}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bodies := make(chan string, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies <- string(b)
+		_, _ = io.WriteString(w, `{"status":"accepted"}`+"\n")
+	}))
+	t.Cleanup(srv.Close)
+
+	send := func(args ...string) string {
+		out := &testenv.Buffer{}
+		if err := runCLI(t, context.Background(), out, args...); err != nil {
+			t.Fatalf("intake %v: %v\n%s", args, err, out.String())
+		}
+		return out.String()
+	}
+	out := send("send", "--config", path, "--url", srv.URL, "--type", "invoice.paid")
+	m := regexp.MustCompile(`send it again \(same delivery\):  go run \./cmd/intake (.*)\n`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no again hint starting `go run ./cmd/intake` (a test binary is a go build):\n%s", out)
+	}
+	for _, want := range []string{"--config '" + path + "'", "--url " + srv.URL, "--type invoice.paid", "--integration demo", "--id evt_"} {
+		if !strings.Contains(m[1], want) {
+			t.Errorf("again hint %q lacks %q", m[1], want)
+		}
+	}
+	// Run it as printed (the shell's quoting undone by hand: one quoted path).
+	q := "'" + path + "'"
+	before, after, _ := strings.Cut(m[1], q)
+	args := append(append(strings.Fields(before), path), strings.Fields(after)...)
+	send(args...)
+	if first, again := <-bodies, <-bodies; first != again {
+		t.Errorf("the hint sent another body:\n%s\n%s", first, again)
+	}
 }

@@ -388,3 +388,32 @@ func TestBrowserFiltersSayWhatIsWrong(t *testing.T) {
 	}
 	screenshot(t, ctx, "events-filtered")
 }
+
+// TestBrowserNarrowAndNotFound (issue 34 item 8): at 420 px every nav link
+// is on screen and the page does not scroll sideways; a console path that
+// does not exist is a styled 404 page with the way back.
+func TestBrowserNarrowAndNotFound(t *testing.T) {
+	path := chromium(t)
+	r := setup(t)
+	ctx := browser(t, path)
+	signInBrowser(t, ctx, r.base, viewerToken)
+	run(t, ctx, "420 px", chromedp.EmulateViewport(420, 800, chromedp.EmulateMobile),
+		chromedp.Navigate(r.base+"/ui/events"), chromedp.WaitVisible(chromedp.CSS("header nav")))
+	offscreen := value(t, ctx, "nav links off screen", chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll("header nav a, #signout")).filter(a => { const b = a.getBoundingClientRect(); return b.left < 0 || b.right > innerWidth || b.width == 0 }).map(a => a.textContent)`))
+	if len(offscreen) > 0 {
+		t.Errorf("at 420 px these are off screen: %q", offscreen)
+	}
+	if w := value(t, ctx, "page width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 420 {
+		t.Errorf("at 420 px the page is %d px wide: it scrolls sideways", w)
+	}
+	screenshot(t, ctx, "narrow")
+
+	run(t, ctx, "not found", chromedp.Navigate(r.base+"/ui/nosuch"), chromedp.WaitVisible(chromedp.CSS("#error")))
+	if h := text(t, ctx, "h1"); h != "Not found" {
+		t.Errorf("404 page title %q, want Not found", h)
+	}
+	if bg := value(t, ctx, "styled", chromedp.Evaluate[string](`getComputedStyle(document.querySelector("header")).backgroundColor`)); bg != "rgb(17, 24, 39)" {
+		t.Errorf("the 404 page is not the console's styled page (header background %q)", bg)
+	}
+}

@@ -90,6 +90,12 @@ func (c *Console) Mount(r chi.Router) {
 		// Every POST's body is read by readForm, before anything else
 		// looks at it: urlencoded only, at most maxForm bytes (maxKeyListForm
 		// for a selection of keys, after the session and role are checked).
+		// A page that does not exist is the console's own page, with the
+		// way back, not Go's plain-text 404.
+		r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+			c.write(w, http.StatusNotFound, page{Title: "Not found", Data: errorData{},
+				Error: "There is no console page at " + r.URL.Path + "."})
+		})
 		r.Get("/signin", c.signInForm)
 		r.With(readForm(maxForm)).Post("/signin", c.signIn)
 		r.Group(func(r chi.Router) {
