@@ -631,10 +631,11 @@ func TestProcessorAndAdminUsersAreConfined(t *testing.T) {
 
 // TestShardOnTheShippedUsers: a shard (processor.shard) runs on the
 // shipped users unchanged: its processor, as the processor user, creates
-// and consumes its durables "processor-{shard}" and "receipts-{shard}" and
-// processes an event end to end; its replayer, as the replayer user, reads
-// the ack floor of "processor-{shard}" and reconciles with it; nobody is
-// refused anything.
+// and consumes its durables "processor-{shard}" and "receipts-{shard}",
+// processes an event end to end and reports the message of an integration
+// no shard takes (intake_processor_uncovered_messages); its replayer, as
+// the replayer user, reads the ack floor of "processor-{shard}" and
+// reconciles with it; nobody is refused anything.
 func TestShardOnTheShippedUsers(t *testing.T) {
 	srv := startServer(t)
 	url := srv.ClientURL()
@@ -647,6 +648,17 @@ func TestShardOnTheShippedUsers(t *testing.T) {
 		cfg := roleConfig(t, url, user, db)
 		cfg.Processor.Shard = shard
 		return cfg
+	}
+	// A message of an integration no shard lists (ingress accepts it when
+	// its config does): the shard's processor reports it.
+	inc, err := stream.Connect(roleConfig(t, url, "ingress", "").NATS, "ingress", false, logger(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inc.Close()
+	ijs, _ := jetstream.New(inc)
+	if _, err := ijs.Publish(context.Background(), envelope.SubjectIn("stray", "test"), []byte("{}")); err != nil {
+		t.Fatal(err)
 	}
 	proc := testrig.StartApp(t, shardConfig("processor"), intake.Options{Roles: intake.Roles{Processor: true},
 		Log: logger(&logs).With("user", "processor")})
@@ -668,6 +680,33 @@ func TestShardOnTheShippedUsers(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("ingress answered %d\n%s", resp.StatusCode, logs.String())
+	}
+
+	// The stray message, seen at the processor's first look (at start).
+	uncovered := func() map[string]float64 {
+		out := map[string]float64{}
+		mfs, err := proc.Metrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "intake_processor_uncovered_messages" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "integration" {
+						out[l.GetValue()] = m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		return out
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool { return len(uncovered()) > 0 },
+		"the shard's processor never reported the message no shard takes:\n%s", &logs)
+	if got := uncovered(); len(got) != 1 || got["stray"] != 1 {
+		t.Errorf("intake_processor_uncovered_messages = %v, want stray: 1 only", got)
 	}
 
 	api := rp.Client(operatorToken)
