@@ -191,6 +191,7 @@ func (p *Processor) consume(shutdown, setup context.Context, consuming func(), p
 	}
 	consuming()
 	defer p.watchWindow(shutdown, cons)()
+	defer p.watchCoverage(shutdown)()
 
 	batches := make(chan batch)
 	// Work continues after shutdown: drained messages are still committed

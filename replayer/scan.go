@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/intakehq/intake/replayer/apiclient"
 )
@@ -47,8 +49,77 @@ func newScanRange(seq *apiclient.SeqRange, since, until *time.Time) scanRange {
 // errStopScan ends a scan early without an error.
 var errStopScan = errors.New("stop scan")
 
+// ScanSlots is how many scan consumers the replayers of a deployment (every
+// pod and every shard's, on one NATS account) hold at once on each stream.
+// A scan takes a free slot, waiting while all are taken. Their names are
+// fixed so that the shipped NATS permissions can list them: a permission
+// subject cannot match part of a token, so "replayer-scan-*" is not
+// expressible, and the replayer's user may create, pull from and delete
+// exactly these consumers and no subscriber's or processor's durable.
+const ScanSlots = 8
+
+// ScanConsumerName is the name of scan slot i (0 ≤ i < ScanSlots):
+// "replayer-scan-{i}". No other consumer may use these names.
+func ScanConsumerName(i int) string { return fmt.Sprintf("replayer-scan-%d", i) }
+
+// scanSlotWait is how long a scan waits before trying the slots again.
+const scanSlotWait = 200 * time.Millisecond
+
+// createScanConsumer creates cfg in a free scan slot. The slot is taken
+// with JetStream's create action, which refuses an existing consumer of
+// another config; the description's nonce makes every scan's config its
+// own, so two scans never share a slot.
+func createScanConsumer(ctx context.Context, s jetstream.Stream, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	cfg.Description = "Intake replayer scan " + nuid.Next()
+	first := rand.IntN(ScanSlots)
+	for {
+		for i := range ScanSlots {
+			cfg.Name = ScanConsumerName((first + i) % ScanSlots)
+			cons, err := s.CreateConsumer(ctx, cfg)
+			if errors.Is(err, jetstream.ErrConsumerExists) {
+				continue
+			}
+			return cons, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("every scan slot (%d) is taken: %w", ScanSlots, ctx.Err())
+		case <-time.After(scanSlotWait):
+		}
+	}
+}
+
+// scanInactiveThreshold is how long a scan consumer outlives its last
+// pull: a replayer that dies mid-scan leaves its slot to the server, which
+// deletes the consumer (it has a name but no Durable: an ephemeral) after
+// this long, and the slot is free again.
+const scanInactiveThreshold = time.Minute
+
+// scanConfig is the scan consumer of rg: headers only, no acks, in memory,
+// ephemeral (no Durable) with scanInactiveThreshold; createScanConsumer
+// gives it a slot's name.
+func scanConfig(rg scanRange) jetstream.ConsumerConfig {
+	cfg := jetstream.ConsumerConfig{
+		AckPolicy:         jetstream.AckNonePolicy,
+		HeadersOnly:       true,
+		MemoryStorage:     true,
+		InactiveThreshold: scanInactiveThreshold,
+		FilterSubjects:    rg.Subjects,
+	}
+	switch {
+	case rg.From > 0:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, rg.From
+	case !rg.Since.IsZero():
+		since := rg.Since
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	default:
+		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	}
+	return cfg
+}
+
 // scanStream calls fn for every message of the range in stream order,
-// through an ephemeral, headers-only consumer without acks that is deleted
+// through a headers-only consumer without acks in a scan slot, deleted
 // afterwards. It returns the last sequence of the stream when the scan
 // started: everything up to it was seen (or is outside the range).
 func scanStream(ctx context.Context, js jetstream.JetStream, name string, rg scanRange, fn func(scanned) error) (uint64, error) {
@@ -64,24 +135,7 @@ func scanStream(ctx context.Context, js jetstream.JetStream, name string, rg sca
 	if st.Msgs == 0 || rg.From > end {
 		return st.LastSeq, nil
 	}
-	cfg := jetstream.ConsumerConfig{
-		Description:       "Intake replayer scan",
-		AckPolicy:         jetstream.AckNonePolicy,
-		HeadersOnly:       true,
-		MemoryStorage:     true,
-		InactiveThreshold: time.Minute, // cleaned up even if we die mid-scan
-		FilterSubjects:    rg.Subjects,
-	}
-	switch {
-	case rg.From > 0:
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, rg.From
-	case !rg.Since.IsZero():
-		since := rg.Since
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
-	default:
-		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
-	}
-	cons, err := s.CreateConsumer(ctx, cfg)
+	cons, err := createScanConsumer(ctx, s, scanConfig(rg))
 	if err != nil {
 		return 0, fmt.Errorf("stream %s: scan consumer: %w", name, err)
 	}

@@ -81,6 +81,12 @@ type Metrics struct {
 	// failure (1 for the first attempt), by integration: failures at the
 	// fifth delivery or later are an event failing again and again.
 	FailureDelivery *prometheus.HistogramVec
+	// UncoveredMessages is, by integration, the messages of INTAKE_IN that
+	// no processors' durable ("processor", "processor-{shard}") filters on,
+	// at this processor's last look (every minute; absent when none): in a
+	// sharded deployment, an integration no shard's config lists. Every
+	// processor reports the whole stream: aggregate with max.
+	UncoveredMessages *prometheus.GaugeVec // integration
 	// WindowFull counts the looks that found the window full while
 	// messages waited in the stream: processors wait for acks, and more
 	// replicas would add nothing until processor.max_ack_pending grows.
@@ -192,6 +198,8 @@ func NewMetricsFor(roles Roles) *Metrics {
 		FailureDelivery: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "failure_delivery", Help: "Handler failures by the delivery they happened on (1: first attempt); count minus the le=\"4\" bucket is failures on the fifth delivery or later.",
 			Buckets: []float64{1, 2, 3, 4, 5, 10, 20}}, []string{"integration"}),
+		UncoveredMessages: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "processor",
+			Name: "uncovered_messages", Help: "Messages of INTAKE_IN, by integration, that no processors' durable filters on (an integration no shard's config lists: nothing processes them), at this processor's last look, every minute (aggregate with max)."}, []string{"integration"}),
 		WindowFull: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
 			Name: "window_full_total", Help: "Looks (every few seconds) that found the consumer's in-flight window full while messages waited in the stream: processors wait for acks; raise processor.max_ack_pending."}),
 		ReceiptsFolded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "processor",
@@ -247,7 +255,7 @@ func (m *Metrics) collectors(roles Roles) []prometheus.Collector {
 	if roles.Processor {
 		cs = append(cs, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.UnsignedEnvelopes, m.TxLatency, m.LastCommit, m.HandlerLatency,
 			m.AckPending, m.MaxAckPending, m.ConsumerPending, m.ConsumerRedelivered, m.OldestUnprocessedAge, m.FailureDelivery,
-			m.WindowFull, m.ReceiptsFolded, m.ReceiptsRefused,
+			m.UncoveredMessages, m.WindowFull, m.ReceiptsFolded, m.ReceiptsRefused,
 			m.OutboxPublished, m.OutboxRelayed, m.OutboxMarkSkipped, m.OutboxPending, m.OutboxLag, m.OutboxPartitionsAhead,
 			m.PurgeRows, m.PurgePasses, m.PurgeLastDone, m.PurgePassSeconds, m.RetentionOldest, m.RetentionOverdue, m.RetentionTableSize)
 	}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/stream"
+	"github.com/intakehq/intake/replayer"
 	"github.com/intakehq/intake/replayer/apiclient"
 )
 
@@ -350,25 +353,50 @@ func TestIngressUserIsConfined(t *testing.T) {
 	}, "the permission violations were not logged:\n%s", &logs)
 }
 
-// TestReplayerKeepsOffTheProcessorsConsumer: the replayer's user may make
-// and delete its own scan consumers, not the shared durable "processor".
-func TestReplayerKeepsOffTheProcessorsConsumer(t *testing.T) {
+// consumersOf is every consumer of the account as the server has it, by
+// "stream/name" (no client permission involved).
+func consumersOf(t *testing.T, srv *server.Server) map[string]server.ConsumerConfig {
+	t.Helper()
+	d, err := srv.JszAccount(&server.JSzOptions{Account: "INTAKE", Streams: true, Consumer: true, Config: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]server.ConsumerConfig{}
+	for _, s := range d.Streams {
+		for _, c := range s.Consumer {
+			out[s.Name+"/"+c.Name] = *c.Config
+		}
+	}
+	return out
+}
+
+// TestReplayerKeepsOffOtherConsumers: the replayer's user may create,
+// pull from and delete its scan slots (replayer-scan-0..7) and no other
+// consumer — not the processors' durable, not a shard's, not a
+// subscriber's, none of which its permissions name. It still reads the
+// processors' durables' info (reconcile and re-drive, read-only).
+func TestReplayerKeepsOffOtherConsumers(t *testing.T) {
 	srv := startServer(t)
 	url := srv.ClientURL()
 	migrateStreams(t, url)
-	connect := func(user string) jetstream.JetStream {
-		nc, err := stream.Connect(roleConfig(t, url, user, "").NATS, user, true, nil)
+	connect := func(user, inbox string) (*nats.Conn, jetstream.JetStream) {
+		ncfg := roleConfig(t, url, user, "").NATS
+		if inbox != "" {
+			ncfg.InboxPrefix = inbox
+		}
+		nc, err := stream.Connect(ncfg, user, true, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
 		js, _ := jetstream.New(nc)
-		return js
+		return nc, js
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	_, pjs := connect("processor", "")
 	pcfg := roleConfig(t, url, "processor", "").Processor
-	pcons, err := stream.EnsureProcessorConsumer(ctx, connect("processor"), pcfg)
+	pcons, err := stream.EnsureProcessorConsumer(ctx, pjs, pcfg)
 	if err != nil {
 		t.Fatalf("the processor's user cannot create its consumer: %v", err)
 	}
@@ -376,40 +404,104 @@ func TestReplayerKeepsOffTheProcessorsConsumer(t *testing.T) {
 	if _, err := pcons.Info(ctx); err != nil {
 		t.Fatalf("the processor's user cannot read its consumer's info: %v", err)
 	}
+	// A shard's durable, by the same shipped processor user.
+	scfg := pcfg
+	scfg.Shard = "a"
+	if _, err := stream.EnsureProcessorConsumer(ctx, pjs, scfg, "demo", "other"); err != nil {
+		t.Fatalf("the processor's user cannot create a shard's durable: %v", err)
+	}
+	if _, err := stream.EnsureReceiptsConsumer(ctx, pjs, scfg, "demo", "other"); err != nil {
+		t.Fatalf("the processor's user cannot create a shard's receipts durable: %v", err)
+	}
+	// The example subscriber's durable on INTAKE_OUT, by its user.
+	_, sjs := connect("subscriber", "_INBOX")
+	if _, err := sjs.CreateOrUpdateConsumer(ctx, envelope.StreamOut, jetstream.ConsumerConfig{Durable: "example-subscriber",
+		AckPolicy: jetstream.AckExplicitPolicy, FilterSubjects: []string{"intake.out.acme.demo.>", "intake.out.acme.other.>"}}); err != nil {
+		t.Fatalf("the subscriber's user cannot create its durable: %v", err)
+	}
+	before := consumersOf(t, srv)
 
-	js := connect("replayer")
-	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, time.Second) }
-	c1, cancel1 := short()
-	defer cancel1()
-	if err := js.DeleteConsumer(c1, envelope.StreamIn, envelope.ConsumerName); err == nil {
-		t.Error("the replayer's user deleted the processor's consumer")
+	nc, js := connect("replayer", "")
+	attempt := func(f func(ctx context.Context) error) error {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		return f(c)
 	}
-	c2, cancel2 := short()
-	defer cancel2()
-	if _, err := js.CreateOrUpdateConsumer(c2, envelope.StreamIn, jetstream.ConsumerConfig{Durable: envelope.ConsumerName,
-		AckPolicy: jetstream.AckExplicitPolicy}); err == nil {
-		t.Error("the replayer's user updated the processor's consumer")
+	// refused: the server never answered (it dropped the request); an
+	// answer, even an error, would mean the request was let through.
+	refused := func(err error) bool {
+		return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrPermissionViolation)
 	}
-	// Its own scans still work.
-	cons, err := js.CreateConsumer(ctx, envelope.StreamIn, jetstream.ConsumerConfig{FilterSubjects: []string{"intake.in.demo.>", "intake.in.other.>"},
-		AckPolicy: jetstream.AckNonePolicy})
-	if err != nil {
-		t.Fatalf("the replayer's user cannot create a scan consumer: %v", err)
+	filters := map[string][]string{
+		envelope.StreamIn:  {"intake.in.demo.>", "intake.in.other.>"},
+		envelope.StreamOut: {"intake.out.acme.demo.>", "intake.out.acme.other.>"},
 	}
-	if err := js.DeleteConsumer(ctx, envelope.StreamIn, cons.CachedInfo().Name); err != nil {
-		t.Fatalf("the replayer's user cannot delete its scan consumer: %v", err)
-	}
-
-	d, err := srv.JszAccount(&server.JSzOptions{Account: "INTAKE", Streams: true, Consumer: true, Config: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range d.Streams {
-		if s.Name != envelope.StreamIn {
-			continue
+	// A pull request answered at once (a message or "no messages") when
+	// it may be sent; a refused one is never answered.
+	pull := func(streamName, name string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			_, err := nc.RequestWithContext(ctx, "$JS.API.CONSUMER.MSG.NEXT."+streamName+"."+name, []byte(`{"batch":1,"no_wait":true}`))
+			return err
 		}
-		if len(s.Consumer) != 1 || s.Consumer[0].Name != envelope.ConsumerName || s.Consumer[0].Config.AckWait != pcfg.AckWait {
-			t.Fatalf("INTAKE_IN's consumers after the replayer's attempts: %+v", s.Consumer)
+	}
+	for _, d := range []struct{ stream, name string }{
+		{envelope.StreamIn, envelope.ConsumerName},
+		{envelope.StreamIn, stream.ProcessorDurable("a")},
+		{envelope.StreamOut, "example-subscriber"},
+	} {
+		if err := attempt(func(ctx context.Context) error { return js.DeleteConsumer(ctx, d.stream, d.name) }); !refused(err) {
+			t.Errorf("the replayer's user may delete %s/%s: %v", d.stream, d.name, err)
+		}
+		if err := attempt(func(ctx context.Context) error {
+			_, err := js.CreateOrUpdateConsumer(ctx, d.stream, jetstream.ConsumerConfig{Durable: d.name,
+				AckPolicy: jetstream.AckExplicitPolicy, FilterSubjects: filters[d.stream]})
+			return err
+		}); !refused(err) {
+			t.Errorf("the replayer's user may create or update %s/%s: %v", d.stream, d.name, err)
+		}
+		if err := attempt(pull(d.stream, d.name)); !refused(err) {
+			t.Errorf("the replayer's user may pull from %s/%s: %v", d.stream, d.name, err)
+		}
+	}
+	// A consumer of a name of its choosing: refused too.
+	if err := attempt(func(ctx context.Context) error {
+		_, err := js.CreateConsumer(ctx, envelope.StreamIn, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy,
+			FilterSubjects: filters[envelope.StreamIn]})
+		return err
+	}); !refused(err) {
+		t.Errorf("the replayer's user may create a consumer with a generated name: %v", err)
+	}
+	// Reconcile and re-drive read the processors' durables (read-only).
+	for _, name := range []string{envelope.ConsumerName, stream.ProcessorDurable("a")} {
+		if _, err := js.Consumer(ctx, envelope.StreamIn, name); err != nil {
+			t.Errorf("the replayer's user cannot read %s's info: %v", name, err)
+		}
+	}
+	// Its scan slots, on both streams: create, pull, delete.
+	for _, streamName := range []string{envelope.StreamIn, envelope.StreamOut} {
+		for i := range replayer.ScanSlots {
+			name := replayer.ScanConsumerName(i)
+			if _, err := js.CreateConsumer(ctx, streamName, jetstream.ConsumerConfig{Name: name, AckPolicy: jetstream.AckNonePolicy,
+				InactiveThreshold: time.Minute, FilterSubjects: filters[streamName]}); err != nil {
+				t.Fatalf("the replayer's user cannot create its scan slot %s/%s: %v", streamName, name, err)
+			}
+			if err := attempt(pull(streamName, name)); err != nil {
+				t.Errorf("the replayer's user cannot pull from its scan slot %s/%s: %v", streamName, name, err)
+			}
+			if err := js.DeleteConsumer(ctx, streamName, name); err != nil {
+				t.Errorf("the replayer's user cannot delete its scan slot %s/%s: %v", streamName, name, err)
+			}
+		}
+	}
+
+	after := consumersOf(t, srv)
+	if len(after) != len(before) {
+		t.Errorf("consumers after the replayer's attempts %v, want %v", slices.Collect(maps.Keys(after)), slices.Collect(maps.Keys(before)))
+	}
+	for k, b := range before {
+		a, ok := after[k]
+		if !ok || a.AckPolicy != b.AckPolicy || a.FilterSubject != b.FilterSubject || !slices.Equal(a.FilterSubjects, b.FilterSubjects) {
+			t.Errorf("consumer %s after the replayer's attempts: %+v, want %+v", k, a, b)
 		}
 	}
 }
@@ -500,6 +592,18 @@ func TestProcessorAndAdminUsersAreConfined(t *testing.T) {
 		return err
 	})
 	refused("delete a stream", func(ctx context.Context) error { return js.DeleteStream(ctx, envelope.StreamOut) })
+	// Its user takes any durable's name (a shard's), but not the replayer's
+	// scan slots, with one filter or several.
+	for _, f := range [][]string{{"intake.in.demo.>"}, {"intake.in.demo.>", "intake.in.other.>"}} {
+		refused("take a replayer scan slot", func(ctx context.Context) error {
+			cc := jetstream.ConsumerConfig{Name: replayer.ScanConsumerName(0), AckPolicy: jetstream.AckNonePolicy, FilterSubjects: f}
+			if len(f) == 1 {
+				cc.FilterSubject, cc.FilterSubjects = f[0], nil
+			}
+			_, err := js.CreateConsumer(ctx, envelope.StreamIn, cc)
+			return err
+		})
+	}
 
 	adm, refusedAdmin := confined(t, url, "admin")
 	refusedAdmin("delete a stream", func(ctx context.Context) error { return adm.DeleteStream(ctx, envelope.StreamIn) })
@@ -525,27 +629,15 @@ func TestProcessorAndAdminUsersAreConfined(t *testing.T) {
 	}
 }
 
-// shardProcessorUser stands in for a shard's processor user, which a
-// sharded deployment writes itself (docs/scaling.md): unrestricted, in the
-// INTAKE account.
-const shardProcessorUser, shardProcessorPassword = "shard-processor", "shard-processor-test-password"
-
-// TestShardReplayerReadsItsShardsDurable: a shard's replayer (processor.shard,
-// the shipped replayer user) reads the ack floor of its shard's durable,
-// "processor-{shard}", and reconciles with it, refused nothing.
-func TestShardReplayerReadsItsShardsDurable(t *testing.T) {
-	srv := startServerWith(t, func(o *server.Options) {
-		var acc *server.Account
-		for _, u := range o.Users {
-			if u.Username == "processor" {
-				acc = u.Account
-			}
-		}
-		if acc == nil {
-			t.Fatal("no processor user in the shipped file")
-		}
-		o.Users = append(o.Users, &server.User{Username: shardProcessorUser, Password: shardProcessorPassword, Account: acc})
-	})
+// TestShardOnTheShippedUsers: a shard (processor.shard) runs on the
+// shipped users unchanged: its processor, as the processor user, creates
+// and consumes its durables "processor-{shard}" and "receipts-{shard}",
+// processes an event end to end and reports the message of an integration
+// no shard takes (intake_processor_uncovered_messages); its replayer, as
+// the replayer user, reads the ack floor of "processor-{shard}" and
+// reconciles with it; nobody is refused anything.
+func TestShardOnTheShippedUsers(t *testing.T) {
+	srv := startServer(t)
 	url := srv.ClientURL()
 	migrateStreams(t, url)
 	db := testrig.Database(t)
@@ -553,18 +645,23 @@ func TestShardReplayerReadsItsShardsDurable(t *testing.T) {
 	var logs testenv.Buffer
 	const shard = "a"
 	shardConfig := func(user string) *config.Config {
-		if user == shardProcessorUser {
-			cfg := roleConfig(t, url, "processor", db)
-			cfg.Processor.Shard = shard
-			cfg.NATS.User, cfg.NATS.Password = shardProcessorUser, shardProcessorPassword
-			return cfg
-		}
 		cfg := roleConfig(t, url, user, db)
 		cfg.Processor.Shard = shard
 		return cfg
 	}
-	proc := testrig.StartApp(t, shardConfig(shardProcessorUser), intake.Options{Roles: intake.Roles{Processor: true},
-		Log: logger(&logs).With("user", shardProcessorUser)})
+	// A message of an integration no shard lists (ingress accepts it when
+	// its config does): the shard's processor reports it.
+	inc, err := stream.Connect(roleConfig(t, url, "ingress", "").NATS, "ingress", false, logger(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inc.Close()
+	ijs, _ := jetstream.New(inc)
+	if _, err := ijs.Publish(context.Background(), envelope.SubjectIn("stray", "test"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	proc := testrig.StartApp(t, shardConfig("processor"), intake.Options{Roles: intake.Roles{Processor: true},
+		Log: logger(&logs).With("user", "processor")})
 	rp := testrig.StartApp(t, shardConfig("replayer"), intake.Options{Roles: intake.Roles{Replayer: true}, Log: logger(&logs).With("user", "replayer")})
 	ing := testrig.StartApp(t, roleConfig(t, url, "ingress", db), intake.Options{Roles: intake.Roles{Ingress: true},
 		Log: logger(&logs).With("user", "ingress")})
@@ -585,8 +682,39 @@ func TestShardReplayerReadsItsShardsDurable(t *testing.T) {
 		t.Fatalf("ingress answered %d\n%s", resp.StatusCode, logs.String())
 	}
 
+	// The stray message, seen at the processor's first look (at start).
+	uncovered := func() map[string]float64 {
+		out := map[string]float64{}
+		mfs, err := proc.Metrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "intake_processor_uncovered_messages" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "integration" {
+						out[l.GetValue()] = m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		return out
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool { return len(uncovered()) > 0 },
+		"the shard's processor never reported the message no shard takes:\n%s", &logs)
+	if got := uncovered(); len(got) != 1 || got["stray"] != 1 {
+		t.Errorf("intake_processor_uncovered_messages = %v, want stray: 1 only", got)
+	}
+
 	api := rp.Client(operatorToken)
 	ctx := context.Background()
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		ev, err := api.Event(ctx, "demo", "evt_1")
+		return err == nil && ev.Status == inbox.StatusProcessed && len(ev.Deliveries) == 1
+	}, "the shard's processor never processed the event and folded its receipt:\n%s", &logs)
 	var rec apiclient.ReconcileResult
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		rec, err = api.Reconcile(ctx, apiclient.ReconcileQuery{FromSeq: 1, ToSeq: 10})
@@ -599,12 +727,19 @@ func TestShardReplayerReadsItsShardsDurable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := map[string]bool{}
 	for _, s := range d.Streams {
 		for _, c := range s.Consumer {
-			if s.Name == envelope.StreamIn && c.Name == envelope.ConsumerName {
-				t.Errorf("a durable %q exists beside the shard's", envelope.ConsumerName)
-			}
+			got[s.Name+"/"+c.Name] = true
 		}
+	}
+	for _, want := range []string{envelope.StreamIn + "/" + stream.ProcessorDurable(shard), envelope.StreamReceipts + "/" + stream.ReceiptsDurable(shard)} {
+		if !got[want] {
+			t.Errorf("no durable %s (consumers: %v)", want, got)
+		}
+	}
+	if got[envelope.StreamIn+"/"+envelope.ConsumerName] {
+		t.Errorf("a durable %q exists beside the shard's", envelope.ConsumerName)
 	}
 	if strings.Contains(logs.String(), permDenied) {
 		t.Fatalf("a role was refused a permission:\n%s", logs.String())
