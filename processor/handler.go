@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go"
 
 	"github.com/intakehq/intake/pkg/envelope"
@@ -83,4 +84,27 @@ func Forward() Handler {
 			Data:    ev.Body,
 		}}, nil
 	})
+}
+
+// ErrorClass names the kind of a handler error for operators (an attempt's
+// error_class): "quarantine" and "permanent" for the handler's verdicts,
+// "timeout" for a deadline (processor.handler_timeout, a statement
+// timeout), "sql <SQLSTATE>" for an error Postgres raised (a SQL handler's
+// RAISE, a constraint), else "error".
+func ErrorClass(err error) string {
+	var pg *pgconn.PgError
+	switch {
+	case errors.Is(err, ErrQuarantine):
+		return "quarantine"
+	case errors.Is(err, ErrPermanent):
+		return "permanent"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &pg):
+		if pg.Code == "57014" { // query_canceled: statement_timeout
+			return "timeout"
+		}
+		return "sql " + pg.Code
+	}
+	return "error"
 }

@@ -490,9 +490,13 @@ func (p *Processor) handlerFailed(work, shutdown context.Context, it *item, herr
 		p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, "retry", ev.handler).Inc()
 		it.settled("retry", true)
 		p.o.Log.Warn("handler failed; will retry", it.logArgs(ev.handlerArgs("key", ev.Key.String(), "delivery", ev.Delivery, "err", herr)...)...)
-		_ = it.msg.NakWithDelay(p.backoff(ev.Delivery))
+		delay := p.backoff(ev.Delivery)
+		next := time.Now().Add(delay)
+		p.recordAttempt(work, ev, herr, &next)
+		_ = it.msg.NakWithDelay(delay)
 		return
 	}
+	p.recordAttempt(work, ev, herr, nil)
 	p.o.Metrics.Failures.WithLabelValues(ev.Key.Integration, string(status), ev.handler).Inc()
 	it.settled(string(status), true)
 	p.o.Log.Error("handler failed; recording",
@@ -513,6 +517,27 @@ func (p *Processor) handlerFailed(work, shutdown context.Context, it *item, herr
 		return
 	}
 	_ = it.msg.TermWithReason("handler failed: " + string(status))
+}
+
+// attemptRecordTimeout bounds the write of an attempt record: it is what
+// operators see of a retrying event, not a decision, so a database that is
+// slow or away delays the retry by at most this much and loses the record
+// (logged), never the event.
+const attemptRecordTimeout = 5 * time.Second
+
+// recordAttempt writes ev's failed attempt (intake.handler_attempts): its
+// error and class, and when the next one is due (nil: this was the last,
+// about to be recorded failed or quarantined).
+func (p *Processor) recordAttempt(work context.Context, ev *Event, herr error, next *time.Time) {
+	ctx, cancel := context.WithTimeout(work, attemptRecordTimeout)
+	defer cancel()
+	err := p.o.Store.RecordAttempt(ctx, store.Attempt{Key: ev.Key, Tenant: ev.Tenant, EventType: ev.EventType,
+		PayloadSHA256: ev.PayloadSHA256, StreamSeq: int64(ev.StreamSeq), Delivery: int(ev.Delivery),
+		MaxDeliver: p.o.Config.MaxDeliver, Handler: ev.handler, ErrorClass: ErrorClass(herr), Error: herr.Error(),
+		ReceivedAt: ev.ReceivedAt, NextAttemptAt: next})
+	if err != nil {
+		p.o.Log.Warn("handler attempt not recorded (the event is retried all the same)", "key", ev.Key.String(), "err", err)
+	}
 }
 
 // keepInProgress sends InProgress for every message every AckWait/3 until

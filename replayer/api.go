@@ -72,12 +72,20 @@ func (r *Replayer) getEvent(w http.ResponseWriter, req *http.Request) {
 	} else {
 		ev, err = r.o.Store.FindEvent(ctx, integration, eventID)
 	}
+	if errors.Is(err, store.ErrNotFound) {
+		// No inbox row: a failing event waiting for its next attempt?
+		ev, err = r.o.Store.RetryingEvent(ctx, envelope.Key{Integration: integration, Account: req.URL.Query().Get("account"), EventID: eventID})
+	}
 	if err != nil {
-		r.writeFailure(w, failure{call: "get event", notFound: "no such event"}, err)
+		r.writeFailure(w, failure{call: "get event", notFound: "no such event (no inbox row, and no handler attempt waiting for a retry)"}, err)
 		return
 	}
 	d := eventHistory{EventRecord: ev}
 	k := envelope.Key{Integration: ev.Integration, Account: ev.Account, EventID: ev.EventID}
+	if d.Attempts, err = r.o.Store.EventAttempts(ctx, k); err != nil {
+		r.writeFailure(w, failure{call: "get event attempts"}, err)
+		return
+	}
 	if d.ConflictRecords, err = r.o.Store.EventConflicts(ctx, k); err == nil {
 		if d.Deliveries, err = r.o.Store.EventDeliveryHistory(ctx, k); err == nil {
 			if d.Executions, err = r.o.Store.EventExecutions(ctx, k); err == nil {
@@ -100,14 +108,18 @@ func (r *Replayer) listEvents(w http.ResponseWriter, req *http.Request) {
 	q := query{v: req.URL.Query()}
 	f := store.EventFilter{
 		Integration: q.integration(r), Tenant: q.str("tenant"), EventType: q.str("event_type"),
-		Status: q.oneOf("status", replayStatuses), Since: q.time("since"), Until: q.time("until"), KeyPrefix: q.str("key_prefix"),
+		Status: q.oneOf("status", eventStatuses), Since: q.time("since"), Until: q.time("until"), KeyPrefix: q.str("key_prefix"),
 		Limit: q.int("limit"), Cursor: q.str("cursor"),
 	}
 	if q.err != nil {
 		writeError(w, http.StatusBadRequest, q.err.Error())
 		return
 	}
-	events, next, err := r.o.Store.ListEvents(req.Context(), f)
+	list := r.o.Store.ListEvents
+	if f.Status == string(store.StatusRetrying) {
+		list = r.o.Store.ListRetrying // no inbox row yet: from the attempts
+	}
+	events, next, err := list(req.Context(), f)
 	if err != nil {
 		r.writeFailure(w, failure{call: "list events"}, err)
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
+	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/replayer/apiclient"
 )
 
@@ -33,6 +34,10 @@ func badRequest(format string, args ...any) error {
 var ErrTooMany = errors.New("replayer: selector matches too many events")
 
 const maxKeys = 100_000
+
+// eventStatuses are the statuses an events list filters by: the inbox's,
+// and retrying (failed attempts, no inbox row yet).
+var eventStatuses = append(slices.Clone(replayStatuses), string(store.StatusRetrying))
 
 var replayStatuses = []string{string(inbox.StatusProcessed), string(inbox.StatusStale), string(inbox.StatusFailed), string(inbox.StatusQuarantined)}
 

@@ -19,6 +19,7 @@ type eventHistory struct {
 	Replays         []store.ReplayRef
 	Rejections      []store.Rejection
 	ReplayedBodies  []store.Rejection
+	Attempts        []store.Attempt
 }
 
 func (h eventHistory) wire() apiclient.EventDetail {
@@ -30,7 +31,13 @@ func (h eventHistory) wire() apiclient.EventDetail {
 		Replays:         wireAll(h.Replays, wireReplayRef),
 		Rejections:      wireAll(h.Rejections, wireRejection),
 		ReplayedBodies:  wireAll(h.ReplayedBodies, wireRejection),
+		HandlerAttempts: wireAll(h.Attempts, wireAttempt),
 	}
+}
+
+func wireAttempt(a store.Attempt) apiclient.HandlerAttempt {
+	return apiclient.HandlerAttempt{StreamSeq: a.StreamSeq, Delivery: a.Delivery, MaxDeliver: a.MaxDeliver,
+		Handler: a.Handler, ErrorClass: a.ErrorClass, Error: a.Error, FailedAt: a.FailedAt, NextAttemptAt: a.NextAttemptAt}
 }
 
 func eventPage(events []store.EventRecord, next string) apiclient.EventPage {

@@ -26,7 +26,7 @@ func (f *eventFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&f.integration, "integration", "", "only this integration")
 	fs.StringVar(&f.tenant, "tenant", "", "only this tenant")
 	fs.StringVar(&f.eventType, "type", "", "only this event type")
-	fs.StringVar(&f.status, "status", "", "only this status: processed, stale, failed, quarantined")
+	fs.StringVar(&f.status, "status", "", "only this status: processed, stale, failed, quarantined, or retrying (a handler failed; the next attempt is due)")
 	fs.StringVar(&f.prefix, "prefix", "", "scoped-key prefix, e.g. stripe-live/acct_1/evt_")
 	fs.StringVar(&f.since, "since", "", "first received at or after (RFC 3339, or a duration ago such as 2h)")
 	fs.StringVar(&f.until, "until", "", "first received before (RFC 3339, or a duration ago)")
@@ -154,7 +154,14 @@ func printEvent(w io.Writer, ev apiclient.EventDetail) error {
 	row("payload sha256", ev.PayloadSHA256)
 	row("stream seq", ev.StreamSeq)
 	row("deliveries", ev.DeliveryCount)
-	row("attempts", ev.Attempts)
+	if ev.MaxDeliver > 0 {
+		row("attempts", fmt.Sprintf("%d of %d", ev.Attempts, ev.MaxDeliver))
+	} else {
+		row("attempts", ev.Attempts)
+	}
+	if ev.NextAttemptAt != nil {
+		row("next attempt", fmtTime(*ev.NextAttemptAt)+" (the handler failed; no inbox row until it succeeds or runs out of attempts)")
+	}
 	row("first received", fmtTime(ev.FirstReceivedAt))
 	row("last received", fmtTime(ev.LastReceivedAt))
 	if ev.ProcessedAt != nil {
@@ -173,6 +180,22 @@ func printEvent(w io.Writer, ev apiclient.EventDetail) error {
 		for _, c := range ev.ConflictRecords {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\n", fmtTime(c.DetectedAt), short(c.OriginalSHA256, 16),
 				short(c.ConflictingSHA256, 16), c.OriginalStreamSeq, c.ConflictingStreamSeq)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(ev.HandlerAttempts) > 0 {
+		fmt.Fprintln(w, "\nfailed attempts")
+		tw = newTable(w)
+		fmt.Fprintln(tw, "  FAILED\tATTEMPT\tCLASS\tNEXT ATTEMPT\tSTREAM SEQ\tERROR")
+		for _, a := range ev.HandlerAttempts {
+			next := "- (the last)"
+			if a.NextAttemptAt != nil {
+				next = fmtTime(*a.NextAttemptAt)
+			}
+			fmt.Fprintf(tw, "  %s\t%d of %d\t%s\t%s\t%d\t%s\n", fmtTime(a.FailedAt), a.Delivery, a.MaxDeliver, a.ErrorClass, next,
+				a.StreamSeq, short(a.Error, 80))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

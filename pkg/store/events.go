@@ -33,6 +33,11 @@ type EventRecord struct {
 	ProcessedAt     *time.Time
 	Error           *string
 	Conflicts       int
+	// NextAttemptAt and MaxDeliver are set for a retrying event only
+	// (StatusRetrying, no inbox row: RetryingEvent, ListRetrying): when the
+	// processor tries again, and of how many attempts Attempts is.
+	NextAttemptAt *time.Time
+	MaxDeliver    int
 }
 
 // GetEvent reads one inbox row with its conflict count. The account may be

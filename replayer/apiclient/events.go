@@ -27,6 +27,11 @@ type Event struct {
 	ProcessedAt     *time.Time   `json:"processed_at"`
 	Error           *string      `json:"error"`
 	Conflicts       int          `json:"conflicts"` // the count; the detail lists the records
+	// A retrying event (status "retrying": its handler failed, the
+	// processor tries again at next_attempt_at; no inbox row yet) is
+	// attempt "attempts" of "max_deliver". Absent for inbox rows.
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	MaxDeliver    int        `json:"max_deliver,omitempty"`
 }
 
 // EventPage is GET /api/v1/events: inbox rows, newest first.
@@ -51,6 +56,22 @@ type EventDetail struct {
 	// another event id and were refused by the replay guard (reason
 	// replayed_body; GET /api/v1/rejections?reason=replayed_body lists all).
 	ReplayedBodies []Rejection `json:"replayed_bodies"`
+	// HandlerAttempts are the event's failed handler runs, oldest first:
+	// while it retries (status "retrying") and after, as its history.
+	HandlerAttempts []HandlerAttempt `json:"handler_attempts"`
+}
+
+// HandlerAttempt is one failed handler run of an event.
+type HandlerAttempt struct {
+	StreamSeq  int64  `json:"stream_seq"`
+	Delivery   int    `json:"delivery"`    // attempt n …
+	MaxDeliver int    `json:"max_deliver"` // … of processor.max_deliver
+	Handler    string `json:"handler,omitempty"`
+	// ErrorClass: permanent, quarantine, timeout, "sql <SQLSTATE>", error.
+	ErrorClass    string     `json:"error_class"`
+	Error         string     `json:"error"`
+	FailedAt      time.Time  `json:"failed_at"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"` // null: the last attempt
 }
 
 // Delivery is one verified delivery of an event that ingress answered: the
@@ -89,7 +110,7 @@ type ReplayRef struct {
 // EventQuery filters GET /api/v1/events; zero fields do not filter.
 type EventQuery struct {
 	Integration, Tenant, EventType string
-	Status                         string // processed, stale, failed or quarantined
+	Status                         string // processed, stale, failed, quarantined, or retrying (no inbox row yet)
 	// Since and Until bound the first receipt: since ≤ t < until.
 	Since, Until time.Time
 	KeyPrefix    string // the start of the scoped key

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/intakehq/intake/internal/harness/testenv"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // screenshotsEnv names a directory to write each page's screenshot to
@@ -415,5 +416,80 @@ func TestBrowserNarrowAndNotFound(t *testing.T) {
 	}
 	if bg := value(t, ctx, "styled", chromedp.Evaluate[string](`getComputedStyle(document.querySelector("header")).backgroundColor`)); bg != "rgb(17, 24, 39)" {
 		t.Errorf("the 404 page is not the console's styled page (header background %q)", bg)
+	}
+}
+
+// TestBrowserRetryingEventIsVisible (issue 34 item 1): an event whose
+// handler fails and waits for its next attempt has no inbox row, yet the
+// API, the events list, the event page and the overview show it as
+// retrying — attempt n of max, the next attempt's time, each attempt's
+// error — and once it succeeds it is processed with its failed attempts
+// kept on its timeline.
+func TestBrowserRetryingEventIsVisible(t *testing.T) {
+	path := chromium(t)
+	cfg := strings.Replace(testConfig, "processor: {ack_wait: 2s, concurrency: 2, max_deliver: 2}",
+		"processor: {ack_wait: 2s, concurrency: 2, max_deliver: 4, backoff: [4s]}", 1)
+	r := setupConfig(t, cfg)
+	k := key("evt_flaky")
+	r.transient.Store(k.String(), true)
+	r.publish("evt_flaky", `{"id":"evt_flaky","type":"invoice.paid"}`)
+
+	api := apiclient.New(r.base, viewerToken, nil)
+	var ev apiclient.EventDetail
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		var err error
+		ev, err = api.Event(context.Background(), "demo", "evt_flaky")
+		return err == nil && len(ev.HandlerAttempts) > 0
+	}, "the API never showed the failing event")
+	if ev.Status != "retrying" || ev.MaxDeliver != 4 || ev.NextAttemptAt == nil || ev.Attempts < 1 {
+		t.Fatalf("retrying event = status %q, attempt %d of %d, next %v; want retrying, n of 4, a next attempt",
+			ev.Status, ev.Attempts, ev.MaxDeliver, ev.NextAttemptAt)
+	}
+	if a := ev.HandlerAttempts[0]; a.ErrorClass != "error" || a.Error != "billing API answered 503" || a.NextAttemptAt == nil {
+		t.Fatalf("first attempt = %+v", a)
+	}
+	if n := r.tr.Count(t, `SELECT count(*) FROM intake.inbox WHERE event_id = 'evt_flaky'`); n != 0 {
+		t.Fatalf("a retrying event has %d inbox rows: the inbox holds decisions only", n)
+	}
+	page, err := api.Events(context.Background(), apiclient.EventQuery{Status: "retrying"})
+	if err != nil || len(page.Events) != 1 || page.Events[0].Key != k.String() {
+		t.Fatalf("?status=retrying = %+v, %v", page, err)
+	}
+
+	ctx := browser(t, path)
+	signInBrowser(t, ctx, r.base, viewerToken)
+	run(t, ctx, "overview", chromedp.Navigate(r.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`section[data-integration="demo"] td.retrying`)))
+	if n := text(t, ctx, `section[data-integration="demo"] td.retrying`); n != "1" {
+		t.Errorf("overview: retrying %q, want 1", n)
+	}
+	screenshot(t, ctx, "overview-retrying")
+	run(t, ctx, "retrying list", chromedp.Navigate(r.base+"/ui/events?status=retrying"),
+		chromedp.WaitVisible(chromedp.CSS(`#events a[href*="evt_flaky"]`)),
+		chromedp.Click(chromedp.CSS(`#events a[href*="evt_flaky"]`)),
+		urlHas("/ui/event?"),
+		chromedp.WaitVisible(chromedp.CSS("#next-attempt")),
+	)
+	if s := text(t, ctx, "#status"); s != "retrying" {
+		t.Errorf("event page status %q, want retrying", s)
+	}
+	if tl := text(t, ctx, "#timeline"); !strings.Contains(tl, "of 4 failed (error): billing API answered 503") {
+		t.Errorf("timeline lacks the failed attempt: %q", tl)
+	}
+	screenshot(t, ctx, "event-retrying")
+
+	// The billing API is back: the next attempt succeeds.
+	r.transient.Delete(k.String())
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		return r.tr.Count(t, `SELECT count(*) FROM intake.inbox WHERE event_id = 'evt_flaky' AND status = 'processed'`) == 1
+	}, "evt_flaky never processed after the handler recovered")
+	run(t, ctx, "processed", chromedp.Navigate(r.base+"/ui/event?key=demo%2Fmain%2Fevt_flaky"), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	if s := text(t, ctx, "#status"); s != "processed" {
+		t.Errorf("after recovery: status %q, want processed", s)
+	}
+	if tl := text(t, ctx, "#timeline"); !strings.Contains(tl, "billing API answered 503") {
+		t.Errorf("after recovery the failed attempts are gone from the timeline: %q", tl)
+	}
+	if page, err := api.Events(context.Background(), apiclient.EventQuery{Status: "retrying"}); err != nil || len(page.Events) != 0 {
+		t.Errorf("after recovery ?status=retrying = %+v, %v; want none", page, err)
 	}
 }

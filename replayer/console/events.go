@@ -107,7 +107,9 @@ type eventsData struct {
 	Integrations []string // the config's, offered as a choice; none: a free text input
 }
 
-var statuses = []string{"processed", "stale", "failed", "quarantined"}
+// statuses are the events filter's: the inbox's, and retrying (failed
+// attempts, no inbox row yet: store.ListRetrying).
+var statuses = []string{"processed", "stale", "failed", "quarantined", string(store.StatusRetrying)}
 
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFilter(r.URL.Query(), c.ro.Integrations)
@@ -119,7 +121,11 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		c.renderErr(w, r, "events", "Events", d, err.Error())
 		return
 	}
-	d.Events, d.Next, err = c.ro.Store.ListEvents(r.Context(), f.store(pageSize))
+	list := c.ro.Store.ListEvents
+	if f.Status == string(store.StatusRetrying) {
+		list = c.ro.Store.ListRetrying
+	}
+	d.Events, d.Next, err = list(r.Context(), f.store(pageSize))
 	if errors.Is(err, store.ErrBadCursor) {
 		c.renderErr(w, r, "events", "Events", d, "cursor: invalid (start again from the first page)")
 		return
@@ -172,7 +178,10 @@ func (c *Console) event(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	ev, err := c.ro.Store.GetEvent(ctx, k)
 	if errors.Is(err, store.ErrNotFound) {
-		c.fail(w, r, http.StatusNotFound, "No inbox row for "+k.String()+".")
+		ev, err = c.ro.Store.RetryingEvent(ctx, k) // failing, waiting for its next attempt?
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		c.fail(w, r, http.StatusNotFound, "No inbox row for "+k.String()+", and no handler attempt waiting for a retry.")
 		return
 	}
 	if err != nil {
@@ -201,6 +210,19 @@ func (c *Console) timeline(ctx context.Context, ev store.EventRecord, k envelope
 	for _, d := range deliveries {
 		out = append(out, entry{At: d.ReceivedAt, Kind: "delivery", What: fmt.Sprintf("delivery answered %d %s", d.StatusCode, d.Answer),
 			Detail: "instance " + d.Instance + hints(d.RetryHints)})
+	}
+	attempts, err := st.EventAttempts(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range attempts {
+		next := "the last attempt"
+		if a.NextAttemptAt != nil {
+			next = "next attempt at " + ts(*a.NextAttemptAt)
+		}
+		out = append(out, entry{At: a.FailedAt, Kind: "attempt",
+			What:   fmt.Sprintf("attempt %d of %d failed (%s): %s", a.Delivery, a.MaxDeliver, a.ErrorClass, short(a.Error, 300)),
+			Detail: fmt.Sprintf("%s, stream seq %d", next, a.StreamSeq)})
 	}
 	execs, err := st.EventExecutions(ctx, k)
 	if err != nil {
@@ -379,12 +401,20 @@ func (d eventData) write(w *writer, p page) {
   <dt>Integration / account / event id</dt><dd>`).t(e.Integration).m(` / `).t(e.Account).m(` / `).t(e.EventID).m(`</dd>
   <dt>Tenant</dt><dd>`).t(e.Tenant).m(`</dd>
   <dt>Type</dt><dd>`).t(e.EventType).m(`</dd>
-  <dt>Deliveries / attempts</dt><dd>`).n(int64(e.DeliveryCount)).m(` / `).n(int64(e.Attempts)).m(`</dd>
+  <dt>Deliveries / attempts</dt><dd>`).n(int64(e.DeliveryCount)).m(` / <span id="attempts">`).n(int64(e.Attempts)).m(`</span>`)
+	if e.MaxDeliver > 0 {
+		w.m(` of `).n(int64(e.MaxDeliver))
+	}
+	w.m(`</dd>
   <dt>First / last received</dt><dd>`).t(ts(e.FirstReceivedAt)).m(` / `).t(ts(e.LastReceivedAt)).m(`</dd>
   <dt>Processed</dt><dd>`).t(tsp(e.ProcessedAt)).m(`</dd>
   <dt>Stream seq</dt><dd>`).n(e.StreamSeq).m(`</dd>
   <dt>Payload SHA-256</dt><dd><code id="hash">`).t(e.PayloadSHA256).m(`</code></dd>
 `)
+	if e.NextAttemptAt != nil {
+		w.m(`  <dt>Next attempt</dt><dd id="next-attempt">`).t(ts(*e.NextAttemptAt)).m(` (the handler failed; the processor tries again then, no inbox row until it succeeds or runs out of attempts)</dd>
+`)
+	}
 	if e.Error != nil {
 		w.m(`  <dt>Error</dt><dd class="err">`).t(*e.Error).m("</dd>\n")
 	}

@@ -33,6 +33,9 @@ type integrationOverview struct {
 	Name    string
 	Windows []stats // as overviewWindows
 	Pending int64   // outbox rows not yet published, now
+	// Retrying are the events whose handler failed and that wait for their
+	// next attempt, now (no inbox row yet: store.RetryingCounts).
+	Retrying int64
 	// Hourly are the events first received per hour over the last day,
 	// oldest first, with the failed and quarantined among them.
 	Hourly []bucket
@@ -81,6 +84,13 @@ func (c *Console) loadOverview(ctx context.Context, now time.Time) (overviewData
 	}
 	for _, p := range pending {
 		o.get(p.Integration).Pending = p.Count
+	}
+	retrying, err := c.ro.Store.RetryingCounts(ctx)
+	if err != nil {
+		return overviewData{}, fmt.Errorf("overview: %w", err)
+	}
+	for in, n := range retrying {
+		o.get(in).Retrying = int64(n)
 	}
 	start := now.Truncate(time.Hour).Add(-23 * time.Hour)
 	hours, err := c.ro.Store.HourlySince(ctx, start)
@@ -169,7 +179,7 @@ func (o *overviewBuilder) charted(start time.Time, hours []store.HourCount) []in
 }
 
 func (d overviewData) write(w *writer, _ page) {
-	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection; processing lag is first receipt to processed (p50 / p95); outbox pending is now.</p>
+	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection; processing lag is first receipt to processed (p50 / p95); retrying (a handler failed, the next attempt is due) and outbox pending are now.</p>
 <div class="cards" id="overview">
 `)
 	for _, o := range d.Integrations {
@@ -196,7 +206,9 @@ func (d overviewData) write(w *writer, _ page) {
 		row("failed", func(s stats) { w.n(s.Failed) })
 		row("quarantined", func(s stats) { w.n(s.Quarantined) })
 		row("processing lag", func(s stats) { w.t(s.LagP50.String()).m(` / `).t(s.LagP95.String()) })
-		w.m(`<tr><td>outbox pending</td><td colspan="2">`).n(o.Pending).m(`</td></tr>
+		w.m(`<tr><td><a href="`).u(listLink("/ui/events", url.Values{"integration": {o.Name}, "status": {string(store.StatusRetrying)}})).
+			m(`">retrying</a> now</td><td colspan="2" class="retrying">`).n(o.Retrying).m(`</td></tr>
+<tr><td>outbox pending</td><td colspan="2">`).n(o.Pending).m(`</td></tr>
 </tbody></table>
 <svg class="spark" viewBox="0 0 240 40" preserveAspectRatio="none" role="img" aria-label="events per hour, last 24 hours (max `).n(o.Max).m(`)">
 `)

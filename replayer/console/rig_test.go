@@ -58,6 +58,9 @@ type rig struct {
 	tr      *testrig.Rig
 	base    string
 	failing sync.Map
+	// transient holds keys whose handler fails with a plain error: retried
+	// on processor.backoff.
+	transient sync.Map
 }
 
 func setup(t *testing.T) *rig {
@@ -74,6 +77,9 @@ func setupConfig(t *testing.T, cfg string) *rig {
 	h := processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
 		if _, bad := r.failing.Load(ev.Key.String()); bad {
 			return nil, processor.Permanent(errors.New("bug: cannot handle this event"))
+		}
+		if _, flaky := r.transient.Load(ev.Key.String()); flaky {
+			return nil, errors.New("billing API answered 503")
 		}
 		return fwd.Handle(ctx, tx, ev)
 	})
