@@ -48,6 +48,9 @@ type Options struct {
 	// the file's SQL handlers (handlers:), else Forward. Set together with
 	// handlers: in the file, the start is refused.
 	Handler processor.Handler
+	// Middleware wraps the handler chosen (Handler, the SQL handlers or
+	// Forward), first outermost: `intake dev`'s demo failures.
+	Middleware []processor.Middleware
 	// RestartGrace is how long the processor and the receipt folder keep
 	// trying to get a lost consumer back before the role, and with it the
 	// App, fails. Defaults to processor.DefaultRestartGrace (30s).
@@ -315,6 +318,12 @@ func (a *App) buildProcessor(ctx context.Context, cfg *config.Config, js jetstre
 			return fmt.Errorf("config: handlers: %w", err)
 		}
 		h = r
+	}
+	if len(o.Middleware) > 0 {
+		if h == nil {
+			h = processor.Forward()
+		}
+		h = processor.Chain(h, o.Middleware...)
 	}
 	var err error
 	a.proc, err = processor.New(processor.Options{Store: a.st, JS: js, Config: cfg.Processor, Integrations: cfg.Integrations, Envelope: cfg.Envelope, Handler: h,

@@ -46,6 +46,8 @@ func printDevBanner(w io.Writer, self, sendSelf, path string, cfg *config.Config
 	if len(cfg.Integrations) > 0 {
 		name := cfg.Integrations[0].Name
 		fmt.Fprintf(w, "\nsend a signed test event:\n  %s send --integration %s --url %s\n", sendSelf, name, info.HTTPURL)
+		fmt.Fprintf(w, "try a failure (quarantined on purpose; demo.fail fails, demo.flaky retries; a replay processes it):\n  %s send --integration %s --type demo.quarantine --url %s\n",
+			sendSelf, name, info.HTTPURL)
 		fmt.Fprintf(w, "watch processed events:\n  nats sub --server %s 'intake.out.>'\n", info.NATSURL)
 		// Never the token itself: it may be a real secret from the environment.
 		fmt.Fprintf(w, "inspect and replay (INTAKE_TOKEN = an operator token from api.tokens; the example's is dev-operator-token-change-me):\n  INTAKE_TOKEN=... %s events --server %s\n", self, info.HTTPURL)

@@ -142,4 +142,27 @@ func TestDevQuickstart(t *testing.T) {
 	if len(got) != 1 || got[0].Headers().Get("Intake-Key") != "demo/main/evt_quickstart" {
 		t.Fatalf("intake.out.> delivered %d messages, want exactly 1 for demo/main/evt_quickstart", len(got))
 	}
+
+	// A newcomer's first failure, as the banner says: demo.quarantine is
+	// quarantined on purpose, and a replay processes it.
+	if !strings.Contains(devOut.String(), "send --integration demo --type demo.quarantine") {
+		t.Fatalf("the banner does not say how to try a failure:\n%s", devOut.String())
+	}
+	out := &testenv.Buffer{}
+	if err := runCLI(t, context.Background(), out, "send", "--integration", "demo", "--url", base, "--id", "evt_q", "--type", "demo.quarantine"); err != nil {
+		t.Fatalf("intake send demo.quarantine: %v\n%s", err, out.String())
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		ev, err := api.Event(context.Background(), "demo", "evt_q")
+		return err == nil && ev.Status == "quarantined"
+	}, "demo.quarantine was never quarantined")
+	no := false
+	if _, err := api.StartReplay(context.Background(), apiclient.ReplayRequest{Selector: apiclient.Selector{Keys: []string{"demo/main/evt_q"}},
+		DryRun: &no, Reason: "trying a replay"}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		ev, err := api.Event(context.Background(), "demo", "evt_q")
+		return err == nil && ev.Status == "processed"
+	}, "the replay of the quarantined demo event never processed it")
 }

@@ -161,6 +161,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		info.PGPrivate = true
 	}
 	info.DatabaseURL = cfg.Postgres.URL
+	o.Middleware = append(o.Middleware, DemoFailures()) // demo.fail, demo.quarantine, demo.flaky
 
 	if err := store.Migrate(ctx, cfg.Postgres.URL, o.Log); err != nil {
 		return err
