@@ -55,6 +55,12 @@ func (s *Store) FindEvent(ctx context.Context, integration, eventID string) (Eve
 	return s.findEvent(ctx, `WHERE i.integration = $1 AND i.event_id = $2`, integration, eventID)
 }
 
+// EventAtSeq is the inbox row whose event was first stored at INTAKE_IN
+// sequence seq (inbox.stream_seq, indexed); ErrNotFound when none is.
+func (s *Store) EventAtSeq(ctx context.Context, seq int64) (EventRecord, error) {
+	return s.findEvent(ctx, `WHERE i.stream_seq = $1`, seq)
+}
+
 func (s *Store) findEvent(ctx context.Context, where string, args ...any) (EventRecord, error) {
 	var e EventRecord
 	err := s.pool.QueryRow(ctx, `

@@ -493,3 +493,39 @@ func TestBrowserRetryingEventIsVisible(t *testing.T) {
 		t.Errorf("after recovery ?status=retrying = %+v, %v; want none", page, err)
 	}
 }
+
+// TestBrowserFindBox (issue 34 item 2): the header's search box takes the
+// provider's event id alone and opens the event; an id that matches
+// nothing says where it looked.
+func TestBrowserFindBox(t *testing.T) {
+	path := chromium(t)
+	r := setup(t)
+	seq := r.publish("evt_found", `{"id":"evt_found","type":"invoice.paid"}`)
+	r.settled()
+	ctx := browser(t, path)
+	signInBrowser(t, ctx, r.base, viewerToken)
+	run(t, ctx, "find by event id",
+		chromedp.SendKeys(chromedp.CSS("#find"), "evt_found\n"),
+		urlHas("/ui/event?"),
+		chromedp.WaitVisible(chromedp.CSS("#status")),
+	)
+	if h := text(t, ctx, "h1"); h != "demo/main/evt_found" {
+		t.Errorf("find evt_found opened %q", h)
+	}
+	run(t, ctx, "find by sequence",
+		chromedp.SendKeys(chromedp.CSS("#find"), fmt.Sprintf("in:%d\n", seq)),
+		urlHas("/ui/event?"),
+		chromedp.WaitVisible(chromedp.CSS("#status")),
+	)
+	if h := text(t, ctx, "h1"); h != "demo/main/evt_found" {
+		t.Errorf("find in:%d opened %q", seq, h)
+	}
+	run(t, ctx, "find nothing",
+		chromedp.SendKeys(chromedp.CSS("#find"), "evt_nope\n"),
+		urlHas("/ui/find?"),
+		chromedp.WaitVisible(chromedp.CSS("#nothing")),
+	)
+	if s := text(t, ctx, "#nothing"); !strings.Contains(s, `event id "evt_nope" in integration demo`) {
+		t.Errorf("nothing found says %q, want where it looked", s)
+	}
+}

@@ -109,6 +109,7 @@ func (c *Console) Mount(r chi.Router) {
 			r.Get("/replays", c.replays)
 			r.Get("/replays/{id}", c.replay)
 			r.Get("/reconcile", c.reconcile)
+			r.Get("/find", c.find)
 			r.Group(func(r chi.Router) {
 				r.Use(readForm(maxForm), c.checkCSRF)
 				r.Post("/signout", c.signOut)
@@ -312,6 +313,9 @@ func layout(w *writer, p page) {
 			w.m(`    <a href="`).m(n.href).m(`"`).mif(slices.Contains(n.pages, p.Nav), ` class="on"`).m(`>`).m(n.label).m("</a>\n")
 		}
 		w.m(`  </nav>
+  <form class="find" method="get" action="/ui/find" role="search">
+    <input name="q" id="find" placeholder="key, event id or seq" aria-label="Find an event by key, event id or INTAKE_IN sequence">
+  </form>
   <form class="who" method="post" action="/ui/signout">
     <span id="who">`).t(p.User.Name).m(` (`).t(string(p.User.Role)).m(`)</span>
     <input type="hidden" name="csrf" value="`).t(p.CSRF).m(`">
