@@ -83,12 +83,27 @@ func apiJSON() map[string]func(w http.ResponseWriter) {
 					CreatedAt: pinAt, ItemState: store.ItemPublished, PublishedSeq: &pinSeq}, {}},
 				Rejections:     []store.Rejection{fullRejection()},
 				ReplayedBodies: []store.Rejection{{}},
+				Attempts: []store.Attempt{{StreamSeq: 7, Delivery: 1, MaxDeliver: 5, Handler: "invoices", ErrorClass: "sql 23505",
+					Error: "duplicate key", FailedAt: pinAt, NextAttemptAt: &pinLater}, {}},
 			}.wire())
+		},
+		"find": func(w http.ResponseWriter) {
+			e := wireEvent(fullEvent())
+			writeJSON(w, http.StatusOK, apiclient.FindResult{Query: "7", Searched: []string{"INTAKE_IN sequence 7"},
+				Matches: []apiclient.FindMatch{{How: "stream_seq", Key: e.Key, Event: &e}, {How: "stream_seq", Key: "demo/main/evt_2", Note: "no inbox row"}}})
+		},
+		"find_none": func(w http.ResponseWriter) {
+			writeJSON(w, http.StatusOK, apiclient.FindResult{Query: "x", Matches: []apiclient.FindMatch{}, Searched: []string{}})
+		},
+		"event_retrying": func(w http.ResponseWriter) {
+			ev := fullEvent()
+			ev.Status, ev.ProcessedAt, ev.NextAttemptAt, ev.MaxDeliver = store.StatusRetrying, nil, &pinLater, 5
+			writeJSON(w, http.StatusOK, eventPage([]store.EventRecord{ev}, ""))
 		},
 		"event_detail_empty": func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusOK, eventHistory{EventRecord: store.EventRecord{}, ConflictRecords: []store.Conflict{},
 				Deliveries: []store.DeliveryRecord{}, Executions: []store.ExecutionRecord{}, Replays: []store.ReplayRef{},
-				Rejections: []store.Rejection{}, ReplayedBodies: []store.Rejection{}}.wire())
+				Rejections: []store.Rejection{}, ReplayedBodies: []store.Rejection{}, Attempts: []store.Attempt{}}.wire())
 		},
 		"event_detail_nil": func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusOK, eventHistory{EventRecord: fullEvent()}.wire())
