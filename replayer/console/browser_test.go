@@ -214,6 +214,9 @@ func TestBrowserOperatorAndViewer(t *testing.T) {
 	if d := text(t, ctx, "#diff tr.change"); !strings.Contains(d, `"amount": 100`) || !strings.Contains(d, `"amount": 250`) {
 		t.Errorf("changed row %q, want both amounts", d)
 	}
+	if f := text(t, ctx, "#fields"); !strings.Contains(f, "$.amount") || strings.Contains(f, "$.currency") {
+		t.Errorf("changed fields %q, want $.amount only", f)
+	}
 	screenshot(t, ctx, "conflict")
 
 	// The bug is fixed: replay the failed event from the queue.

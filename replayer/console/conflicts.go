@@ -42,6 +42,10 @@ type conflictData struct {
 	Original, Conflicting payload
 	Diff                  []diffRow
 	Changed               int
+	// Structural: both payloads are JSON, diffed with sorted keys; Fields
+	// are the paths whose values differ.
+	Structural bool
+	Fields     []fieldChange
 }
 
 // conflict shows one conflict's two payloads side by side, diffed as
@@ -73,7 +77,16 @@ func (c *Console) conflict(w http.ResponseWriter, r *http.Request) {
 	d.Original = c.payload(r.Context(), d.Conflict.OriginalStreamSeq, d.Conflict.OriginalSHA256)
 	d.Conflicting = c.payload(r.Context(), d.Conflict.ConflictingStreamSeq, d.Conflict.ConflictingSHA256)
 	if d.Original.Missing == "" && d.Conflicting.Missing == "" {
-		d.Diff = diffLines(d.Original.Text, d.Conflicting.Text)
+		left, right := d.Original.Text, d.Conflicting.Text
+		lv, lt, lok := canonicalJSON(d.Original.Raw)
+		rv, rt, rok := canonicalJSON(d.Conflicting.Raw)
+		if lok && rok {
+			// Both JSON: compared by field, keys sorted, so that a field the
+			// sender moved is not shown as a change.
+			left, right, d.Structural = lt, rt, true
+			d.Fields = jsonChanges(lv, rv, "$", nil)
+		}
+		d.Diff = diffLines(left, right)
 		for _, row := range d.Diff {
 			if row.Op != "same" {
 				d.Changed++
@@ -122,6 +135,19 @@ func (d conflictData) write(w *writer, _ page) {
 	w.m(`<p><a href="`).u(eventLink(cf.Key)).m(`">The event</a> · received `).t(ts(cf.ReceivedAt)).m(`, detected `).t(ts(cf.DetectedAt)).m(` ·
  <span id="changed">`).n(int64(d.Changed)).m(`</span> line(s) differ.</p>
 `)
+	if d.Structural {
+		w.m(`<p class="hint">Both payloads are JSON: compared field by field, keys in sorted order, so a field that only moved is not a change.</p>
+<table class="list" id="fields"><thead><tr><th>Field</th><th>Change</th><th>Original</th><th>Conflicting</th></tr></thead><tbody>
+`)
+		for _, f := range d.Fields {
+			w.m(`<tr class="`).t(f.Op).m(`"><td><code>`).t(f.Path).m(`</code></td><td>`).t(f.Op).m(`</td><td><code>`).t(short(f.Left, 200)).
+				m(`</code></td><td><code>`).t(short(f.Right, 200)).m("</code></td></tr>\n")
+		}
+		if len(d.Fields) == 0 {
+			w.m(`<tr><td colspan="4" class="empty">No field differs: the bodies hold the same JSON in another spelling (order, spacing).</td></tr>`)
+		}
+		w.m("</tbody></table>\n")
+	}
 	if d.Original.Missing != "" || d.Conflicting.Missing != "" {
 		w.m(`<p class="warn">`).t(d.Original.Missing).m(` `).t(d.Conflicting.Missing).m(`</p>`)
 		return

@@ -167,6 +167,7 @@ type payload struct {
 	SHA256  string
 	Matches bool // the body's hash is the one recorded
 	Missing string
+	Raw     []byte // the body as stored
 }
 
 func (c *Console) event(w http.ResponseWriter, r *http.Request) {
@@ -306,6 +307,7 @@ func (c *Console) payload(ctx context.Context, seq int64, want string) payload {
 			p.SHA256 = hex.EncodeToString(sum[:])
 			p.Matches = want == "" || p.SHA256 == want
 			p.Text, p.JSON = pretty(m.Data)
+			p.Raw = m.Data
 			return p
 		}
 	}
