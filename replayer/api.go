@@ -33,6 +33,7 @@ func (r *Replayer) Mount(router chi.Router) {
 			g.Get("/events", r.listEvents)
 			g.Get("/events/{integration}/*", r.getEvent) // event ids may contain '/'
 			g.Get("/find", r.find)
+			g.Get("/status", r.status)
 			g.Get("/conflicts", r.listConflicts)
 			g.Get("/rejections", r.listRejections)
 			g.Get("/replays", r.listReplays)

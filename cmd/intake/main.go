@@ -86,6 +86,7 @@ func newRootWith(g *globals) *cobra.Command {
 		newReconcileCmd(),
 		newEventsCmd(),
 		newConflictsCmd(),
+		newStatusCmd(),
 		newBenchCmd(g),
 		newVersionCmd(),
 		newNATSCmd(),

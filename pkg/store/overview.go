@@ -13,7 +13,8 @@ import (
 
 // ReceivedCount is one integration's events first received since a time:
 // their count, their extra deliveries, and the p50 and p95 of first
-// receipt to processed among those processed.
+// receipt to processed among those processed without a replay (a replay's
+// run, hours later, is an operator's decision, not processing lag).
 type ReceivedCount struct {
 	Integration    string
 	Events         int64
@@ -27,10 +28,13 @@ func (s *Store) ReceivedSince(ctx context.Context, since time.Time) ([]ReceivedC
 	rows, err := s.pool.Query(ctx, `
 		SELECT integration, count(*), coalesce(sum(greatest(delivery_count - 1, 0)), 0),
 			coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - first_received_at))
-				FILTER (WHERE processed_at IS NOT NULL), 0),
+				FILTER (WHERE processed_at IS NOT NULL AND NOT replayed), 0),
 			coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - first_received_at))
-				FILTER (WHERE processed_at IS NOT NULL), 0)
-		FROM intake.inbox WHERE first_received_at >= $1
+				FILTER (WHERE processed_at IS NOT NULL AND NOT replayed), 0)
+		FROM (SELECT i.*, EXISTS (SELECT 1 FROM intake.executions x
+				WHERE x.integration = i.integration AND x.account = i.account AND x.event_id = i.event_id
+				  AND x.mode <> 'original') AS replayed
+			FROM intake.inbox i WHERE i.first_received_at >= $1) i
 		GROUP BY integration`, since)
 	if err != nil {
 		return nil, fmt.Errorf("store: received since: %w", err)

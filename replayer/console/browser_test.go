@@ -459,11 +459,28 @@ func TestBrowserRetryingEventIsVisible(t *testing.T) {
 		t.Fatalf("?status=retrying = %+v, %v", page, err)
 	}
 
+	// Health at a glance (item 3): the retrying event holds the processors'
+	// ack floor, so INTAKE_IN has an unprocessed message, and its age.
+	st, err := api.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Integrations) != 1 || st.Integrations[0].Name != "demo" || st.Integrations[0].Retrying != 1 ||
+		st.Stream.OldestUnprocessedAt == nil || st.Stream.AckPending < 1 {
+		t.Errorf("status while retrying = %+v", st)
+	}
+
 	ctx := browser(t, path)
 	signInBrowser(t, ctx, r.base, viewerToken)
 	run(t, ctx, "overview", chromedp.Navigate(r.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`section[data-integration="demo"] td.retrying`)))
 	if n := text(t, ctx, `section[data-integration="demo"] td.retrying`); n != "1" {
 		t.Errorf("overview: retrying %q, want 1", n)
+	}
+	if b := text(t, ctx, "#backlog"); !strings.Contains(b, "oldest unprocessed") || !strings.Contains(b, "reloads every 30 s") {
+		t.Errorf("overview backlog %q, want the oldest unprocessed message's age", b)
+	}
+	if n := value(t, ctx, "meta refresh", chromedp.Evaluate[int](`document.querySelectorAll('meta[http-equiv="refresh"]').length`)); n != 1 {
+		t.Errorf("the overview does not reload itself (%d meta refresh)", n)
 	}
 	screenshot(t, ctx, "overview-retrying")
 	run(t, ctx, "retrying list", chromedp.Navigate(r.base+"/ui/events?status=retrying"),

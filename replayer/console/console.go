@@ -234,6 +234,10 @@ type content interface {
 	write(w *writer, p page)
 }
 
+// refresher is content whose page reloads itself every refresh() seconds
+// (a meta refresh: no script needed), as the overview does.
+type refresher interface{ refresh() int }
+
 func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data content) {
 	s := sessionFrom(r.Context())
 	p := page{Title: title, Nav: name, User: s.caller, Data: data}
@@ -300,6 +304,11 @@ func layout(w *writer, p page) {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>`).t(p.Title).m(` · Intake</title>
+`)
+	if rf, ok := p.Data.(refresher); ok && p.Error == "" {
+		w.m(`<meta http-equiv="refresh" content="`).n0(rf.refresh()).m(`">`)
+	}
+	w.m(`
 <link rel="stylesheet" href="/ui/assets/console.css">
 <script src="/ui/assets/console.js" defer></script>
 </head>

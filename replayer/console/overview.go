@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // overviewWindow is a period the overview counts over.
@@ -23,6 +25,7 @@ var overviewWindows = []overviewWindow{{"last hour", time.Hour}, {"last day", 24
 // stats are one integration's counts over one window, from Postgres.
 type stats struct {
 	Accepted, Duplicates, Conflicts, Failed, Quarantined int64
+	PerSecond                                            float64 // Accepted over the window
 	// Accepted and Duplicates: events first received in the window and
 	// their extra deliveries. Failed and Quarantined: by last delivery.
 	// LagP50, LagP95: first receipt to processed, of the window's events.
@@ -53,7 +56,13 @@ type overviewData struct {
 	Windows      []overviewWindow
 	Integrations []integrationOverview
 	At           time.Time
+	Stream       apiclient.StreamStatus // INTAKE_IN's backlog, as GET /api/v1/status reads it
 }
+
+// overviewRefresh is how often the overview reloads itself, in seconds.
+const overviewRefresh = 30
+
+func (overviewData) refresh() int { return overviewRefresh }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	d, err := c.loadOverview(r.Context(), c.now())
@@ -97,7 +106,11 @@ func (c *Console) loadOverview(ctx context.Context, now time.Time) (overviewData
 	if err != nil {
 		return overviewData{}, fmt.Errorf("overview: %w", err)
 	}
-	return overviewData{Windows: overviewWindows, At: now, Integrations: o.charted(start, hours)}, nil
+	st, err := c.rp.Status(ctx, now)
+	if err != nil {
+		return overviewData{}, fmt.Errorf("overview: %w", err)
+	}
+	return overviewData{Windows: overviewWindows, At: now, Integrations: o.charted(start, hours), Stream: st.Stream}, nil
 }
 
 // overviewBuilder gathers the overview's counts by integration.
@@ -123,6 +136,7 @@ func (o *overviewBuilder) window(ctx context.Context, st *store.Store, i int, si
 	for _, r := range received {
 		s := &o.get(r.Integration).Windows[i]
 		s.Accepted, s.Duplicates, s.LagP50, s.LagP95 = r.Events, r.Duplicates, r.LagP50, r.LagP95
+		s.PerSecond = float64(r.Events) / overviewWindows[i].Dur.Seconds()
 	}
 	unresolved, err := st.UnresolvedSince(ctx, since)
 	if err != nil {
@@ -179,7 +193,17 @@ func (o *overviewBuilder) charted(start time.Time, hours []store.HourCount) []in
 }
 
 func (d overviewData) write(w *writer, _ page) {
-	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection; processing lag is first receipt to processed (p50 / p95); retrying (a handler failed, the next attempt is due) and outbox pending are now.</p>
+	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection; processing lag is first receipt to processed (p50 / p95), replays left out; retrying (a handler failed, the next attempt is due) and outbox pending are now.</p>
+`)
+	st := d.Stream
+	w.m(`<p id="backlog">INTAKE_IN (durable `).t(st.Durable).m(`): <b>`).un(st.Pending).m(`</b> undelivered, <b>`).n0(st.AckPending).
+		m(`</b> unacknowledged (in a batch or waiting out a retry), `)
+	if st.OldestUnprocessedAt != nil {
+		w.m(`oldest unprocessed <b id="oldest">`).t((time.Duration(st.OldestAgeSeconds) * time.Second).String()).m(`</b> old`)
+	} else {
+		w.m(`nothing waiting`)
+	}
+	w.m(`. This page reloads every `).n0(overviewRefresh).m(` s.</p>
 <div class="cards" id="overview">
 `)
 	for _, o := range d.Integrations {
@@ -201,6 +225,7 @@ func (d overviewData) write(w *writer, _ page) {
 			w.m("</tr>\n")
 		}
 		row("accepted", func(s stats) { w.n(s.Accepted) })
+		row("events/s", func(s stats) { w.t(strconv.FormatFloat(s.PerSecond, 'f', 2, 64)) })
 		row("duplicates", func(s stats) { w.n(s.Duplicates) })
 		row("conflicts", func(s stats) { w.n(s.Conflicts) })
 		row("failed", func(s stats) { w.n(s.Failed) })

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/intakehq/intake/replayer/apiclient"
+)
+
+func newStatusCmd() *cobra.Command {
+	var watch time.Duration
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Health at a glance: INTAKE_IN's backlog and, per integration, the last hour's events, failures, retries and lag",
+		Long: `status reads GET /api/v1/status: the processors' backlog in INTAKE_IN (undelivered,
+unacknowledged, and the age of the oldest message past the ack floor) and, per
+integration over the last hour, events accepted and per second, duplicate deliveries,
+failed and quarantined events, events retrying now, and the processing lag (p50 / p95,
+replays left out). --watch repeats it.`,
+		Example: `  intake status
+  intake status --watch 5s`,
+		Args: cobra.NoArgs,
+	}
+	af := addAPIFlags(cmd)
+	cmd.Flags().DurationVar(&watch, "watch", 0, "print again every this long until interrupted (e.g. 5s)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		api, err := af.client()
+		if err != nil {
+			return err
+		}
+		for {
+			s, err := api.Status(cmd.Context())
+			if err != nil {
+				return fail(cmd, err)
+			}
+			if af.output == outputJSON {
+				err = printJSON(cmd.OutOrStdout(), s)
+			} else {
+				err = printStatus(cmd.OutOrStdout(), s)
+			}
+			if err != nil || watch <= 0 {
+				return err
+			}
+			select {
+			case <-cmd.Context().Done():
+				return nil
+			case <-time.After(watch):
+				fmt.Fprintln(cmd.OutOrStdout())
+			}
+		}
+	}
+	return cmd
+}
+
+func printStatus(w io.Writer, s apiclient.Status) error {
+	st := s.Stream
+	oldest := "none waiting"
+	if st.OldestUnprocessedAt != nil {
+		oldest = fmt.Sprintf("oldest unprocessed %s ago (stored %s)", (time.Duration(st.OldestAgeSeconds) * time.Second).String(), fmtTime(*st.OldestUnprocessedAt))
+	}
+	fmt.Fprintf(w, "status at %s\nINTAKE_IN (durable %s): %d undelivered, %d unacknowledged, ack floor %d, delivered up to %d; %s\n",
+		fmtTime(s.At), st.Durable, st.Pending, st.AckPending, st.AckFloor, st.Delivered, oldest)
+	tw := newTable(w)
+	fmt.Fprintf(tw, "INTEGRATION\tACCEPTED (%s)\tPER SECOND\tDUPLICATES\tFAILED\tQUARANTINED\tRETRYING NOW\tLAG P50 / P95\n", s.Window)
+	for _, x := range s.Integrations {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%s / %s\n", x.Name, x.Accepted, x.PerSecond, x.Duplicates, x.Failed, x.Quarantined,
+			x.Retrying, x.LagP50, x.LagP95)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,59 @@
+package apiclient
+
+import (
+	"context"
+	"time"
+)
+
+// Status is GET /api/v1/status: health at a glance, the figures of
+// `intake status` and the console's overview header.
+type Status struct {
+	At time.Time `json:"at"`
+	// Window is what the per-integration counts cover: the last hour.
+	Window string       `json:"window"`
+	Stream StreamStatus `json:"stream"`
+	// Integrations are the configured ones (and any other the inbox holds
+	// rows of in the window), by name.
+	Integrations []IntegrationStatus `json:"integrations"`
+}
+
+// StreamStatus is INTAKE_IN as the processors' durable sees it.
+type StreamStatus struct {
+	Durable string `json:"durable"`
+	// Pending are stored messages not yet delivered to a processor;
+	// AckPending those delivered and not yet acknowledged (in a batch, or
+	// waiting out a retry's backoff).
+	Pending    uint64 `json:"pending"`
+	AckPending int    `json:"ack_pending"`
+	AckFloor   uint64 `json:"ack_floor"`
+	Delivered  uint64 `json:"delivered"` // the last stream sequence delivered to a processor
+	// OldestUnprocessedAt is when the oldest message past the ack floor
+	// was stored (null when none waits); OldestAgeSeconds its age.
+	OldestUnprocessedAt *time.Time `json:"oldest_unprocessed_at"`
+	OldestAgeSeconds    float64    `json:"oldest_age_seconds"`
+}
+
+// IntegrationStatus is one integration over the status window.
+type IntegrationStatus struct {
+	Name string `json:"name"`
+	// Accepted events first received in the window, and per second.
+	Accepted  int64   `json:"accepted"`
+	PerSecond float64 `json:"per_second"`
+	// Duplicates are the window's extra deliveries of those events.
+	Duplicates int64 `json:"duplicates"`
+	// Failed and Quarantined: inbox rows by their last delivery in the
+	// window; Retrying: events waiting for their next attempt, now.
+	Failed      int64 `json:"failed"`
+	Quarantined int64 `json:"quarantined"`
+	Retrying    int64 `json:"retrying"`
+	// LagP50 and LagP95: first receipt to processed, replays left out.
+	LagP50 string `json:"lag_p50"`
+	LagP95 string `json:"lag_p95"`
+}
+
+// Status reads GET /api/v1/status.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var s Status
+	err := c.get(ctx, "/api/v1/status", nil, &s)
+	return s, err
+}

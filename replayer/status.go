@@ -1,0 +1,134 @@
+package replayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/inbox"
+	"github.com/intakehq/intake/replayer/apiclient"
+)
+
+// statusWindow is what GET /api/v1/status's per-integration counts cover.
+const statusWindow = time.Hour
+
+func (r *Replayer) status(w http.ResponseWriter, req *http.Request) {
+	s, err := r.Status(req.Context(), time.Now())
+	if err != nil {
+		r.writeFailure(w, failure{call: "status"}, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+// Status is health at a glance (GET /api/v1/status, `intake status`, the
+// console's overview): INTAKE_IN's backlog as the processors' durable sees
+// it, and per integration over the last hour the events accepted (and per
+// second), duplicates, failed and quarantined, processing lag without
+// replays, and the events retrying now.
+func (r *Replayer) Status(ctx context.Context, now time.Time) (apiclient.Status, error) {
+	s := apiclient.Status{At: now.UTC(), Window: statusWindow.String()}
+	var err error
+	if s.Stream, err = r.streamStatus(ctx, now); err != nil {
+		return s, err
+	}
+	since := now.Add(-statusWindow)
+	by := map[string]*apiclient.IntegrationStatus{}
+	get := func(name string) *apiclient.IntegrationStatus {
+		if x, ok := by[name]; ok {
+			return x
+		}
+		x := &apiclient.IntegrationStatus{Name: name, LagP50: "0s", LagP95: "0s"}
+		by[name] = x
+		return x
+	}
+	for _, name := range r.o.Integrations {
+		get(name)
+	}
+	received, err := r.o.Store.ReceivedSince(ctx, since)
+	if err != nil {
+		return s, err
+	}
+	for _, c := range received {
+		x := get(c.Integration)
+		x.Accepted, x.Duplicates = c.Events, c.Duplicates
+		x.PerSecond = float64(c.Events) / statusWindow.Seconds()
+		x.LagP50, x.LagP95 = c.LagP50.String(), c.LagP95.String()
+	}
+	unresolved, err := r.o.Store.UnresolvedSince(ctx, since)
+	if err != nil {
+		return s, err
+	}
+	for _, u := range unresolved {
+		if x := get(u.Integration); u.Status == string(inbox.StatusFailed) {
+			x.Failed = u.Count
+		} else {
+			x.Quarantined = u.Count
+		}
+	}
+	retrying, err := r.o.Store.RetryingCounts(ctx)
+	if err != nil {
+		return s, err
+	}
+	for name, n := range retrying {
+		get(name).Retrying = int64(n)
+	}
+	for name, x := range by {
+		if r.mine(name) {
+			s.Integrations = append(s.Integrations, *x)
+		}
+	}
+	slices.SortFunc(s.Integrations, func(a, b apiclient.IntegrationStatus) int { return strings.Compare(a.Name, b.Name) })
+	return s, nil
+}
+
+// streamStatus reads the processors' durable: undelivered and unacked
+// counts, and the oldest message past its ack floor on the subjects it
+// (this replayer's shard) consumes.
+func (r *Replayer) streamStatus(ctx context.Context, now time.Time) (apiclient.StreamStatus, error) {
+	st := apiclient.StreamStatus{Durable: r.durable()}
+	c, err := r.o.JS.Consumer(ctx, envelope.StreamIn, st.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return st, nil // no processor has started yet
+	}
+	if err != nil {
+		return st, fmt.Errorf("consumer %s: %w", st.Durable, err)
+	}
+	info := c.CachedInfo()
+	st.Pending, st.AckPending, st.AckFloor, st.Delivered = info.NumPending, info.NumAckPending, info.AckFloor.Stream, info.Delivered.Stream
+	if info.NumPending == 0 && info.NumAckPending == 0 {
+		return st, nil
+	}
+	s, err := r.o.JS.Stream(ctx, envelope.StreamIn)
+	if err != nil {
+		return st, fmt.Errorf("stream %s: %w", envelope.StreamIn, err)
+	}
+	subjects := r.inSubjects("")
+	if subjects == nil {
+		subjects = []string{envelope.SubjectInAll}
+	}
+	for _, subj := range subjects {
+		m, err := s.GetMsg(ctx, st.AckFloor+1, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return st, fmt.Errorf("stream %s: oldest unprocessed message: %w", envelope.StreamIn, err)
+		}
+		if st.OldestUnprocessedAt == nil || m.Time.Before(*st.OldestUnprocessedAt) {
+			t := m.Time.UTC()
+			st.OldestUnprocessedAt = &t
+		}
+	}
+	if st.OldestUnprocessedAt != nil {
+		st.OldestAgeSeconds = now.Sub(*st.OldestUnprocessedAt).Seconds()
+	}
+	return st, nil
+}
