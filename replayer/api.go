@@ -34,6 +34,7 @@ func (r *Replayer) Mount(router chi.Router) {
 			g.Get("/events/{integration}/*", r.getEvent) // event ids may contain '/'
 			g.Get("/find", r.find)
 			g.Get("/status", r.status)
+			g.Get("/failures", r.listFailures)
 			g.Get("/conflicts", r.listConflicts)
 			g.Get("/rejections", r.listRejections)
 			g.Get("/replays", r.listReplays)
@@ -46,6 +47,7 @@ func (r *Replayer) Mount(router chi.Router) {
 		api.Group(func(g chi.Router) {
 			g.Use(RequireRole(config.RoleOperator))
 			g.Post("/replays", r.postReplay)
+			g.Post("/failures/{id}/resolve", r.resolveFailure)
 			g.Post("/replays/{id}/cancel", r.cancelReplay)
 			g.Post("/replays/{id}/approve", r.approveReplay)
 			g.Post("/redeliveries", r.postRedelivery)

@@ -87,6 +87,7 @@ func newRootWith(g *globals) *cobra.Command {
 		newEventsCmd(),
 		newConflictsCmd(),
 		newStatusCmd(),
+		newFailuresCmd(),
 		newBenchCmd(g),
 		newVersionCmd(),
 		newNATSCmd(),

@@ -29,8 +29,8 @@ type Cutoffs struct {
 	// of the history, and every execution, goes with its inbox row.
 	History time.Time
 	// Evidence applies to failed and quarantined inbox rows (with their
-	// history), conflicts, rejected messages, failed handler attempts and
-	// finished replays with their items.
+	// history), conflicts, rejected messages, failed handler attempts,
+	// resolutions of failure groups and finished replays with their items.
 	Evidence time.Time
 }
 
@@ -109,6 +109,7 @@ func purgeSteps(c Cutoffs) []purgeStep {
 		byTime("conflicts", "conflicts", "id", "detected_at", c.Evidence, filter, arg),
 		byTime("rejected_messages", "rejected messages", "id", "rejected_at", c.Evidence, filter, arg),
 		byTime("handler_attempts", "failed handler attempts", "id", "failed_at", c.Evidence, filter, arg),
+		byTime("failure_resolutions", "resolutions of failure groups", "id", "resolved_at", c.Evidence, filter, arg),
 		// A replay's items go first, a batch at a time (a replay may hold
 		// millions), then the replay once it has none. Replays are few:
 		// these two start from the oldest end every batch.

@@ -549,3 +549,37 @@ func TestBrowserFindBox(t *testing.T) {
 		t.Errorf("nothing found says %q, want where it looked", s)
 	}
 }
+
+// TestBrowserFailureGroups (issue 34 item 5): failed events grouped by
+// cause, reached from the Failed page; an operator resolves a group with
+// a note, and it leaves the open list.
+func TestBrowserFailureGroups(t *testing.T) {
+	path := chromium(t)
+	r := setup(t)
+	for _, id := range []string{"evt_b1", "evt_b2"} {
+		r.failing.Store(key(id).String(), true)
+		r.publish(id, `{"id":"`+id+`","type":"invoice.paid"}`)
+	}
+	r.settled()
+	ctx := browser(t, path)
+	signInBrowser(t, ctx, r.base, operatorToken)
+	run(t, ctx, "failures", chromedp.Navigate(r.base+"/ui/failed"), chromedp.Click(chromedp.CSS("#by-cause")),
+		urlHas("/ui/failures"), chromedp.WaitVisible(chromedp.CSS("#groups tr[data-group]")))
+	if n := text(t, ctx, "#groups tr[data-group] td.events"); n != "2" {
+		t.Errorf("group size %q, want 2", n)
+	}
+	if e := text(t, ctx, "#groups tr[data-group] td.err"); !strings.Contains(e, "cannot handle this event") {
+		t.Errorf("group error %q", e)
+	}
+	screenshot(t, ctx, "failures")
+	run(t, ctx, "resolve",
+		chromedp.SendKeys(chromedp.CSS(`#groups input[name="note"]`), "fixed the handler; replaying"),
+		chromedp.Submit(chromedp.CSS(`#groups form`)),
+		chromedp.WaitVisible(chromedp.CSS("#groups td.empty")),
+	)
+	run(t, ctx, "resolved ones", chromedp.Click(chromedp.CSS("#toggle-all")), urlHas("all=true"),
+		chromedp.WaitVisible(chromedp.CSS("#groups td.resolution")))
+	if res := text(t, ctx, "#groups td.resolution"); !strings.Contains(res, "ops at") || !strings.Contains(res, "fixed the handler") {
+		t.Errorf("resolution %q, want who and the note", res)
+	}
+}

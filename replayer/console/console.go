@@ -110,11 +110,13 @@ func (c *Console) Mount(r chi.Router) {
 			r.Get("/replays/{id}", c.replay)
 			r.Get("/reconcile", c.reconcile)
 			r.Get("/find", c.find)
+			r.Get("/failures", c.failures)
 			r.Group(func(r chi.Router) {
 				r.Use(readForm(maxForm), c.checkCSRF)
 				r.Post("/signout", c.signOut)
 				r.With(requireOperator).Post("/replays/{id}/cancel", c.cancel)
 				r.With(requireOperator).Post("/replays/{id}/approve", c.approve)
+				r.With(requireOperator).Post("/failures/{id}/resolve", c.resolveFailure)
 			})
 			r.Group(func(r chi.Router) {
 				r.Use(requireOperator, readForm(maxKeyListForm), c.checkCSRF)
@@ -290,7 +292,7 @@ var nav = []struct {
 	{"/ui/", "Overview", []string{"overview"}},
 	{"/ui/events", "Events", []string{"events", "event"}},
 	{"/ui/conflicts", "Conflicts", []string{"conflicts", "conflict"}},
-	{"/ui/failed", "Failed", []string{"failed"}},
+	{"/ui/failed", "Failed", []string{"failed", "failures"}},
 	{"/ui/replays", "Replays", []string{"replays", "replay", "dryrun"}},
 	{"/ui/reconcile", "Reconcile", []string{"reconcile"}},
 }

@@ -274,6 +274,8 @@ func (c *Console) replay(w http.ResponseWriter, r *http.Request) {
 
 func (d failedData) write(w *writer, p page) {
 	f, op := d.Filter, p.Operator
+	w.m(`<p><a id="by-cause" href="/ui/failures">Grouped by cause →</a> (work items: counts, first and last seen, resolve)</p>
+`)
 	w.m(`<form method="get" action="/ui/failed" class="filter">
   <label>Status <select name="status"><option`).mif(f.Status == string(inbox.StatusFailed), ` selected`).m(`>failed</option><option`).
 		mif(f.Status == string(inbox.StatusQuarantined), ` selected`).m(`>quarantined</option></select></label>
