@@ -618,7 +618,7 @@ func replayerOptions(cfg *config.Config) replayer.Options {
 		MaxRunning:             api.Replays.MaxRunning, ResumeInterval: api.Replays.ResumeInterval,
 		PublishTimeout: api.Replays.PublishTimeout, RetryFor: api.Replays.RetryFor,
 		ReconcileMaxSpan: api.Reconcile.MaxSpan, ReconcileViewerMaxSpan: api.Reconcile.ViewerMaxSpan,
-		MaxReconciles: api.Reconcile.MaxRunning,
+		MaxReconciles: api.Reconcile.MaxRunning, PayloadSearch: api.PayloadSearch,
 		StatsInterval: api.StatsInterval, GapCheckInterval: api.GapCheckInterval,
 		RedriveInterval: api.RedriveInterval, RedriveLookback: api.RedriveLookback,
 		Shard: cfg.Processor.Shard, Integrations: integrationNames(cfg.Integrations)}

@@ -35,6 +35,7 @@ func (r *Replayer) Mount(router chi.Router) {
 			g.Get("/find", r.find)
 			g.Get("/status", r.status)
 			g.Get("/failures", r.listFailures)
+			g.Get("/search", r.search) // payloads: operators, viewers with api.payload_search.viewers
 			g.Get("/conflicts", r.listConflicts)
 			g.Get("/rejections", r.listRejections)
 			g.Get("/replays", r.listReplays)

@@ -98,6 +98,10 @@ type Options struct {
 	// ErrBusy (429 with Retry-After). The re-drive's passes run besides, one
 	// at a time, never waiting for these. Defaults to DefaultMaxReconciles (2).
 	MaxReconciles int
+	// PayloadSearch (api.payload_search) says who may search payloads
+	// (GET /api/v1/search: operators, viewers with Viewers) and bounds one
+	// search; zero fields take config's defaults (10000 messages, 24h).
+	PayloadSearch config.APIPayloadSearch
 	// ResumeInterval (api.replays.resume_interval) is how often Run looks for
 	// running replays no replayer publishes (their replayer died). Defaults to
 	// DefaultResumeInterval (10s).
@@ -169,6 +173,8 @@ func (o Options) WithDefaults() Options {
 	o.MaxRunning = cmp.Or(o.MaxRunning, DefaultMaxRunning)
 	o.ReconcileMaxSpan = cmp.Or(o.ReconcileMaxSpan, DefaultReconcileMaxSpan)
 	o.ReconcileViewerMaxSpan = cmp.Or(o.ReconcileViewerMaxSpan, min(DefaultReconcileViewerMaxSpan, o.ReconcileMaxSpan))
+	o.PayloadSearch.MaxMessages = cmp.Or(o.PayloadSearch.MaxMessages, config.DefaultPayloadSearchMaxMessages)
+	o.PayloadSearch.MaxWindow = cmp.Or(o.PayloadSearch.MaxWindow, config.DefaultPayloadSearchMaxWindow)
 	o.MaxReconciles = cmp.Or(o.MaxReconciles, DefaultMaxReconciles)
 	o.ResumeInterval = cmp.Or(o.ResumeInterval, DefaultResumeInterval)
 	o.GapCheckInterval = cmp.Or(o.GapCheckInterval, DefaultGapCheckInterval)

@@ -14,12 +14,14 @@ import (
 	"github.com/intakehq/intake/replayer/apiclient"
 )
 
-// scanned is one message of a stream scan: headers only, never the body.
+// scanned is one message of a stream scan: headers only, and the body only
+// for a scan that asks for it (scanRange.Bodies: the payload search).
 type scanned struct {
 	Seq     uint64
 	Time    time.Time
 	Subject string
 	Header  nats.Header
+	Body    []byte
 }
 
 // scanRange bounds a scan: sequences From..To (To 0: the stream's last
@@ -29,6 +31,9 @@ type scanRange struct {
 	From, To     uint64
 	Since, Until time.Time
 	Subjects     []string
+	// Bodies: the messages' bodies too (every other scan reads headers
+	// only, and never a payload).
+	Bodies bool
 }
 
 // newScanRange is a selector's stream range; nil bounds are open.
@@ -101,7 +106,7 @@ const scanInactiveThreshold = time.Minute
 func scanConfig(rg scanRange) jetstream.ConsumerConfig {
 	cfg := jetstream.ConsumerConfig{
 		AckPolicy:         jetstream.AckNonePolicy,
-		HeadersOnly:       true,
+		HeadersOnly:       !rg.Bodies,
 		MemoryStorage:     true,
 		InactiveThreshold: scanInactiveThreshold,
 		FilterSubjects:    rg.Subjects,
@@ -172,7 +177,11 @@ func scanStream(ctx context.Context, js jetstream.JetStream, name string, rg sca
 				continue
 			}
 			if rg.Since.IsZero() || !meta.Timestamp.Before(rg.Since) {
-				err := fn(scanned{Seq: seq, Time: meta.Timestamp, Subject: m.Subject(), Header: m.Headers()})
+				sc := scanned{Seq: seq, Time: meta.Timestamp, Subject: m.Subject(), Header: m.Headers()}
+				if rg.Bodies {
+					sc.Body = m.Data()
+				}
+				err := fn(sc)
 				if errors.Is(err, errStopScan) {
 					done = true
 					continue

@@ -69,7 +69,7 @@ one event with its conflicts, deliveries, executions and the replays that touche
 		}
 		return printEvents(cmd.OutOrStdout(), af.output, events, next)
 	}
-	cmd.AddCommand(newEventShowCmd(), newEventFindCmd())
+	cmd.AddCommand(newEventShowCmd(), newEventFindCmd(), newEventSearchCmd())
 	return cmd
 }
 

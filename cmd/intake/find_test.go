@@ -57,3 +57,31 @@ func TestEventsFind(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestEventsSearch (issue 34 item 2): payloads searched by a JSON field's
+// value over a bounded window — operators only by default.
+func TestEventsSearch(t *testing.T) {
+	t.Parallel()
+	r := startOperatorRig(t)
+	r.publish("evt_1", "evt_2", "evt_3")
+	out, errOut, code := r.cli("", cliOperator, "events", "search", "--path", "id", "--value", "evt_2", "--since", "1h")
+	if code != 0 || !strings.Contains(out, "demo/main/evt_2") || strings.Contains(out, "evt_3") || !strings.Contains(errOut, "read 3 messages") {
+		t.Fatalf("search: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := r.cli("", cliViewer, "events", "search", "--path", "id", "--value", "evt_2"); code != codeRefused ||
+		!strings.Contains(errOut, "403") || !strings.Contains(errOut, "api.payload_search.viewers") {
+		t.Errorf("viewer search: exit %d\n%s", code, errOut)
+	}
+	if _, errOut, code := r.cli("", cliOperator, "events", "search", "--path", "id", "--value", "evt_9"); code != codeError ||
+		!strings.Contains(errOut, "read 3 messages") {
+		t.Errorf("search nothing: exit %d\n%s", code, errOut)
+	}
+	if _, errOut, code := r.cli("", cliOperator, "events", "search", "--path", "id", "--value", "x", "--since", "3d"); code != codeRefused ||
+		!strings.Contains(errOut, "api.payload_search.max_window") {
+		t.Errorf("a 3-day window: exit %d\n%s", code, errOut)
+	}
+	if _, errOut, code := r.cli("", cliOperator, "events", "search", "--path", "a..b", "--value", "x"); code != codeRefused ||
+		!strings.Contains(errOut, "segment 2 is empty") {
+		t.Errorf("a bad path: exit %d\n%s", code, errOut)
+	}
+}

@@ -32,6 +32,22 @@ type API struct {
 	Replays APIReplays `yaml:"replays"`
 	// Reconcile bounds reconciles (GET /api/v1/reconcile).
 	Reconcile APIReconcile `yaml:"reconcile"`
+	// PayloadSearch bounds GET /api/v1/search, which reads payloads.
+	PayloadSearch APIPayloadSearch `yaml:"payload_search"`
+}
+
+// APIPayloadSearch is api.payload_search: who may search INTAKE_IN's
+// payloads by a JSON field's value, and how much one search reads.
+type APIPayloadSearch struct {
+	// Viewers lets viewer tokens search payloads too; operators always
+	// may. Off by default: payloads may hold what a viewer should not see.
+	Viewers bool `yaml:"viewers"`
+	// MaxMessages bounds the messages one search reads. Defaults to
+	// DefaultPayloadSearchMaxMessages (10000).
+	MaxMessages int `yaml:"max_messages"`
+	// MaxWindow bounds the time range one search covers. Defaults to
+	// DefaultPayloadSearchMaxWindow (24h).
+	MaxWindow time.Duration `yaml:"max_window"`
 }
 
 // APIReplays is api.replays: the pace and bounds of replays and
@@ -109,6 +125,9 @@ const (
 	DefaultReplayPublishTimeout   = 10 * time.Second
 	DefaultReplayRetryFor         = 2 * time.Minute
 
+	DefaultPayloadSearchMaxMessages = 10_000
+	DefaultPayloadSearchMaxWindow   = 24 * time.Hour
+
 	DefaultReconcileMaxSpan       = 100_000
 	DefaultReconcileViewerMaxSpan = 10_000
 	DefaultMaxReconciles          = 2
@@ -122,6 +141,8 @@ func (a API) WithDefaults() API {
 	setDefault(&a.GapCheckInterval, DefaultGapCheckInterval)
 	a.Replays = a.Replays.WithDefaults()
 	a.Reconcile = a.Reconcile.WithDefaults()
+	setDefault(&a.PayloadSearch.MaxMessages, DefaultPayloadSearchMaxMessages)
+	setDefault(&a.PayloadSearch.MaxWindow, DefaultPayloadSearchMaxWindow)
 	return a
 }
 
@@ -188,10 +209,13 @@ func (a API) Validate() error {
 		field string
 		d     time.Duration
 	}{{"api.redrive_lookback", a.RedriveLookback}, {"api.stats_interval", a.StatsInterval},
-		{"api.gap_check_interval", a.GapCheckInterval}} {
+		{"api.gap_check_interval", a.GapCheckInterval}, {"api.payload_search.max_window", a.PayloadSearch.MaxWindow}} {
 		if d.d <= 0 {
 			p.add(d.field, "must be positive, got %s", d.d)
 		}
+	}
+	if a.PayloadSearch.MaxMessages <= 0 {
+		p.add("api.payload_search.max_messages", "must be positive, got %d", a.PayloadSearch.MaxMessages)
 	}
 	p.also(a.Replays.validate())
 	p.also(a.Reconcile.validate())
