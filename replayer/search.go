@@ -146,4 +146,3 @@ func matchPath(body []byte, path []string, value string) bool {
 	}
 	return false // an object or an array is not a value
 }
-

@@ -82,7 +82,7 @@ replay them from <a href="/ui/failed">Failed</a> to apply them. A group whose ev
 			w.t(*g.ResolvedBy).m(` at `).t(tsp(g.ResolvedAt)).m(`: `).t(deref(g.Note)).mif(!g.Resolved, ` <b>(failing again since)</b>`)
 		}
 		if p.Operator {
-			w.m(`<form method="post" action="`).u(link(Prefix+"/failures/"+url.PathEscape(g.ID)+"/resolve")).m(`" class="inline mutate">
+			w.m(`<form method="post" action="`).u(link(Prefix + "/failures/" + url.PathEscape(g.ID) + "/resolve")).m(`" class="inline mutate">
   <input type="hidden" name="csrf" value="`).t(p.CSRF).m(`">
   <input name="note" required maxlength="2000" placeholder="what was done" aria-label="resolution note">
   <button type="submit">Resolve</button>
