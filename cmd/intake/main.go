@@ -88,6 +88,8 @@ func newRootWith(g *globals) *cobra.Command {
 		newConflictsCmd(),
 		newStatusCmd(),
 		newFailuresCmd(),
+		newLoginCmd(),
+		newLogoutCmd(),
 		newBenchCmd(g),
 		newVersionCmd(),
 		newNATSCmd(),

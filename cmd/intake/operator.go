@@ -36,21 +36,18 @@ const (
 
 // apiFlags are --server, --token and -o, which every operator command takes.
 type apiFlags struct {
+	cmd    *cobra.Command
 	server string
 	token  string
 	output string
 }
 
 // addAPIFlags adds --server, --token and -o to cmd; defaults come from
-// INTAKE_SERVER and INTAKE_TOKEN.
+// INTAKE_SERVER and INTAKE_TOKEN, else what `intake login` saved.
 func addAPIFlags(cmd *cobra.Command) *apiFlags {
-	a := &apiFlags{}
-	server := os.Getenv("INTAKE_SERVER")
-	if server == "" {
-		server = defaultAPI
-	}
+	a := &apiFlags{cmd: cmd}
 	f := cmd.Flags()
-	f.StringVar(&a.server, "server", server, "replayer API base URL (env INTAKE_SERVER)")
+	f.StringVar(&a.server, "server", defaultAPI, "replayer API base URL (default: env INTAKE_SERVER, else `intake login`'s, else "+defaultAPI+")")
 	f.StringVar(&a.token, "token", "", "API bearer token (default: env INTAKE_TOKEN)")
 	f.StringVarP(&a.output, "output", "o", outputTable, "output: table or json")
 	return a
@@ -61,8 +58,22 @@ func (a *apiFlags) client() (*apiclient.Client, error) {
 	if a.token == "" {
 		a.token = os.Getenv("INTAKE_TOKEN") // not a flag default: --help would print it
 	}
+	if !a.cmd.Flags().Changed("server") {
+		if env := os.Getenv("INTAKE_SERVER"); env != "" {
+			a.server = env
+		} else if a.token == "" {
+			// The saved login, whole: its token is for its server.
+			saved, err := loadCLIContext()
+			if err != nil {
+				return nil, err
+			}
+			if saved.Token != "" {
+				a.server, a.token = saved.Server, saved.Token
+			}
+		}
+	}
 	if a.token == "" {
-		return nil, errors.New("no API token: pass --token or set INTAKE_TOKEN")
+		return nil, errors.New("no API token: pass --token, set INTAKE_TOKEN, or run `intake login`")
 	}
 	if a.output != outputTable && a.output != outputJSON {
 		return nil, fmt.Errorf("--output: table or json, got %q", a.output)

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLoginSavesAContext (issue 34 item 9): `intake login` checks the token
+// and saves server and token (0600); the operator commands then need no
+// flags; `intake logout` removes it. Not parallel: it sets the environment.
+func TestLoginSavesAContext(t *testing.T) {
+	r := startOperatorRig(t)
+	r.publish("evt_1")
+	path := filepath.Join(t.TempDir(), "cfg", "context.json")
+	t.Setenv("INTAKE_CLI_CONTEXT", path)
+	t.Setenv("INTAKE_TOKEN", "")
+	t.Setenv("INTAKE_SERVER", "")
+	run := func(stdin string, args ...string) (string, int) {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetArgs(args)
+		root.SetIn(strings.NewReader(stdin))
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.ExecuteContext(context.Background())
+		code := 0
+		if ee, ok := err.(exitError); ok {
+			code = ee.code
+		} else if err != nil {
+			code = 1
+			out.WriteString(err.Error())
+		}
+		return out.String(), code
+	}
+
+	if out, code := run("not-a-token-0123456789\n", "login", "--server", r.base); code != codeRefused || !strings.Contains(out, "401") {
+		t.Fatalf("login with a bad token: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a refused login saved a context (%v)", err)
+	}
+	if out, code := run("", "events"); code != 1 || !strings.Contains(out, "intake login") {
+		t.Fatalf("no token, no login: exit %d\n%s", code, out)
+	}
+	if out, code := run(cliViewer+"\n", "login", "--server", r.base); code != 0 || !strings.Contains(out, "logged in to "+r.base) {
+		t.Fatalf("login: exit %d\n%s", code, out)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("saved context: %v, mode %v; want 0600", err, fi.Mode())
+	}
+	if out, code := run("", "events"); code != 0 || !strings.Contains(out, "demo/main/evt_1") {
+		t.Fatalf("events after login: exit %d\n%s", code, out)
+	}
+	if out, code := run("", "logout"); code != 0 || !strings.Contains(out, "removed") {
+		t.Fatalf("logout: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("logout left the context (%v)", err)
+	}
+}
