@@ -245,8 +245,13 @@ func TestHMACTemplateConfig(t *testing.T) {
 		// several ids.
 		{"id next to body", cfg(HMACConfig{Template: "{id}{body}"}, Field{Header: "X-Id"}), "{body} follows {id}"},
 		{"body next to id", cfg(HMACConfig{Template: "{body}{id}"}, Field{Header: "X-Id"}), "{id} follows {body}"},
-		{"timestamp next to id", cfg(HMACConfig{Template: "{timestamp}{id}.{body}", TimestampHeader: "X-Ts"}, Field{Header: "X-Id"}),
-			"{id} follows {timestamp}"},
+		{"free-form id next to timestamp", cfg(HMACConfig{Template: "{id}{timestamp}.{body}", TimestampHeader: "X-Ts"}, Field{Header: "X-Id"}),
+			"{timestamp} follows {id}"},
+		{"unknown id_format", cfg(HMACConfig{Template: "{id}.{body}", IDFormat: "ulid"}, Field{Header: "X-Id"}), "hmac.id_format"},
+		{"id_format without {id}", cfg(HMACConfig{IDFormat: "uuid"}, idField), "hmac.id_format"},
+		{"unknown timestamp_format", cfg(HMACConfig{Template: "{timestamp}.{body}", TimestampHeader: "X-Ts", TimestampFormat: "iso"}, idField),
+			"hmac.timestamp_format"},
+		{"timestamp_format without header", cfg(HMACConfig{TimestampFormat: "rfc3339"}, idField), "hmac.timestamp_format"},
 		// Issue 14: an unsigned header id needs the explicit opt-in.
 		{"unsigned id header", cfg(HMACConfig{}, Field{Header: "X-Event-Id"}), "hmac.allow_unsigned_id"},
 		{"unsigned id header beside a field", cfg(HMACConfig{}, Field{Header: "X-Event-Id", Field: "id"}), "hmac.allow_unsigned_id"},
@@ -259,8 +264,13 @@ func TestHMACTemplateConfig(t *testing.T) {
 			t.Errorf("%s: err = %v, want it to name %q", tt.name, err, tt.errHas)
 		}
 	}
-	for _, tmpl := range []string{"{body}", "a{-}c{body}", "{timestamp}.{body}", "}{{body}{", "{ {body} }"} {
+	// Side by side where a fixed format gives the split (template_test.go).
+	for _, tmpl := range []string{"{body}", "a{-}c{body}", "{timestamp}.{body}", "}{{body}{", "{ {body} }",
+		"{timestamp}{body}", "{body}{timestamp}", "{timestamp}{id}.{body}"} {
 		c := cfg(HMACConfig{Template: tmpl}, idField)
+		if strings.Contains(tmpl, "{id}") {
+			c.EventID = Field{Header: "X-Id"}
+		}
 		if strings.Contains(tmpl, "{timestamp}") {
 			c.HMAC.TimestampHeader = "X-Ts"
 		}

@@ -1,0 +1,134 @@
+package provider
+
+// Presets name a sender on one of the families: provider paddle is pairs
+// with Paddle's header, keys and template, and the event id where Paddle
+// puts it. A preset is configuration only, no code of its own; each has a
+// test against its provider's published vector or SDK (presets_test.go)
+// and a row in docs/providers.md. What the operator sets wins over what the
+// preset fills in: identity fields (event_id, event_type, object_id,
+// object_version) override the preset's; the family's option block (hmac:,
+// pairs:, token:) is the preset's alone, so configuring one is an error
+// rather than a silent merge.
+
+import (
+	"fmt"
+	"sort"
+)
+
+// preset is a family and its filled-in configuration.
+type preset struct {
+	family            string
+	hmac              HMACConfig
+	pairs             PairsConfig
+	token             TokenConfig
+	eventID, evType   Field
+	objectID, version Field
+}
+
+var presets = map[string]preset{
+	// Paddle Billing: Paddle-Signature "ts=…;h1=…" over "{ts}:{body}"
+	// (paddle-go-sdk WebhookVerifier); event_id and event_type in the body.
+	"paddle": {family: "pairs",
+		pairs:   PairsConfig{Header: "Paddle-Signature", PairSeparator: ";", TimestampKey: "ts", SignatureKey: "h1", Template: "{timestamp}:{body}"},
+		eventID: Field{Field: "event_id"}, evType: Field{Field: "event_type"}},
+	// WorkOS: WorkOS-Signature "t=<ms>, v1=…" over "{t}.{body}", past-only
+	// window (workos-go pkg/webhooks); body id and event.
+	"workos": {family: "pairs",
+		pairs:   PairsConfig{Header: "WorkOS-Signature", PairSeparator: ", ", TimestampFormat: "unix_ms", Window: "past"},
+		eventID: Field{Field: "id"}, evType: Field{Field: "event"}},
+	// Vercel: x-vercel-signature, hex HMAC-SHA1 of the body; body id, type.
+	"vercel": {family: "hmac",
+		hmac:    HMACConfig{Header: "X-Vercel-Signature", Algorithm: "sha1"},
+		eventID: Field{Field: "id"}, evType: Field{Field: "type"}},
+	// Intercom: X-Hub-Signature "sha1=" + hex HMAC-SHA1 of the body keyed
+	// with the app's client secret; body id (notif_…), topic.
+	"intercom": {family: "hmac",
+		hmac:    HMACConfig{Header: "X-Hub-Signature", Prefix: "sha1=", Algorithm: "sha1"},
+		eventID: Field{Field: "id"}, evType: Field{Field: "topic"}},
+	// Typeform: Typeform-Signature "sha256=" + base64 HMAC-SHA256 of the
+	// body; body event_id, event_type.
+	"typeform": {family: "hmac",
+		hmac:    HMACConfig{Header: "Typeform-Signature", Prefix: "sha256=", Encoding: "base64"},
+		eventID: Field{Field: "event_id"}, evType: Field{Field: "event_type"}},
+	// Coinbase Commerce: X-CC-Webhook-Signature, hex HMAC-SHA256 of the
+	// body; the event's id and type in body event.
+	"coinbase": {family: "hmac",
+		hmac:    HMACConfig{Header: "X-CC-Webhook-Signature"},
+		eventID: Field{Field: "event.id"}, evType: Field{Field: "event.type"}},
+	// Sentry integrations: Sentry-Hook-Signature, hex HMAC-SHA256 of the
+	// body; the id is the unsigned Request-ID header (replay guard on).
+	"sentry": {family: "hmac",
+		hmac:    HMACConfig{Header: "Sentry-Hook-Signature", AllowUnsignedID: true},
+		eventID: Field{Header: "Request-ID"}, evType: Field{Header: "Sentry-Hook-Resource"}},
+	// Linear: Linear-Signature, hex HMAC-SHA256 of the body; the id is the
+	// unsigned Linear-Delivery header (replay guard on), type Linear-Event.
+	"linear": {family: "hmac",
+		hmac:    HMACConfig{Header: "Linear-Signature", AllowUnsignedID: true},
+		eventID: Field{Header: "Linear-Delivery"}, evType: Field{Header: "Linear-Event"}},
+	// Bitbucket Cloud: X-Hub-Signature "sha256=" + hex HMAC-SHA256 of the
+	// body; the id is the unsigned X-Request-UUID (replay guard on).
+	"bitbucket": {family: "hmac",
+		hmac:    HMACConfig{Header: "X-Hub-Signature", Prefix: "sha256=", AllowUnsignedID: true},
+		eventID: Field{Header: "X-Request-UUID"}, evType: Field{Header: "X-Event-Key"}},
+	// GitLab with a secret token: X-Gitlab-Token holds it as it is; the id
+	// is Idempotency-Key (stable across retries), type X-Gitlab-Event;
+	// nothing is signed (replay guard on).
+	"gitlab-token": {family: "token",
+		token:   TokenConfig{Header: "X-Gitlab-Token"},
+		eventID: Field{Header: "Idempotency-Key"}, evType: Field{Header: "X-Gitlab-Event"}},
+}
+
+// Presets lists the preset names, sorted.
+func Presets() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Resolve returns cfg with a preset expanded into its family (Provider set
+// to the family, its options and identity defaults filled in); a family's
+// own config is returned as it is. config uses it to decide per-family
+// defaults (the replay guard) for a preset.
+func Resolve(cfg Config) (Config, error) { return resolvePreset(cfg) }
+
+func resolvePreset(cfg Config) (Config, error) {
+	p, ok := presets[cfg.Provider]
+	if !ok {
+		return cfg, nil
+	}
+	name := cfg.Provider
+	for _, o := range []struct {
+		key string
+		set bool
+	}{
+		{"hmac", cfg.HMAC != (HMACConfig{})},
+		{"pairs", cfg.Pairs != (PairsConfig{})},
+		{"token", cfg.Token != (TokenConfig{})},
+		{"pubkey", cfg.PubKey != (PubKeyConfig{})},
+	} {
+		if o.set {
+			return cfg, fmt.Errorf("%s: not with provider %s (the preset sets the scheme; use provider %s to configure it yourself)", o.key, name, p.family)
+		}
+	}
+	cfg.Provider = p.family
+	cfg.HMAC, cfg.Pairs, cfg.Token = p.hmac, p.pairs, p.token
+	for _, f := range []struct {
+		dst *Field
+		def Field
+	}{
+		{&cfg.EventID, p.eventID}, {&cfg.EventType, p.evType}, {&cfg.ObjectID, p.objectID}, {&cfg.ObjectVersion, p.version},
+	} {
+		if f.dst.IsZero() {
+			*f.dst = f.def
+		}
+	}
+	// An operator's event_id.field over a preset's unsigned header id is
+	// signed; the opt-in stays only while a header id is in play.
+	if cfg.EventID.Header == "" {
+		cfg.HMAC.AllowUnsignedID, cfg.Pairs.AllowUnsignedID = false, false
+	}
+	return cfg, nil
+}
