@@ -59,13 +59,13 @@ func TestPresets(t *testing.T) {
 			header: hdr("x-vercel-signature", sha1hex("vsecret", vercelBody)), want: Identity{ID: "evt_v1", Type: "deployment.created"}},
 		{name: "intercom: sha1= hex", provider: "intercom", secret: "client-secret", body: intercomBody,
 			header: hdr("X-Hub-Signature", "sha1="+sha1hex("client-secret", intercomBody)),
-			want: Identity{ID: "notif_1", Type: "conversation.user.created"}},
+			want:   Identity{ID: "notif_1", Type: "conversation.user.created"}},
 		{name: "typeform: sha256= base64", provider: "typeform", secret: "tf", body: typeformBody,
 			header: hdr("Typeform-Signature", "sha256="+base64.StdEncoding.EncodeToString(macOf(sha256.New, "tf", typeformBody))),
-			want: Identity{ID: "01HTF", Type: "form_response"}},
+			want:   Identity{ID: "01HTF", Type: "form_response"}},
 		{name: "coinbase: hex of the body", provider: "coinbase", secret: "cb", body: coinbaseBody,
 			header: hdr("X-CC-Webhook-Signature", hex.EncodeToString(macOf(sha256.New, "cb", coinbaseBody))),
-			want: Identity{ID: "24934862-d980-46cb-9402-43c81b0cdba6", Type: "charge:created"}},
+			want:   Identity{ID: "24934862-d980-46cb-9402-43c81b0cdba6", Type: "charge:created"}},
 		// GitHub's documented vector ("It's a Secret to Everybody", "Hello, World!"),
 		// which Bitbucket's scheme shares.
 		{name: "bitbucket: the shared sha256= vector", provider: "bitbucket", secret: "It's a Secret to Everybody", body: "Hello, World!",
@@ -80,7 +80,7 @@ func TestPresets(t *testing.T) {
 				"Linear-Delivery", "d-1", "Linear-Event", "Issue"), want: Identity{ID: "d-1", Type: "Issue"}, replayGuard: true},
 		{name: "gitlab-token: X-Gitlab-Token", provider: "gitlab-token", secret: "glt", body: `{"object_kind":"push"}`,
 			header: hdr("X-Gitlab-Token", "glt", "Idempotency-Key", "ik-1", "X-Gitlab-Event", "Push Hook"),
-			want: Identity{ID: "ik-1", Type: "Push Hook"}, replayGuard: true},
+			want:   Identity{ID: "ik-1", Type: "Push Hook"}, replayGuard: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := Config{Provider: tt.provider, Secrets: []string{"wrong-" + tt.secret, tt.secret}, Tolerance: DefaultTolerance}
