@@ -155,6 +155,13 @@ func New(o Options) (*Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ingress: integration %s: %w", in.Name, err)
 		}
+		if alg := provider.WeakAlgorithm(in.Config); alg != "" {
+			// Opted into per integration; said once at start, and kept
+			// visible as a gauge for as long as it is configured.
+			log.Warn("integration verifies with a weak hash; move it to sha256 when the sender offers it",
+				"integration", in.Name, "provider", in.Provider, "algorithm", alg)
+			m.WeakAlgorithm.WithLabelValues(in.Name, alg).Set(1)
+		}
 		it := &integration{Integration: in, verifier: v, unsignedID: in.GuardsReplays(), m: newIntegrationMetrics(m, in)}
 		if rl := in.RateLimit; rl.PerSecond > 0 {
 			it.limiter = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
