@@ -2,6 +2,7 @@ package provider
 
 import (
 	"errors"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -200,6 +201,35 @@ func FuzzTemplateInjective(f *testing.F) {
 		got := splits(v, expand(tmpl, id, ts, body), now)
 		if len(got) != 1 || got[0] != want {
 			t.Fatalf("template %q (%s, id %s): %q reads %d ways: %q", tmpl, format, idFormat, want, len(got), got)
+		}
+	})
+}
+
+var rfc3339Grammar = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$`)
+
+// FuzzTimestampFormats: the strict RFC 3339 reader is its grammar exactly
+// (differential against a regular expression), what it accepts time.Parse
+// reads, and canonical unix values have no leading zero.
+func FuzzTimestampFormats(f *testing.F) {
+	for _, s := range []string{"2019-11-16T10:11:12.634234626Z", "2023-03-23T20:38:17+01:00", "2023-03-23t20:38:17Z",
+		"2023-03-23T20:38:17", "2023-03-23T20:38:17.Z", "2023-13-23T20:38:17Z", "1700000000", "01700000000", "0", "1700000000000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := strictRFC3339(s), rfc3339Grammar.MatchString(s); got != want {
+			t.Fatalf("strictRFC3339(%q) = %v, grammar says %v", s, got, want)
+		}
+		if tm, err := formatRFC3339.parse(s, true); err == nil {
+			if back, perr := time.Parse(time.RFC3339Nano, s); perr != nil || !back.Equal(tm) {
+				t.Fatalf("parse(%q) = %v, time.Parse: %v, %v", s, tm, back, perr)
+			}
+		} else if !errors.Is(err, ErrTimestamp) {
+			t.Fatalf("error %v does not wrap ErrTimestamp", err)
+		}
+		for _, f := range []timestampFormat{formatUnix, formatUnixMS} {
+			if _, err := f.parse(s, true); err == nil && (len(s) > 1 && s[0] == '0' || strings.Trim(s, "0123456789") != "") {
+				t.Fatalf("%s: canonical parse accepted %q", f, s)
+			}
 		}
 	})
 }
