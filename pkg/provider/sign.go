@@ -4,7 +4,6 @@ import (
 	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -44,6 +43,10 @@ func Sign(cfg Config, secretIndex int, eventID string, body []byte, now time.Tim
 func SignMessage(cfg Config, secretIndex int, m Message) (http.Header, error) {
 	if secretIndex < 0 || secretIndex >= len(cfg.Secrets) {
 		return nil, fmt.Errorf("secrets[%d]: no such secret", secretIndex)
+	}
+	cfg, err := resolvePreset(cfg)
+	if err != nil {
+		return nil, err
 	}
 	secret := cfg.Secrets[secretIndex]
 	ts := strconv.FormatInt(m.Time.Unix(), 10)
@@ -88,7 +91,19 @@ func SignMessage(cfg Config, secretIndex int, m Message) (http.Header, error) {
 		h.Set("X-Slack-Request-Timestamp", ts)
 		h.Set("X-Slack-Signature", "v0="+hex.EncodeToString(macSum(sha256.New, secret, "v0:"+ts+":", m.Body)))
 	case "hmac":
-		signHMAC(h, cfg, secret, ts, m)
+		signHMAC(h, cfg, secret, m)
+	case "pairs":
+		signPairs(h, cfg, secret, m)
+	case "token":
+		name := cfg.Token.Header
+		if name == "" {
+			name = "Authorization"
+		}
+		h.Set(name, cfg.Token.Prefix+secret)
+		setIdentityHeaders(h, cfg, m)
+	case "basic":
+		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(secret)))
+		setIdentityHeaders(h, cfg, m)
 	default:
 		return nil, fmt.Errorf("provider %q: signing not supported", cfg.Provider)
 	}
@@ -136,13 +151,25 @@ func signStandardScheme(secret, prefix string, body []byte) (string, error) {
 	}
 }
 
+// formatTime writes t as a timestamp_format option says.
+func formatTime(format string, t time.Time) string {
+	switch format {
+	case "unix_ms":
+		return strconv.FormatInt(t.UnixMilli(), 10)
+	case "rfc3339":
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	return strconv.FormatInt(t.Unix(), 10)
+}
+
 // signHMAC fills the generic provider's headers, expanding hmac.template by
 // plain substitution.
-func signHMAC(h http.Header, cfg Config, secret, ts string, m Message) {
-	newHash := sha256.New
-	if strings.EqualFold(cfg.HMAC.Algorithm, "sha512") {
-		newHash = sha512.New
+func signHMAC(h http.Header, cfg Config, secret string, m Message) {
+	newHash, _, err := macAlgorithm(cfg.HMAC.Algorithm)
+	if err != nil {
+		newHash = sha256.New // New refuses it; the signature will not verify
 	}
+	ts := formatTime(cfg.HMAC.TimestampFormat, m.Time)
 	template := cfg.HMAC.Template
 	if template == "" {
 		template = "{body}"
@@ -162,15 +189,57 @@ func signHMAC(h http.Header, cfg Config, secret, ts string, m Message) {
 	if cfg.HMAC.TimestampHeader != "" {
 		h.Set(cfg.HMAC.TimestampHeader, ts)
 	}
+	setIdentityHeaders(h, cfg, m)
+}
+
+// setIdentityHeaders sets the id and type headers a configuration reads.
+func setIdentityHeaders(h http.Header, cfg Config, m Message) {
 	if cfg.EventID.Header != "" {
 		h.Set(cfg.EventID.Header, m.ID)
 	}
+	if cfg.EventType.Header != "" && m.Type != "" {
+		h.Set(cfg.EventType.Header, m.Type)
+	}
+}
+
+// signPairs fills a pairs header: the timestamp pair (or header), then one
+// signature pair over the template.
+func signPairs(h http.Header, cfg Config, secret string, m Message) {
+	c := cfg.Pairs
+	newHash, _, err := macAlgorithm(c.Algorithm)
+	if err != nil {
+		newHash = sha256.New
+	}
+	ts := formatTime(c.TimestampFormat, m.Time)
+	template := orDefault(c.Template, "{timestamp}.{body}")
+	before, after, _ := strings.Cut(template, "{body}")
+	expand := strings.NewReplacer("{timestamp}", ts)
+	mac := hmac.New(newHash, []byte(secret))
+	mac.Write([]byte(expand.Replace(before)))
+	mac.Write(m.Body)
+	mac.Write([]byte(expand.Replace(after)))
+	sig := hex.EncodeToString(mac.Sum(nil))
+	if strings.EqualFold(c.Encoding, "base64") {
+		sig = base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	}
+	kv, sep := orDefault(c.KVSeparator, "="), orDefault(c.PairSeparator, ",")
+	value := orDefault(c.SignatureKey, "v1") + kv + sig
+	if c.TimestampHeader != "" {
+		h.Set(c.TimestampHeader, ts)
+	} else {
+		value = orDefault(c.TimestampKey, "t") + kv + ts + sep + value
+	}
+	h.Set(c.Header, value)
+	setIdentityHeaders(h, cfg, m)
 }
 
 // SampleBody returns a small JSON event of the provider's shape from which
 // its verifier reads id and typ: `intake send`'s default payload. It depends
 // only on its arguments, so the same id twice is the same delivery.
 func SampleBody(cfg Config, id, typ string) []byte {
+	if r, err := resolvePreset(cfg); err == nil {
+		cfg = r
+	}
 	msg := map[string]any{"message": "hello from intake send"}
 	var ev map[string]any
 	switch cfg.Provider {
@@ -186,23 +255,32 @@ func SampleBody(cfg Config, id, typ string) []byte {
 			"event": map[string]any{"type": typ, "text": msg["message"]}}
 	default:
 		ev = map[string]any{"id": id, "type": typ, "data": msg}
-		// Put the id where a configured event_id field reads it, when that
-		// is a plain dotted path.
+		// Put the id and type where configured fields read them, when
+		// those are plain dotted paths.
 		if p := cfg.EventID.Field; cfg.EventID.Header == "" && p != "" && p != "id" && !strings.Contains(p, `\`) {
 			delete(ev, "id")
-			keys := strings.Split(p, ".")
-			node := ev
-			for _, k := range keys[:len(keys)-1] {
-				next, ok := node[k].(map[string]any)
-				if !ok {
-					next = map[string]any{}
-					node[k] = next
-				}
-				node = next
-			}
-			node[keys[len(keys)-1]] = id
+			setPath(ev, p, id)
+		}
+		if p := cfg.EventType.Field; p != "" && p != "type" && !strings.Contains(p, `\`) && typ != "" {
+			delete(ev, "type")
+			setPath(ev, p, typ)
 		}
 	}
 	b, _ := json.Marshal(ev) // maps of strings always marshal
 	return b
+}
+
+// setPath sets the dotted path p in ev to v, making objects on the way.
+func setPath(ev map[string]any, p, v string) {
+	keys := strings.Split(p, ".")
+	node := ev
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := node[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			node[k] = next
+		}
+		node = next
+	}
+	node[keys[len(keys)-1]] = v
 }
