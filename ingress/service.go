@@ -45,7 +45,8 @@ type Service struct {
 type integration struct {
 	config.Integration
 	verifier provider.Verifier
-	limiter  *rate.Limiter // nil: no rate limit
+	splitter *provider.Splitter // nil: one delivery, one event
+	limiter  *rate.Limiter      // nil: no rate limit
 	// copies is the rate limit of copies under fresh ids of a body just
 	// published (s.recent), beside limiter so they never spend a genuine
 	// sender's; nil: no rate limit.
@@ -162,7 +163,11 @@ func New(o Options) (*Service, error) {
 				"integration", in.Name, "provider", in.Provider, "algorithm", alg)
 			m.WeakAlgorithm.WithLabelValues(in.Name, alg).Set(1)
 		}
-		it := &integration{Integration: in, verifier: v, unsignedID: in.GuardsReplays(), m: newIntegrationMetrics(m, in)}
+		sp, err := provider.NewSplitter(in.Config)
+		if err != nil {
+			return nil, fmt.Errorf("ingress: integration %s: %w", in.Name, err)
+		}
+		it := &integration{Integration: in, verifier: v, splitter: sp, unsignedID: in.GuardsReplays(), m: newIntegrationMetrics(m, in)}
 		if rl := in.RateLimit; rl.PerSecond > 0 {
 			it.limiter = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
 			it.copies = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)

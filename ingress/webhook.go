@@ -28,6 +28,9 @@ type Answer struct {
 	Status envelope.Answer `json:"status"`
 	Key    string          `json:"key,omitempty"`    // scoped key, for accepted and duplicate
 	Reason string          `json:"reason,omitempty"` // short machine-readable reason for errors
+	// Items is how many events a split delivery carried (batch.go); absent
+	// for a delivery of one event.
+	Items int `json:"items,omitempty"`
 }
 
 // retryAfter is what 503 answers ask providers to wait, in seconds.
@@ -123,6 +126,9 @@ func (s *Service) receive(q *request) (code int, outcome string) {
 	}
 	if v := s.verify(q); v.refused() {
 		return s.reject(q, v)
+	}
+	if q.in.splitter != nil {
+		return s.receiveBatch(q)
 	}
 	if q.ev.Challenge == "" {
 		if v := s.scopeKey(q); v.refused() {

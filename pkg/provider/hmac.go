@@ -97,7 +97,7 @@ func newHMAC(cfg Config) (Verifier, error) {
 	default:
 		return nil, fmt.Errorf("hmac.encoding: unknown %q (hex or base64)", c.Encoding)
 	}
-	if cfg.EventID.IsZero() {
+	if cfg.EventID.IsZero() && cfg.Split.IsZero() {
 		return nil, fmt.Errorf("event_id: header or field required for provider hmac")
 	}
 

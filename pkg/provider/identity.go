@@ -20,12 +20,15 @@ import (
 // identityReader holds the four validated sources.
 type identityReader struct {
 	eventID, eventType, objectID, objectVersion source
+	// split: each item of the delivery names its own id (split.go), the
+	// delivery none.
+	split bool
 }
 
 // newIdentity resolves cfg's fields over the provider's defaults. A zero
 // default means the provider supplies the value itself (or none).
 func newIdentity(cfg Config, defaults identityFields) (identityReader, error) {
-	var id identityReader
+	id := identityReader{split: !cfg.Split.IsZero()}
 	for _, f := range []struct {
 		name      string
 		cfg, def  Field
@@ -66,7 +69,7 @@ func (id *identityReader) read(h http.Header, body *jsonBody, ev *Identity) erro
 			return fmt.Errorf("event id: %w", err)
 		}
 	}
-	if ev.ID == "" {
+	if ev.ID == "" && !id.split {
 		return fmt.Errorf("%w: no event id at %s", ErrMalformed, id.eventID)
 	}
 	for _, f := range []struct {

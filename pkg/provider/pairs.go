@@ -165,7 +165,7 @@ func newPairs(cfg Config) (Verifier, error) {
 			return nil, fmt.Errorf("tolerance: %w", err)
 		}
 	}
-	if cfg.EventID.IsZero() {
+	if cfg.EventID.IsZero() && cfg.Split.IsZero() {
 		return nil, fmt.Errorf("event_id: header or field required for provider pairs")
 	}
 	if cfg.EventID.Header != "" && !c.AllowUnsignedID {

@@ -21,6 +21,8 @@ type preset struct {
 	hmac              HMACConfig
 	pairs             PairsConfig
 	token             TokenConfig
+	pubkey            PubKeyConfig
+	split             SplitConfig
 	eventID, evType   Field
 	objectID, version Field
 }
@@ -114,7 +116,16 @@ func resolvePreset(cfg Config) (Config, error) {
 		}
 	}
 	cfg.Provider = p.family
-	cfg.HMAC, cfg.Pairs, cfg.Token = p.hmac, p.pairs, p.token
+	cfg.HMAC, cfg.Pairs, cfg.Token, cfg.PubKey = p.hmac, p.pairs, p.token, p.pubkey
+	if cfg.Split.IsZero() {
+		cfg.Split = p.split
+	}
+	if !cfg.Split.IsZero() {
+		// Each item names its id and type; the preset's delivery-level
+		// fields would read the batch as one event.
+		cfg.HMAC.AllowUnsignedID, cfg.Pairs.AllowUnsignedID, cfg.PubKey.AllowUnsignedID = false, false, false
+		return cfg, nil
+	}
 	for _, f := range []struct {
 		dst *Field
 		def Field

@@ -146,6 +146,9 @@ type Config struct {
 	Token TokenConfig `yaml:"token,omitempty"`
 	// PubKey configures provider pubkey.
 	PubKey PubKeyConfig `yaml:"pubkey,omitempty"`
+	// Split cuts one delivery into one event per item of an array (split.go).
+	// Defaults to none: one delivery, one event.
+	Split SplitConfig `yaml:"split,omitempty"`
 }
 
 // DefaultTolerance is the timestamp tolerance when Config.Tolerance is zero.
@@ -187,6 +190,12 @@ func New(cfg Config) (Verifier, error) {
 	preset := cfg.Provider
 	cfg, err := resolvePreset(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkSplitIdentity(cfg); err != nil {
+		return nil, err
+	}
+	if _, err := NewSplitter(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Provider != preset {

@@ -132,7 +132,7 @@ func newPubKey(cfg Config) (Verifier, error) {
 			return nil, fmt.Errorf("tolerance: %w", err)
 		}
 	}
-	if cfg.EventID.IsZero() {
+	if cfg.EventID.IsZero() && cfg.Split.IsZero() {
 		return nil, fmt.Errorf("event_id: header or field required for provider pubkey")
 	}
 	if cfg.EventID.Header != "" && !c.AllowUnsignedID {

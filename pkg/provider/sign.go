@@ -241,6 +241,23 @@ func SampleBody(cfg Config, id, typ string) []byte {
 		cfg = r
 	}
 	msg := map[string]any{"message": "hello from intake send"}
+	if sp := cfg.Split; !sp.IsZero() && plainPath(sp.ID) && plainPath(sp.Field) && plainPath(sp.Type) {
+		// A batch of one item, where the splitter reads it.
+		item := map[string]any{"data": msg}
+		setPath(item, sp.ID, id)
+		if sp.Type != "" && typ != "" {
+			setPath(item, sp.Type, typ)
+		}
+		var b []byte
+		if sp.Field == "" {
+			b, _ = json.Marshal([]any{item})
+		} else {
+			outer := map[string]any{}
+			setPath(outer, sp.Field, []any{item})
+			b, _ = json.Marshal(outer)
+		}
+		return b
+	}
 	var ev map[string]any
 	switch cfg.Provider {
 	case "stripe":
@@ -270,8 +287,11 @@ func SampleBody(cfg Config, id, typ string) []byte {
 	return b
 }
 
+// plainPath: p is empty or dotted keys without escapes.
+func plainPath(p string) bool { return !strings.Contains(p, `\`) }
+
 // setPath sets the dotted path p in ev to v, making objects on the way.
-func setPath(ev map[string]any, p, v string) {
+func setPath(ev map[string]any, p string, v any) {
 	keys := strings.Split(p, ".")
 	node := ev
 	for _, k := range keys[:len(keys)-1] {

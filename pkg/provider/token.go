@@ -66,7 +66,7 @@ func newToken(cfg Config) (Verifier, error) {
 	for _, s := range cfg.Secrets {
 		v.digests = append(v.digests, sha256.Sum256([]byte(s)))
 	}
-	if cfg.EventID.IsZero() {
+	if cfg.EventID.IsZero() && cfg.Split.IsZero() {
 		return nil, fmt.Errorf("event_id: header or field required for provider %s", cfg.Provider)
 	}
 	var err error
