@@ -46,7 +46,9 @@ type integration struct {
 	config.Integration
 	verifier provider.Verifier
 	splitter *provider.Splitter // nil: one delivery, one event
-	limiter  *rate.Limiter      // nil: no rate limit
+	// handshaker answers GET /webhooks/{name} (okta, dropbox); nil: none.
+	handshaker *provider.Handshaker
+	limiter    *rate.Limiter // nil: no rate limit
 	// copies is the rate limit of copies under fresh ids of a body just
 	// published (s.recent), beside limiter so they never spend a genuine
 	// sender's; nil: no rate limit.
@@ -167,7 +169,11 @@ func New(o Options) (*Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ingress: integration %s: %w", in.Name, err)
 		}
-		it := &integration{Integration: in, verifier: v, splitter: sp, unsignedID: in.GuardsReplays(), m: newIntegrationMetrics(m, in)}
+		hs, err := provider.NewHandshaker(in.Config)
+		if err != nil {
+			return nil, fmt.Errorf("ingress: integration %s: %w", in.Name, err)
+		}
+		it := &integration{Integration: in, verifier: v, splitter: sp, handshaker: hs, unsignedID: in.GuardsReplays(), m: newIntegrationMetrics(m, in)}
 		if rl := in.RateLimit; rl.PerSecond > 0 {
 			it.limiter = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
 			it.copies = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
@@ -198,6 +204,14 @@ func (s *Service) Integration(name string) (config.Integration, bool) {
 // Mount adds the webhook route to r.
 func (s *Service) Mount(r chi.Router) {
 	r.Post("/webhooks/{integration}", s.handleWebhook)
+	for _, in := range s.integrations {
+		if in.handshaker != nil {
+			// Only where a sender checks the endpoint with a GET; other
+			// integrations answer GET 405 as before.
+			r.Get("/webhooks/{integration}", s.handleHandshakeGET)
+			break
+		}
+	}
 }
 
 // Handler is a router with only the webhook route (standalone ingress adds

@@ -127,7 +127,7 @@ func (s *Service) receive(q *request) (code int, outcome string) {
 	if v := s.verify(q); v.refused() {
 		return s.reject(q, v)
 	}
-	if q.in.splitter != nil {
+	if q.in.splitter != nil && q.ev.Challenge == "" {
 		return s.receiveBatch(q)
 	}
 	if q.ev.Challenge == "" {
@@ -306,7 +306,7 @@ func (s *Service) countVerified(q *request) {
 // it proves the endpoint and is no event, so nothing is published.
 func (s *Service) answerHandshake(q *request) (int, string) {
 	s.metrics.Handshakes.WithLabelValues(q.in.Name).Inc()
-	writeJSON(q.w, http.StatusOK, challengeAnswer{Challenge: q.ev.Challenge})
+	writeHandshake(q.w, &q.ev)
 	return http.StatusOK, "handshake"
 }
 

@@ -23,6 +23,7 @@ type preset struct {
 	token             TokenConfig
 	pubkey            PubKeyConfig
 	split             SplitConfig
+	handshake         string
 	eventID, evType   Field
 	objectID, version Field
 }
@@ -72,6 +73,25 @@ var presets = map[string]preset{
 	"bitbucket": {family: "hmac",
 		hmac:    HMACConfig{Header: "X-Hub-Signature", Prefix: "sha256=", AllowUnsignedID: true},
 		eventID: Field{Header: "X-Request-UUID"}, evType: Field{Header: "X-Event-Key"}},
+	// Twitch EventSub: hex HMAC-SHA256 of "{message id}{timestamp}{body}"
+	// (the id a UUID, the time RFC 3339), both headers signed; the
+	// webhook_callback_verification challenge answered as text/plain.
+	"twitch": {family: "hmac",
+		hmac: HMACConfig{Header: "Twitch-Eventsub-Message-Signature", Prefix: "sha256=", Template: "{id}{timestamp}{body}", IDFormat: "uuid",
+			TimestampHeader: "Twitch-Eventsub-Message-Timestamp", TimestampFormat: "rfc3339"},
+		eventID: Field{Header: "Twitch-Eventsub-Message-Id"}, evType: Field{Field: "subscription.type"}, handshake: HandshakeTwitch},
+	// Discord interactions: Ed25519 (hex) over "{X-Signature-Timestamp}{body}"
+	// with the application's public key; body id and type; PING answered.
+	"discord": {family: "pubkey",
+		pubkey: PubKeyConfig{Algorithm: "ed25519", Header: "X-Signature-Ed25519", Encoding: "hex",
+			TimestampHeader: "X-Signature-Timestamp", Template: "{timestamp}{body}"},
+		eventID: Field{Field: "id"}, evType: Field{Field: "type"}, handshake: HandshakeDiscord},
+	// Okta event hooks: the configured Authorization value; one event per
+	// data.events item (uuid, eventType); the one-time GET verification
+	// answered with the token checked.
+	"okta": {family: "token",
+		split:     SplitConfig{Field: "data.events", ID: "uuid", Type: "eventType"},
+		handshake: HandshakeOkta},
 	// GitLab with a secret token: X-Gitlab-Token holds it as it is; the id
 	// is Idempotency-Key (stable across retries), type X-Gitlab-Event;
 	// nothing is signed (replay guard on).
@@ -119,6 +139,9 @@ func resolvePreset(cfg Config) (Config, error) {
 	cfg.HMAC, cfg.Pairs, cfg.Token, cfg.PubKey = p.hmac, p.pairs, p.token, p.pubkey
 	if cfg.Split.IsZero() {
 		cfg.Split = p.split
+	}
+	if cfg.Handshake == "" {
+		cfg.Handshake = p.handshake
 	}
 	if !cfg.Split.IsZero() {
 		// Each item names its id and type; the preset's delivery-level

@@ -32,6 +32,13 @@ type Identity struct {
 	// event (Slack's url_verification): ingress answers it and publishes
 	// nothing. ID is then empty.
 	Challenge string
+	// ChallengeFormat says how ingress answers the handshake: ChallengeJSON
+	// (Slack's {"challenge": …}), ChallengeText, ChallengeZoom,
+	// ChallengeDiscord or ChallengeOkta (handshake.go).
+	ChallengeFormat string
+	// ChallengeMAC is Zoom's encryptedToken: hex HMAC-SHA256 of the
+	// challenge under the secret that verified the request.
+	ChallengeMAC string
 	// SecretIndex is the index in Config.Secrets of the secret that matched, so
 	// operators can see when a rotated-out secret stops being used.
 	SecretIndex int
@@ -149,6 +156,10 @@ type Config struct {
 	// Split cuts one delivery into one event per item of an array (split.go).
 	// Defaults to none: one delivery, one event.
 	Split SplitConfig `yaml:"split,omitempty"`
+	// Handshake answers a sender's endpoint check: twitch, zoom, discord
+	// (POST, verified first), okta or dropbox (GET) (handshake.go).
+	// Defaults to none, or the preset's.
+	Handshake string `yaml:"handshake,omitempty"`
 }
 
 // DefaultTolerance is the timestamp tolerance when Config.Tolerance is zero.
@@ -196,6 +207,9 @@ func New(cfg Config) (Verifier, error) {
 		return nil, err
 	}
 	if _, err := NewSplitter(cfg); err != nil {
+		return nil, err
+	}
+	if err := checkHandshake(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Provider != preset {

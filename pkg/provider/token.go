@@ -23,6 +23,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"net/http"
 	"net/textproto"
 	"strings"
 )
@@ -77,25 +78,40 @@ func newToken(cfg Config) (Verifier, error) {
 }
 
 func (v *tokenVerifier) Verify(d *Request) (Identity, error) {
-	got := d.Header.Get(v.header)
+	idx, err := v.checkCredentials(d.Header)
+	if err != nil {
+		return Identity{}, err
+	}
+	ev := Identity{SecretIndex: idx}
+	body := jsonBody{raw: d.Body}
+	if err := v.identity.read(d.Header, &body, &ev); err != nil {
+		return Identity{}, err
+	}
+	return ev, nil
+}
+
+// checkCredentials returns the index of the secret h carries, or an error
+// wrapping ErrMissingHeader or ErrBadSignature.
+func (v *tokenVerifier) checkCredentials(h http.Header) (int, error) {
+	got := h.Get(v.header)
 	if got == "" {
-		return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, v.header)
+		return -1, fmt.Errorf("%w: %s", ErrMissingHeader, v.header)
 	}
 	var presented string
 	if v.basic {
 		scheme, cred, ok := strings.Cut(got, " ")
 		if !ok || !strings.EqualFold(scheme, "Basic") {
-			return Identity{}, fmt.Errorf("%w: %s is not Basic credentials", ErrBadSignature, v.header)
+			return -1, fmt.Errorf("%w: %s is not Basic credentials", ErrBadSignature, v.header)
 		}
 		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
 		if err != nil {
-			return Identity{}, fmt.Errorf("%w: %s is not base64", ErrBadSignature, v.header)
+			return -1, fmt.Errorf("%w: %s is not base64", ErrBadSignature, v.header)
 		}
 		presented = string(raw)
 	} else {
 		var ok bool
 		if presented, ok = strings.CutPrefix(got, v.prefix); !ok {
-			return Identity{}, fmt.Errorf("%w: %s lacks the configured prefix", ErrBadSignature, v.header)
+			return -1, fmt.Errorf("%w: %s lacks the configured prefix", ErrBadSignature, v.header)
 		}
 	}
 	digest := sha256.Sum256([]byte(presented))
@@ -107,12 +123,7 @@ func (v *tokenVerifier) Verify(d *Request) (Identity, error) {
 		}
 	}
 	if idx < 0 {
-		return Identity{}, fmt.Errorf("%w: %s does not match a configured secret", ErrBadSignature, v.header)
+		return -1, fmt.Errorf("%w: %s does not match a configured secret", ErrBadSignature, v.header)
 	}
-	ev := Identity{SecretIndex: idx}
-	body := jsonBody{raw: d.Body}
-	if err := v.identity.read(d.Header, &body, &ev); err != nil {
-		return Identity{}, err
-	}
-	return ev, nil
+	return idx, nil
 }
