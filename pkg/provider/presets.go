@@ -92,6 +92,60 @@ var presets = map[string]preset{
 	"okta": {family: "token",
 		split:     SplitConfig{Field: "data.events", ID: "uuid", Type: "eventType"},
 		handshake: HandshakeOkta},
+	// SendGrid's Event Webhook: ECDSA P-256 (base64 DER) over
+	// "{timestamp}{body}" with the verification key; the body an array of
+	// events, each its sg_event_id and event (sendgrid-go eventwebhook).
+	"sendgrid": {family: "pubkey",
+		pubkey: PubKeyConfig{Algorithm: "ecdsa-p256", Header: "X-Twilio-Email-Event-Webhook-Signature",
+			TimestampHeader: "X-Twilio-Email-Event-Webhook-Timestamp", Template: "{timestamp}{body}"},
+		split: SplitConfig{ID: "sg_event_id", Type: "event"}},
+	// Auth0 log streams (custom webhook): the configured Authorization
+	// value; the body an array of logs, each its log_id and data.type.
+	"auth0": {family: "token",
+		split: SplitConfig{ID: "log_id", Type: "data.type"}},
+	// QuickBooks Online (CloudEvents format): intuit-signature, base64
+	// HMAC-SHA256 of the body with the verifier token; the body an array
+	// of events, each its id and type.
+	"quickbooks": {family: "hmac",
+		hmac:  HMACConfig{Header: "Intuit-Signature", Encoding: "base64"},
+		split: SplitConfig{ID: "id", Type: "type"}},
+	// Jira / Atlassian admin webhooks with a secret: X-Hub-Signature
+	// "sha256=" + hex of the body; the id the unsigned
+	// X-Atlassian-Webhook-Identifier (replay guard on), type webhookEvent.
+	"jira": {family: "hmac",
+		hmac:    HMACConfig{Header: "X-Hub-Signature", Prefix: "sha256=", AllowUnsignedID: true},
+		eventID: Field{Header: "X-Atlassian-Webhook-Identifier"}, evType: Field{Field: "webhookEvent"}},
+	// Zendesk: X-Zendesk-Webhook-Signature, base64 HMAC-SHA256 of
+	// "{timestamp}{body}", the timestamp RFC 3339 in its own header; body
+	// id and type (event-subscribed webhooks).
+	"zendesk": {family: "hmac",
+		hmac: HMACConfig{Header: "X-Zendesk-Webhook-Signature", Encoding: "base64", Template: "{timestamp}{body}",
+			TimestampHeader: "X-Zendesk-Webhook-Signature-Timestamp", TimestampFormat: "rfc3339"},
+		eventID: Field{Field: "id"}, evType: Field{Field: "type"}},
+	// Segment (webhooks destination): X-Signature, hex HMAC-SHA1 of the
+	// body; body messageId and type.
+	"segment": {family: "hmac",
+		hmac:    HMACConfig{Header: "X-Signature", Algorithm: "sha1"},
+		eventID: Field{Field: "messageId"}, evType: Field{Field: "type"}},
+	// Box: BOX-SIGNATURE-PRIMARY, base64 HMAC-SHA256 of
+	// "{body}{BOX-DELIVERY-TIMESTAMP}" (RFC 3339) with the primary key; the
+	// id the unsigned BOX-DELIVERY-ID (replay guard on), type trigger.
+	"box": {family: "hmac",
+		hmac: HMACConfig{Header: "Box-Signature-Primary", Encoding: "base64", Template: "{body}{timestamp}",
+			TimestampHeader: "Box-Delivery-Timestamp", TimestampFormat: "rfc3339", AllowUnsignedID: true},
+		eventID: Field{Header: "Box-Delivery-Id"}, evType: Field{Field: "trigger"}},
+	// PagerDuty v3: X-PagerDuty-Signature "v1=" + hex HMAC-SHA256 of the
+	// body; body event.id and event.event_type. One signature only (see
+	// docs/providers.md).
+	"pagerduty": {family: "hmac",
+		hmac:    HMACConfig{Header: "X-PagerDuty-Signature", Prefix: "v1="},
+		eventID: Field{Field: "event.id"}, evType: Field{Field: "event.event_type"}},
+	// Resend and Clerk send through Svix; OpenAI and GitLab's signing
+	// token are Standard Webhooks (GitLab's type in X-Gitlab-Event).
+	"resend": {family: "svix"},
+	"clerk":  {family: "svix"},
+	"openai": {family: "standard"},
+	"gitlab": {family: "standard", evType: Field{Header: "X-Gitlab-Event"}},
 	// GitLab with a secret token: X-Gitlab-Token holds it as it is; the id
 	// is Idempotency-Key (stable across retries), type X-Gitlab-Event;
 	// nothing is signed (replay guard on).
