@@ -101,7 +101,11 @@ func newHMAC(cfg Config) (Verifier, error) {
 		return nil, fmt.Errorf("event_id: header or field required for provider hmac")
 	}
 
-	if v.template, err = parseTemplate(c.Template); err != nil {
+	tmpl, err := expandRequestPlaceholders("hmac.template", orDefault(c.Template, "{body}"), cfg.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	if v.template, err = parseTemplate(tmpl); err != nil {
 		return nil, fmt.Errorf("hmac.template: %w", err)
 	}
 	adjacent, err := checkAdjacency(v.template, fixedFormats{timestamp: true, id: v.idUUID})
@@ -182,7 +186,7 @@ func parseTemplate(t string) ([]templatePart, error) {
 					continue
 				default:
 					if isPlaceholderName(name) {
-						return nil, fmt.Errorf("unknown placeholder {%s} (known: {body}, {timestamp}, {id})", name)
+						return nil, fmt.Errorf("unknown placeholder {%s} (known: {body}, {timestamp}, {id}, {url}, {method})", name)
 					}
 				}
 			}

@@ -141,7 +141,11 @@ func newPairs(cfg Config) (Verifier, error) {
 	default:
 		return nil, fmt.Errorf("pairs.encoding: unknown %q (hex or base64)", c.Encoding)
 	}
-	if v.template, err = parseTemplate(orDefault(c.Template, "{timestamp}.{body}")); err != nil {
+	tmpl, err := expandRequestPlaceholders("pairs.template", orDefault(c.Template, "{timestamp}.{body}"), cfg.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	if v.template, err = parseTemplate(tmpl); err != nil {
 		return nil, fmt.Errorf("pairs.template: %w", err)
 	}
 	signsTS := false

@@ -140,6 +140,19 @@ var presets = map[string]preset{
 	"pagerduty": {family: "hmac",
 		hmac:    HMACConfig{Header: "X-PagerDuty-Signature", Prefix: "v1="},
 		eventID: Field{Field: "event.id"}, evType: Field{Field: "event.event_type"}},
+	// Square: x-square-hmacsha256-signature, base64 HMAC-SHA256 of
+	// "{notification URL}{body}" (public_url required); body event_id, type.
+	"square": {family: "hmac",
+		hmac:    HMACConfig{Header: "X-Square-Hmacsha256-Signature", Encoding: "base64", Template: "{url}{body}"},
+		eventID: Field{Field: "event_id"}, evType: Field{Field: "type"}},
+	// HubSpot (v3): X-HubSpot-Signature-v3, base64 HMAC-SHA256 of
+	// "{method}{URI}{body}{X-HubSpot-Request-Timestamp}" (ms; public_url
+	// required); the body an array of up to 100 events, each its eventId and
+	// subscriptionType.
+	"hubspot": {family: "hmac",
+		hmac: HMACConfig{Header: "X-Hubspot-Signature-V3", Encoding: "base64", Template: "{method}{url}{body}{timestamp}",
+			TimestampHeader: "X-Hubspot-Request-Timestamp", TimestampFormat: "unix_ms"},
+		split: SplitConfig{ID: "eventId", Type: "subscriptionType"}},
 	// Resend and Clerk send through Svix; OpenAI and GitLab's signing
 	// token are Standard Webhooks (GitLab's type in X-Gitlab-Event).
 	"resend": {family: "svix"},

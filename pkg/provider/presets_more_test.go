@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,4 +146,93 @@ func TestMorePresets(t *testing.T) {
 	if _, err := s.Split([]byte(sendgridPayload), ev, nil); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("one object split: %v", err)
 	}
+}
+
+// The vector of Square's SDKs' WebhooksHelper tests (square-go-sdk,
+// square-nodejs-sdk, square-python-sdk: the same in each).
+const (
+	squareBody = `{"merchant_id":"MLEFBHHSJGVHD","type":"webhooks.test_notification","event_id":"ac3ac95b-f97d-458c-a6e6-18981597e05f","created_at":"2022-07-13T20:30:59.037339943Z","data":{"type":"webhooks","id":"bc368e64-01aa-407e-b46e-3231809b1129"}}`
+	squareSig  = "GF4YkrJgGBDZ9NIYbNXBnMzqb2HoL4RW/S6vkZ9/2N4="
+	squareKey  = "Ibxx_5AKakO-3qeNVR61Dw"
+	squareURL  = "https://webhook.site/679a4f3a-dcfa-49ee-bac5-9d0edad886b9"
+)
+
+func TestPublicURLPresets(t *testing.T) {
+	sq := newTestVerifier(t, Config{Provider: "square", Secrets: []string{"old", squareKey}, PublicURL: squareURL, Tolerance: DefaultTolerance})
+	h := hdr("X-Square-Hmacsha256-Signature", squareSig)
+	ev, err := sq.Verify(&Request{Header: h, Body: []byte(squareBody)})
+	if want := (Identity{ID: "ac3ac95b-f97d-458c-a6e6-18981597e05f", Type: "webhooks.test_notification", SecretIndex: 1}); err != nil || ev != want {
+		t.Fatalf("Square's vector: %+v, %v", ev, err)
+	}
+	// Another URL (a Host header, a proxy's) is another signed text.
+	other := newTestVerifier(t, Config{Provider: "square", Secrets: []string{squareKey}, PublicURL: squareURL + "/", Tolerance: DefaultTolerance})
+	if _, err := other.Verify(&Request{Header: h, Body: []byte(squareBody)}); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("another public_url: %v", err)
+	}
+
+	// HubSpot v3 as its documentation describes: base64 HMAC-SHA256 of
+	// method + URI + body + timestamp (ms).
+	now := time.UnixMilli(1_700_000_000_123)
+	const hsURL = "https://hooks.example.com/webhooks/hubspot"
+	const hsBody = `[{"eventId":1001,"subscriptionId":7,"portalId":62515,"occurredAt":1700000000000,"subscriptionType":"contact.creation","attemptNumber":0,"objectId":123,"changeSource":"CRM"},{"eventId":1002,"subscriptionType":"contact.deletion","objectId":124}]`
+	ms := strconv.FormatInt(now.UnixMilli(), 10)
+	cfg := Config{Provider: "hubspot", Secrets: []string{"hs-client-secret"}, PublicURL: hsURL, Tolerance: DefaultTolerance}
+	hs := newTestVerifier(t, cfg)
+	hh := hdr("X-HubSpot-Signature-v3", base64.StdEncoding.EncodeToString(macOf(sha256.New, "hs-client-secret", "POST"+hsURL+hsBody+ms)),
+		"X-HubSpot-Request-Timestamp", ms)
+	ev, err = hs.Verify(&Request{Header: hh, Body: []byte(hsBody), Now: now})
+	if err != nil {
+		t.Fatalf("HubSpot: %v", err)
+	}
+	s, _ := NewSplitter(cfg)
+	items, err := s.Split([]byte(hsBody), ev, nil)
+	if err != nil || len(items) != 2 || items[0].ID != "1001" || items[1].Type != "contact.deletion" {
+		t.Fatalf("HubSpot items: %+v, %v", items, err)
+	}
+	if _, err := hs.Verify(&Request{Header: hh, Body: []byte(hsBody), Now: now.Add(6 * time.Minute)}); !errors.Is(err, ErrTimestamp) {
+		t.Fatalf("stale: %v", err)
+	}
+
+	for _, tt := range []struct {
+		name   string
+		cfg    Config
+		errHas string
+	}{
+		{"square without public_url", Config{Provider: "square", Secrets: []string{"k"}}, "{url} needs public_url"},
+		{"public_url unused", Config{Provider: "hmac", Secrets: []string{"k"}, HMAC: HMACConfig{Header: "X-S"}, EventID: Field{Field: "id"}, PublicURL: "https://a.example/x"}, "does not sign {url}"},
+		{"public_url on stripe", Config{Provider: "stripe", Secrets: []string{"whsec_x"}, PublicURL: "https://a.example/x"}, "public_url: only for"},
+		{"relative", Config{Provider: "square", Secrets: []string{"k"}, PublicURL: "/webhooks/square"}, "public_url: must be an absolute"},
+		{"a fragment", Config{Provider: "square", Secrets: []string{"k"}, PublicURL: "https://a.example/x#y"}, "public_url"},
+		{"user info", Config{Provider: "square", Secrets: []string{"k"}, PublicURL: "https://u:p@a.example/x"}, "public_url"},
+		{"a brace", Config{Provider: "square", Secrets: []string{"k"}, PublicURL: "https://a.example/{body}"}, "public_url"},
+		{"a space", Config{Provider: "square", Secrets: []string{"k"}, PublicURL: "https://a.example/a b"}, "public_url"},
+	} {
+		if _, err := New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.errHas) {
+			t.Errorf("%s: %v, want it to name %q", tt.name, err, tt.errHas)
+		}
+	}
+}
+
+// FuzzPublicURL: an accepted public_url is printable ASCII without braces,
+// an absolute http(s) URL, and {url} expands to it byte for byte, so the
+// template's placeholders stay what parseTemplate sees.
+func FuzzPublicURL(f *testing.F) {
+	f.Add(squareURL)
+	f.Add("https://a.example/x?y={body}")
+	f.Add("http://[::1]:80/a%20b")
+	f.Fuzz(func(t *testing.T, u string) {
+		if err := checkPublicURL(u); err != nil || u == "" {
+			return
+		}
+		if strings.ContainsAny(u, "{} #") || !(strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://")) {
+			t.Fatalf("accepted %q", u)
+		}
+		got, err := expandRequestPlaceholders("hmac.template", "{method}{url}{body}", u)
+		if err != nil || got != "POST"+u+"{body}" {
+			t.Fatalf("expanded %q, %v", got, err)
+		}
+		if _, err := parseTemplate(got); err != nil {
+			t.Fatalf("parse %q: %v", got, err)
+		}
+	})
 }

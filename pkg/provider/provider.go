@@ -156,6 +156,10 @@ type Config struct {
 	// Split cuts one delivery into one event per item of an array (split.go).
 	// Defaults to none: one delivery, one event.
 	Split SplitConfig `yaml:"split,omitempty"`
+	// PublicURL is the URL exactly as registered with the sender, for
+	// templates that sign it ({url}: Square, HubSpot). The Host header is
+	// never read. Defaults to none.
+	PublicURL string `yaml:"public_url,omitempty"`
 	// Handshake answers a sender's endpoint check: twitch, zoom, discord
 	// (POST, verified first), okta or dropbox (GET) (handshake.go).
 	// Defaults to none, or the preset's.
@@ -211,6 +215,12 @@ func New(cfg Config) (Verifier, error) {
 	}
 	if err := checkHandshake(cfg); err != nil {
 		return nil, err
+	}
+	if err := checkPublicURL(cfg.PublicURL); err != nil {
+		return nil, err
+	}
+	if cfg.PublicURL != "" && cfg.Provider != "hmac" && cfg.Provider != "pairs" && cfg.Provider != "pubkey" {
+		return nil, fmt.Errorf("public_url: only for providers hmac, pairs, pubkey and their presets (a template signs it)")
 	}
 	if cfg.Provider != preset {
 		// A preset names its sender; an error in what it filled in is the

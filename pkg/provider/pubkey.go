@@ -100,7 +100,11 @@ func newPubKey(cfg Config) (Verifier, error) {
 	if v.tsFormat, err = parseTimestampFormat(c.TimestampFormat); err != nil {
 		return nil, fmt.Errorf("pubkey.timestamp_format: %w", err)
 	}
-	if v.template, err = parseTemplate(c.Template); err != nil {
+	tmpl, err := expandRequestPlaceholders("pubkey.template", orDefault(c.Template, "{body}"), cfg.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	if v.template, err = parseTemplate(tmpl); err != nil {
 		return nil, fmt.Errorf("pubkey.template: %w", err)
 	}
 	signsTS := false
