@@ -26,6 +26,7 @@ integrations:
   - {name: vcl, provider: vercel, tenant: acme, secrets: ["vercel-secret"]}
   - {name: tok, provider: token, tenant: acme, secrets: ["tok-old", "tok-new"], token: {header: X-Hook-Token}, event_id: {header: X-Delivery}}
   - {name: bas, provider: basic, tenant: acme, secrets: ["hooks:pw-1"], event_id: {field: id}}
+  - {name: mg, provider: mailgun, tenant: acme, secrets: ["key-mailgun"]}
 `
 
 func hexMAC(newHash func() hash.Hash, secret, msg string) string {
@@ -85,6 +86,22 @@ func TestFamiliesThroughHTTP(t *testing.T) {
 				{"no token", without(good, "X-Hook-Token"), 401, "missing_header"},
 				{"no id", without(good, "X-Delivery"), 400, "malformed"},
 			})
+	})
+
+	t.Run("mailgun: the signature in the body", func(t *testing.T) {
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		const token = "a8ce0edb2dd8301dee6c2405235584e45aa91d1e9f979f3de0"
+		sig := hexMAC(sha256.New, "key-mailgun", ts+token)
+		body := `{"signature":{"timestamp":"` + ts + `","token":"` + token + `","signature":"` + sig + `"},"event-data":{"event":"delivered","id":"mg-evt-1"}}`
+		good := request{header: hdr("Content-Type", "application/json"), body: []byte(body)}
+		r.checkProvider(t, "mg", []accepted{{name: "signed as Mailgun documents", req: good, key: "mg//mg-evt-1", typ: "delivered"}},
+			[]rejected{{"no signature", request{header: good.header, body: []byte(`{"event-data":{"id":"x"}}`)}, 401, "missing_header"}})
+		// The body is not signed: the captured signature block carrying
+		// another event is refused once its token was used.
+		forged := request{header: good.header, body: []byte(strings.Replace(body, "mg-evt-1", "mg-evt-2", 1))}
+		if a := r.post("mg", forged); a.code != 401 || a.reason != "bad_signature" {
+			t.Fatalf("a used token with another body: %d %s", a.code, a.raw)
+		}
 	})
 
 	t.Run("basic", func(t *testing.T) {

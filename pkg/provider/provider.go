@@ -172,7 +172,7 @@ const DefaultTolerance = 5 * time.Minute
 
 // Families lists the signature schemes this build implements.
 func Families() []string {
-	return []string{"standard", "svix", "stripe", "github", "shopify", "slack", "hmac", "pairs", "token", "basic", "pubkey"}
+	return []string{"standard", "svix", "stripe", "github", "shopify", "slack", "mailgun", "hmac", "pairs", "token", "basic", "pubkey"}
 }
 
 // Names lists every provider name this build accepts: the families, then
@@ -262,6 +262,8 @@ func newFamily(cfg Config) (Verifier, error) {
 		return newShopify(cfg)
 	case "slack":
 		return newSlack(cfg)
+	case "mailgun":
+		return newMailgun(cfg)
 	case "hmac":
 		return newHMAC(cfg)
 	case "pairs":
