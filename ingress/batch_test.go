@@ -32,6 +32,7 @@ integrations:
     token: {prefix: "Bearer "}
     event_type: {header: X-Stream}
     split: {id: log_id}
+  - {name: ady, provider: adyen, tenant: acme, secrets: ["44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"]}
 `
 
 func xeroBatch(ids ...string) string {
@@ -136,6 +137,23 @@ func TestBatchSplit(t *testing.T) {
 	if n := len(r.published("xero")); n != 4 {
 		t.Fatalf("the empty batch published: %d messages, want 4", n)
 	}
+
+	t.Run("adyen: the signature in each item", func(t *testing.T) {
+		// Adyen's published worked example.
+		item := `{"NotificationRequestItem":{"additionalData":{"hmacSignature":"coqCmt/IZ4E3CzPvMY8zTjQVL5hYJUiBRg8UU+iCWo0="},"amount":{"value":1130,"currency":"EUR"},"pspReference":"7914073381342284","eventCode":"AUTHORISATION","merchantAccountCode":"TestMerchant","merchantReference":"TestPayment-1407325143704","paymentMethod":"visa","success":"true"}}`
+		body := `{"live":"false","notificationItems":[` + item + `]}`
+		if a := r.post("ady", request{header: hdr("Content-Type", "application/json"), body: []byte(body)}); a.code != 200 || batchItems(t, a) != 1 {
+			t.Fatalf("adyen answered %d %s", a.code, a.raw)
+		}
+		got := r.published("ady")
+		if len(got) != 1 || got[0].Header.Get(envelope.HeaderKey) != "ady//7914073381342284:AUTHORISATION" || string(got[0].Data) != item {
+			t.Fatalf("adyen published %d", len(got))
+		}
+		forged := strings.Replace(body, `"value":1130`, `"value":1`, 1)
+		if a := r.post("ady", request{header: hdr(), body: []byte(forged)}); a.code != 401 {
+			t.Fatalf("a forged amount answered %d %s", a.code, a.raw)
+		}
+	})
 
 	t.Run("token, the body an array", func(t *testing.T) {
 		logs := `[{"log_id":"90020230101","type":"s","date":"2023-01-01T00:00:00.000Z"},{"log_id":"90020230102","type":"f","date":"2023-01-01T00:00:01.000Z"}]`

@@ -186,6 +186,10 @@ func Resolve(cfg Config) (Config, error) { return resolvePreset(cfg) }
 func resolvePreset(cfg Config) (Config, error) {
 	p, ok := presets[cfg.Provider]
 	if !ok {
+		if cfg.Provider == "adyen" && cfg.Split.IsZero() {
+			// The family's own default: its items are the events.
+			cfg.Split = adyenSplit
+		}
 		return cfg, nil
 	}
 	name := cfg.Provider

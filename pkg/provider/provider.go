@@ -172,7 +172,7 @@ const DefaultTolerance = 5 * time.Minute
 
 // Families lists the signature schemes this build implements.
 func Families() []string {
-	return []string{"standard", "svix", "stripe", "github", "shopify", "slack", "mailgun", "hmac", "pairs", "token", "basic", "pubkey"}
+	return []string{"standard", "svix", "stripe", "github", "shopify", "slack", "mailgun", "adyen", "hmac", "pairs", "token", "basic", "pubkey"}
 }
 
 // Names lists every provider name this build accepts: the families, then
@@ -264,6 +264,8 @@ func newFamily(cfg Config) (Verifier, error) {
 		return newSlack(cfg)
 	case "mailgun":
 		return newMailgun(cfg)
+	case "adyen":
+		return newAdyen(cfg)
 	case "hmac":
 		return newHMAC(cfg)
 	case "pairs":

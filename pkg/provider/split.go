@@ -26,6 +26,7 @@ package provider
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -41,6 +42,10 @@ type SplitConfig struct {
 	// Type is the path of each item's event type inside the item. Defaults
 	// to the delivery's event_type (or none).
 	Type string `yaml:"type,omitempty"`
+	// IDWithType names each item by its id and its type together,
+	// "id:type" (Adyen: pspReference and eventCode). Needs Type; an id
+	// containing ':' is then refused. Defaults to false.
+	IDWithType bool `yaml:"id_with_type,omitempty"`
 	// MaxItems bounds the items of one delivery (400 bad_batch above it).
 	// Defaults to DefaultMaxSplitItems, at most MaxSplitItems.
 	MaxItems int `yaml:"max_items,omitempty"`
@@ -59,7 +64,7 @@ const MaxSplitItems = 10000
 func (c SplitConfig) IsZero() bool { return c == (SplitConfig{}) }
 
 // splitFamilies are the families whose integrations may split.
-var splitFamilies = []string{"hmac", "pairs", "pubkey", "token", "basic"}
+var splitFamilies = []string{"hmac", "pairs", "pubkey", "token", "basic", "adyen"}
 
 // Item is one event of a split delivery.
 type Item struct {
@@ -71,6 +76,7 @@ type Item struct {
 // Splitter cuts a verified delivery into its items.
 type Splitter struct {
 	field, id, typ string
+	withType       bool
 	max            int
 }
 
@@ -91,7 +97,10 @@ func NewSplitter(cfg Config) (*Splitter, error) {
 	if c.ID == "" {
 		return nil, fmt.Errorf("split.id: required (the path of each item's event id)")
 	}
-	s := &Splitter{field: c.Field, id: c.ID, typ: c.Type, max: c.MaxItems}
+	if c.IDWithType && c.Type == "" {
+		return nil, fmt.Errorf("split.id_with_type: needs split.type")
+	}
+	s := &Splitter{field: c.Field, id: c.ID, typ: c.Type, withType: c.IDWithType, max: c.MaxItems}
 	for _, p := range []struct{ name, path string }{{"field", c.Field}, {"id", c.ID}, {"type", c.Type}} {
 		if p.path == "" {
 			continue
@@ -172,6 +181,13 @@ func (s *Splitter) Split(body []byte, delivery Identity, dst []Item) ([]Item, er
 		}
 		if err = checkType(it.Type); err != nil {
 			return false
+		}
+		if s.withType {
+			if strings.IndexByte(it.ID, ':') >= 0 || it.Type == "" {
+				err = fmt.Errorf("%w: item %d: with split.id_with_type the id must have no ':' and the type must be set", ErrMalformed, n-1)
+				return false
+			}
+			it.ID += ":" + it.Type
 		}
 		dst = append(dst, it)
 		return true
