@@ -67,7 +67,7 @@ func WeakAlgorithm(cfg Config) string {
 	if cfg.Provider == "pairs" {
 		alg = cfg.Pairs.Algorithm
 	}
-	if (cfg.Provider == "hmac" || cfg.Provider == "pairs") && strings.EqualFold(alg, "sha1") {
+	if (cfg.Provider == "hmac" || cfg.Provider == "pairs") && strings.EqualFold(alg, "sha1") || cfg.Provider == "twilio" {
 		return "sha1"
 	}
 	return ""

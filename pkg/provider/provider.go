@@ -172,7 +172,7 @@ const DefaultTolerance = 5 * time.Minute
 
 // Families lists the signature schemes this build implements.
 func Families() []string {
-	return []string{"standard", "svix", "stripe", "github", "shopify", "slack", "mailgun", "adyen", "hmac", "pairs", "token", "basic", "pubkey"}
+	return []string{"standard", "svix", "stripe", "github", "shopify", "slack", "mailgun", "adyen", "twilio", "hmac", "pairs", "token", "basic", "pubkey"}
 }
 
 // Names lists every provider name this build accepts: the families, then
@@ -219,8 +219,12 @@ func New(cfg Config) (Verifier, error) {
 	if err := checkPublicURL(cfg.PublicURL); err != nil {
 		return nil, err
 	}
-	if cfg.PublicURL != "" && cfg.Provider != "hmac" && cfg.Provider != "pairs" && cfg.Provider != "pubkey" {
-		return nil, fmt.Errorf("public_url: only for providers hmac, pairs, pubkey and their presets (a template signs it)")
+	switch cfg.Provider {
+	case "hmac", "pairs", "pubkey", "twilio":
+	default:
+		if cfg.PublicURL != "" {
+			return nil, fmt.Errorf("public_url: only for providers twilio, hmac, pairs, pubkey and their presets (the signature covers it)")
+		}
 	}
 	if cfg.Provider != preset {
 		// A preset names its sender; an error in what it filled in is the
@@ -266,6 +270,8 @@ func newFamily(cfg Config) (Verifier, error) {
 		return newMailgun(cfg)
 	case "adyen":
 		return newAdyen(cfg)
+	case "twilio":
+		return newTwilio(cfg)
 	case "hmac":
 		return newHMAC(cfg)
 	case "pairs":
