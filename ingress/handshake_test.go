@@ -103,8 +103,8 @@ func TestHandshakes(t *testing.T) {
 	})
 
 	t.Run("okta GET", func(t *testing.T) {
-		h := hdr("Authorization", "okta-secret", "X-Okta-Verification-Challenge", "Y4ctRIiNEUTQHIbEy-C7NGm21ch0qTLhXJnFnxxcLyw")
-		if code, _, got := r.get("ok", "", h); code != 200 || got != `{"verification":"Y4ctRIiNEUTQHIbEy-C7NGm21ch0qTLhXJnFnxxcLyw"}`+"\n" {
+		h := hdr("Authorization", "okta-secret", "X-Okta-Verification-Challenge", "Me_rShK8JHsTnbyYrWXCEoMGbM_zsZ6k0hLPZ_Pg")
+		if code, _, got := r.get("ok", "", h); code != 200 || got != `{"verification":"Me_rShK8JHsTnbyYrWXCEoMGbM_zsZ6k0hLPZ_Pg"}`+"\n" {
 			t.Fatalf("answered %d %q", code, got)
 		}
 		if code, _, _ := r.get("ok", "", hdr("X-Okta-Verification-Challenge", "abc")); code != 401 {

@@ -137,8 +137,8 @@ func TestGETHandshakes(t *testing.T) {
 		want   Identity
 		err    error
 	}{
-		{"okta: the documented challenge", okta, hdr("Authorization", "okta-secret", "X-Okta-Verification-Challenge", "Y4ctRIiNEUTQHIbEy-C7NGm21ch0qTLhXJnFnxxcLyw"), "",
-			Identity{Challenge: "Y4ctRIiNEUTQHIbEy-C7NGm21ch0qTLhXJnFnxxcLyw", ChallengeFormat: ChallengeOkta, SecretIndex: 1}, nil},
+		{"okta: the documented challenge (Okta support article: the GET carries the Authorization value)", okta, hdr("Authorization", "okta-secret", "X-Okta-Verification-Challenge", "Me_rShK8JHsTnbyYrWXCEoMGbM_zsZ6k0hLPZ_Pg"), "",
+			Identity{Challenge: "Me_rShK8JHsTnbyYrWXCEoMGbM_zsZ6k0hLPZ_Pg", ChallengeFormat: ChallengeOkta, SecretIndex: 1}, nil},
 		{"okta: without the token", okta, hdr("X-Okta-Verification-Challenge", "abc"), "", Identity{}, ErrMissingHeader},
 		{"okta: a wrong token", okta, hdr("Authorization", "okta-secreT", "X-Okta-Verification-Challenge", "abc"), "", Identity{}, ErrBadSignature},
 		{"okta: no challenge", okta, hdr("Authorization", "okta-secret"), "", Identity{}, ErrMissingHeader},
