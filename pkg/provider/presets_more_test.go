@@ -236,3 +236,26 @@ func FuzzPublicURL(f *testing.F) {
 		}
 	})
 }
+
+// TestSignMessageRequestURL: intake send's signer writes {url}, {method}
+// and Twilio's form signature as the verifiers read them.
+func TestSignMessageRequestURL(t *testing.T) {
+	now := time.Now()
+	for _, tt := range []struct {
+		cfg  Config
+		body string
+	}{
+		{Config{Provider: "square", Secrets: []string{squareKey}, PublicURL: squareURL}, `{"event_id":"evt_sq","type":"payment.updated"}`},
+		{Config{Provider: "hmac", Secrets: []string{"k"}, PublicURL: squareURL, EventID: Field{Field: "id"},
+			HMAC: HMACConfig{Header: "X-Sig", Template: "{method}{url}{body}"}}, `{"id":"evt_m"}`},
+		{Config{Provider: "twilio", Secrets: []string{twilioToken}, PublicURL: twilioURL}, "MessageSid=SM1&MessageStatus=delivered"},
+	} {
+		h, err := SignMessage(tt.cfg, 0, Message{ID: "evt_x", Body: []byte(tt.body), Time: now})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.cfg.Provider, err)
+		}
+		if _, err := newTestVerifier(t, tt.cfg).Verify(&Request{Header: h, Body: []byte(tt.body), Now: now}); err != nil {
+			t.Errorf("%s: %v", tt.cfg.Provider, err)
+		}
+	}
+}

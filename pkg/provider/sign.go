@@ -3,6 +3,7 @@ package provider
 import (
 	"crypto/ed25519"
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -104,6 +106,14 @@ func SignMessage(cfg Config, secretIndex int, m Message) (http.Header, error) {
 	case "basic":
 		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(secret)))
 		setIdentityHeaders(h, cfg, m)
+	case "twilio":
+		params, err := url.ParseQuery(string(m.Body))
+		if err != nil {
+			return nil, fmt.Errorf("provider twilio: the body must be form-encoded: %w", err)
+		}
+		h.Set("Content-Type", "application/x-www-form-urlencoded")
+		h.Set("X-Twilio-Signature", base64.StdEncoding.EncodeToString(macSum(sha1.New, secret, twilioSignedText(cfg.PublicURL, params), nil)))
+		h.Set("I-Twilio-Idempotency-Token", m.ID)
 	default:
 		return nil, fmt.Errorf("provider %q: signing not supported", cfg.Provider)
 	}
@@ -175,7 +185,7 @@ func signHMAC(h http.Header, cfg Config, secret string, m Message) {
 		template = "{body}"
 	}
 	before, after, _ := strings.Cut(template, "{body}")
-	expand := strings.NewReplacer("{timestamp}", ts, "{id}", m.ID)
+	expand := strings.NewReplacer("{timestamp}", ts, "{id}", m.ID, "{url}", cfg.PublicURL, "{method}", "POST")
 	mac := hmac.New(newHash, []byte(secret))
 	mac.Write([]byte(expand.Replace(before)))
 	mac.Write(m.Body)
@@ -213,7 +223,7 @@ func signPairs(h http.Header, cfg Config, secret string, m Message) {
 	ts := formatTime(c.TimestampFormat, m.Time)
 	template := orDefault(c.Template, "{timestamp}.{body}")
 	before, after, _ := strings.Cut(template, "{body}")
-	expand := strings.NewReplacer("{timestamp}", ts)
+	expand := strings.NewReplacer("{timestamp}", ts, "{url}", cfg.PublicURL, "{method}", "POST")
 	mac := hmac.New(newHash, []byte(secret))
 	mac.Write([]byte(expand.Replace(before)))
 	mac.Write(m.Body)
