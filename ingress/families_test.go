@@ -116,3 +116,29 @@ func TestFamiliesThroughHTTP(t *testing.T) {
 			})
 	})
 }
+
+// TestPayPalKeyUnavailable: a certificate that cannot be fetched now is
+// never a verdict on the delivery: 503 with Retry-After, nothing published.
+func TestPayPalKeyUnavailable(t *testing.T) {
+	r := startRigYAML(t, `
+nats: {publish_timeout: 2s}
+ingress: {client_rate_limit: {per_second: -1}}
+integrations:
+  - {name: pp, provider: paypal, tenant: acme, secrets: ["WH-1"], key_url_hosts: ["127.0.0.1"]}
+`, 0)
+	body := `{"id":"WH-EVT-1","event_type":"PAYMENT.CAPTURE.COMPLETED"}`
+	req := request{body: []byte(body), header: hdr("Paypal-Transmission-Id", "t-1", "Paypal-Transmission-Time", time.Now().UTC().Format(time.RFC3339),
+		"Paypal-Cert-Url", "https://127.0.0.1:1/cert.pem", "Paypal-Auth-Algo", "SHA256withRSA", "Paypal-Transmission-Sig", base64.StdEncoding.EncodeToString([]byte("sig")))}
+	a := r.post("pp", req)
+	if a.code != 503 || a.reason != "key_unavailable" || a.header.Get("Retry-After") == "" {
+		t.Fatalf("answered %d %s (Retry-After %q)", a.code, a.raw, a.header.Get("Retry-After"))
+	}
+	// A URL off the allowlist is the request's claim: 401, nothing fetched.
+	a = r.post("pp", setHeader(req, "Paypal-Cert-Url", "https://evil.example/cert.pem"))
+	if a.code != 401 || a.reason != "bad_signature" {
+		t.Fatalf("off the allowlist: %d %s", a.code, a.raw)
+	}
+	if n := len(r.published("pp")); n != 0 {
+		t.Fatalf("published %d", n)
+	}
+}

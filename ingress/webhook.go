@@ -231,8 +231,13 @@ func (s *Service) verify(q *request) verdict {
 	ev, err := s.traceVerify(q, q.in.verifier, &provider.Request{Header: q.r.Header, Body: q.body, Now: q.now})
 	if err != nil {
 		code := http.StatusUnauthorized
-		if errors.Is(err, provider.ErrMalformed) {
+		switch {
+		case errors.Is(err, provider.ErrMalformed):
 			code = http.StatusBadRequest
+		case errors.Is(err, provider.ErrUnavailable):
+			// A key the verifier could not fetch now (paypal): never a
+			// verdict on the delivery; the sender retries.
+			return retryLater(http.StatusServiceUnavailable, provider.Reason(err), retryAfter)
 		}
 		return rejected(code, provider.Reason(err))
 	}

@@ -80,9 +80,10 @@ func ReplayGuardDefault(c provider.Config) bool {
 		c = r
 	}
 	switch c.Provider {
-	case "github", "shopify", "token", "basic", "mailgun", "twilio":
+	case "github", "shopify", "token", "basic", "mailgun", "twilio", "paypal":
 		// mailgun: the signature covers a timestamp and a token, not the
-		// body that carries the id; twilio: the id is an unsigned header.
+		// body that carries the id; twilio: the id is an unsigned header;
+		// paypal: the signature covers a CRC32 of the body, no hash.
 		return true
 	case "hmac":
 		return c.EventID.Header != "" && !strings.Contains(c.HMAC.Template, "{id}")

@@ -160,6 +160,10 @@ type Config struct {
 	// templates that sign it ({url}: Square, HubSpot). The Host header is
 	// never read. Defaults to none.
 	PublicURL string `yaml:"public_url,omitempty"`
+	// KeyURLHosts are the hosts a certificate URL named by a delivery may
+	// point to (provider paypal: defaults to PayPalCertHosts). Ingress
+	// fetches from them (docs/security.md, egress).
+	KeyURLHosts []string `yaml:"key_url_hosts,omitempty"`
 	// Handshake answers a sender's endpoint check: twitch, zoom, discord
 	// (POST, verified first), okta or dropbox (GET) (handshake.go).
 	// Defaults to none, or the preset's.
@@ -172,7 +176,7 @@ const DefaultTolerance = 5 * time.Minute
 
 // Families lists the signature schemes this build implements.
 func Families() []string {
-	return []string{"standard", "svix", "stripe", "github", "shopify", "slack", "mailgun", "adyen", "twilio", "hmac", "pairs", "token", "basic", "pubkey"}
+	return []string{"standard", "svix", "stripe", "github", "shopify", "slack", "mailgun", "adyen", "twilio", "paypal", "hmac", "pairs", "token", "basic", "pubkey"}
 }
 
 // Names lists every provider name this build accepts: the families, then
@@ -215,6 +219,9 @@ func New(cfg Config) (Verifier, error) {
 	}
 	if err := checkHandshake(cfg); err != nil {
 		return nil, err
+	}
+	if len(cfg.KeyURLHosts) > 0 && cfg.Provider != "paypal" {
+		return nil, fmt.Errorf("key_url_hosts: only for provider paypal")
 	}
 	if err := checkPublicURL(cfg.PublicURL); err != nil {
 		return nil, err
@@ -272,6 +279,8 @@ func newFamily(cfg Config) (Verifier, error) {
 		return newAdyen(cfg)
 	case "twilio":
 		return newTwilio(cfg)
+	case "paypal":
+		return newPayPal(cfg)
 	case "hmac":
 		return newHMAC(cfg)
 	case "pairs":
