@@ -212,3 +212,27 @@ func FuzzPayPalVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestPayPalOneFetchPerURL: deliveries arriving together for one
+// certificate URL cost one fetch; the others wait for it.
+func TestPayPalOneFetchPerURL(t *testing.T) {
+	r := newPayPalRig(t, "WH-1")
+	now := time.Unix(1_700_000_000, 0)
+	const body = `{"id":"WH-E","event_type":"x"}`
+	errs := make(chan error, 16)
+	for i := range 16 {
+		h := r.headers(t, "t-"+strconv.Itoa(i), "WH-1", now, body)
+		go func() {
+			_, err := r.v.Verify(&Request{Header: h, Body: []byte(body), Now: now})
+			errs <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := r.fetches.Load(); n != 1 {
+		t.Fatalf("%d fetches, want 1", n)
+	}
+}
