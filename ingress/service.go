@@ -45,7 +45,10 @@ type Service struct {
 type integration struct {
 	config.Integration
 	verifier provider.Verifier
-	limiter  *rate.Limiter // nil: no rate limit
+	splitter *provider.Splitter // nil: one delivery, one event
+	// handshaker answers GET /webhooks/{name} (okta, dropbox); nil: none.
+	handshaker *provider.Handshaker
+	limiter    *rate.Limiter // nil: no rate limit
 	// copies is the rate limit of copies under fresh ids of a body just
 	// published (s.recent), beside limiter so they never spend a genuine
 	// sender's; nil: no rate limit.
@@ -155,7 +158,22 @@ func New(o Options) (*Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ingress: integration %s: %w", in.Name, err)
 		}
-		it := &integration{Integration: in, verifier: v, unsignedID: in.GuardsReplays(), m: newIntegrationMetrics(m, in)}
+		if alg := provider.WeakAlgorithm(in.Config); alg != "" {
+			// Opted into per integration; said once at start, and kept
+			// visible as a gauge for as long as it is configured.
+			log.Warn("integration verifies with a weak hash; move it to sha256 when the sender offers it",
+				"integration", in.Name, "provider", in.Provider, "algorithm", alg)
+			m.WeakAlgorithm.WithLabelValues(in.Name, alg).Set(1)
+		}
+		sp, err := provider.NewSplitter(in.Config)
+		if err != nil {
+			return nil, fmt.Errorf("ingress: integration %s: %w", in.Name, err)
+		}
+		hs, err := provider.NewHandshaker(in.Config)
+		if err != nil {
+			return nil, fmt.Errorf("ingress: integration %s: %w", in.Name, err)
+		}
+		it := &integration{Integration: in, verifier: v, splitter: sp, handshaker: hs, unsignedID: in.GuardsReplays(), m: newIntegrationMetrics(m, in)}
 		if rl := in.RateLimit; rl.PerSecond > 0 {
 			it.limiter = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
 			it.copies = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
@@ -186,6 +204,14 @@ func (s *Service) Integration(name string) (config.Integration, bool) {
 // Mount adds the webhook route to r.
 func (s *Service) Mount(r chi.Router) {
 	r.Post("/webhooks/{integration}", s.handleWebhook)
+	for _, in := range s.integrations {
+		if in.handshaker != nil {
+			// Only where a sender checks the endpoint with a GET; other
+			// integrations answer GET 405 as before.
+			r.Get("/webhooks/{integration}", s.handleHandshakeGET)
+			break
+		}
+	}
 }
 
 // Handler is a router with only the webhook route (standalone ingress adds

@@ -28,6 +28,9 @@ type Answer struct {
 	Status envelope.Answer `json:"status"`
 	Key    string          `json:"key,omitempty"`    // scoped key, for accepted and duplicate
 	Reason string          `json:"reason,omitempty"` // short machine-readable reason for errors
+	// Items is how many events a split delivery carried (batch.go); absent
+	// for a delivery of one event.
+	Items int `json:"items,omitempty"`
 }
 
 // retryAfter is what 503 answers ask providers to wait, in seconds.
@@ -123,6 +126,9 @@ func (s *Service) receive(q *request) (code int, outcome string) {
 	}
 	if v := s.verify(q); v.refused() {
 		return s.reject(q, v)
+	}
+	if q.in.splitter != nil && q.ev.Challenge == "" {
+		return s.receiveBatch(q)
 	}
 	if q.ev.Challenge == "" {
 		if v := s.scopeKey(q); v.refused() {
@@ -225,8 +231,13 @@ func (s *Service) verify(q *request) verdict {
 	ev, err := s.traceVerify(q, q.in.verifier, &provider.Request{Header: q.r.Header, Body: q.body, Now: q.now})
 	if err != nil {
 		code := http.StatusUnauthorized
-		if errors.Is(err, provider.ErrMalformed) {
+		switch {
+		case errors.Is(err, provider.ErrMalformed):
 			code = http.StatusBadRequest
+		case errors.Is(err, provider.ErrUnavailable):
+			// A key the verifier could not fetch now (paypal): never a
+			// verdict on the delivery; the sender retries.
+			return retryLater(http.StatusServiceUnavailable, provider.Reason(err), retryAfter)
 		}
 		return rejected(code, provider.Reason(err))
 	}
@@ -300,7 +311,7 @@ func (s *Service) countVerified(q *request) {
 // it proves the endpoint and is no event, so nothing is published.
 func (s *Service) answerHandshake(q *request) (int, string) {
 	s.metrics.Handshakes.WithLabelValues(q.in.Name).Inc()
-	writeJSON(q.w, http.StatusOK, challengeAnswer{Challenge: q.ev.Challenge})
+	writeHandshake(q.w, &q.ev)
 	return http.StatusOK, "handshake"
 }
 

@@ -69,16 +69,26 @@ func (in Integration) GuardsReplays() bool {
 
 // ReplayGuardDefault is replay_guard's default for a provider configuration:
 // true where the event id is not signed and no signed timestamp bounds a
-// replay — github (X-GitHub-Delivery), shopify (X-Shopify-Event-Id) and hmac
-// with event_id from a header its template does not sign. standard, svix,
-// stripe and slack sign the id (or carry it in the signed body) and a
-// timestamp: a captured body cannot come back under a new id.
+// replay — github (X-GitHub-Delivery), shopify (X-Shopify-Event-Id), hmac
+// with event_id from a header its template does not sign, pairs and pubkey
+// with event_id from a header (never signed there), and token and basic,
+// which sign nothing. standard, svix, stripe and slack sign the id (or carry
+// it in the signed body) and a timestamp: a captured body cannot come back
+// under a new id. A preset takes its family's default (provider.Resolve).
 func ReplayGuardDefault(c provider.Config) bool {
+	if r, err := provider.Resolve(c); err == nil {
+		c = r
+	}
 	switch c.Provider {
-	case "github", "shopify":
+	case "github", "shopify", "token", "basic", "mailgun", "twilio", "paypal":
+		// mailgun: the signature covers a timestamp and a token, not the
+		// body that carries the id; twilio: the id is an unsigned header;
+		// paypal: the signature covers a CRC32 of the body, no hash.
 		return true
 	case "hmac":
 		return c.EventID.Header != "" && !strings.Contains(c.HMAC.Template, "{id}")
+	case "pairs", "pubkey":
+		return c.EventID.Header != ""
 	}
 	return false
 }

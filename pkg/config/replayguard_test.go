@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/intakehq/intake/pkg/provider"
@@ -25,12 +26,34 @@ func TestReplayGuardDefaults(t *testing.T) {
 		{"svix", Integration{Config: provider.Config{Provider: "svix"}}, false},
 		{"stripe", Integration{Config: provider.Config{Provider: "stripe"}}, false},
 		{"slack", Integration{Config: provider.Config{Provider: "slack"}}, false},
+		{"token", Integration{Config: provider.Config{Provider: "token"}}, true},
+		{"basic", Integration{Config: provider.Config{Provider: "basic"}}, true},
+		{"gitlab-token preset", Integration{Config: provider.Config{Provider: "gitlab-token"}}, true},
+		{"pairs body id", Integration{Config: provider.Config{Provider: "pairs", EventID: provider.Field{Field: "id"}}}, false},
+		{"pairs header id", Integration{Config: provider.Config{Provider: "pairs", EventID: provider.Field{Header: "X-Id"}}}, true},
+		{"pubkey header id", Integration{Config: provider.Config{Provider: "pubkey", EventID: provider.Field{Header: "X-Id"}}}, true},
+		{"paddle preset (body id, signed time)", Integration{Config: provider.Config{Provider: "paddle"}}, false},
+		{"vercel preset (body id)", Integration{Config: provider.Config{Provider: "vercel"}}, false},
+		{"linear preset (Linear-Delivery)", Integration{Config: provider.Config{Provider: "linear"}}, true},
+		{"linear preset, operator's body id", Integration{Config: provider.Config{Provider: "linear", EventID: provider.Field{Field: "data.id"}}}, false},
 		{"github off", Integration{ReplayGuard: &off, Config: provider.Config{Provider: "github"}}, false},
 		{"standard on", Integration{ReplayGuard: &on, Config: provider.Config{Provider: "standard"}}, true},
 	} {
 		if got := c.in.GuardsReplays(); got != c.want {
 			t.Errorf("%s: GuardsReplays() = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestPresetConfigErrorNamesIntegration: a preset's error refuses the start
+// and names the integration and the preset.
+func TestPresetConfigErrorNamesIntegration(t *testing.T) {
+	_, err := Parse([]byte(`
+integrations:
+  - {name: pad, provider: paddle, tenant: acme, secrets: [s], event_id: {header: X-Id}}
+`), func(string) (string, bool) { return "", false })
+	if err == nil || !strings.Contains(err.Error(), "integrations[0] (pad)") || !strings.Contains(err.Error(), "paddle") {
+		t.Fatalf("err = %v, want it to name the integration and the preset", err)
 	}
 }
 

@@ -28,6 +28,8 @@ var (
 // Reason is a short, stable label for a rejection, used in metrics and JSON answers.
 func Reason(err error) string {
 	switch {
+	case errors.Is(err, ErrUnavailable):
+		return "key_unavailable"
 	case errors.Is(err, ErrMissingHeader):
 		return "missing_header"
 	case errors.Is(err, ErrBadSignature):

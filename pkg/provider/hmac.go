@@ -7,8 +7,9 @@ package provider
 // The signed content is hmac.template: "{body}" by default, or a template
 // that also signs a timestamp header ("{timestamp}.{body}") and/or the event
 // id header ("{id}.{timestamp}.{body}"). With hmac.timestamp_header set, the
-// timestamp must be unix seconds within ± tolerance, and the template must
-// sign it: an unsigned timestamp stops no replay.
+// timestamp (unix seconds, or hmac.timestamp_format unix_ms or rfc3339) must
+// lie within ± tolerance, and the template must sign it: an unsigned
+// timestamp stops no replay.
 //
 // The scheme names no event id, so event_id (a header or a body field) is
 // required; event_type, object_id and object_version are optional. An id
@@ -16,15 +17,13 @@ package provider
 // replaying a captured delivery, which defeats deduplication: such a config
 // needs hmac.allow_unsigned_id. Prefer a body field, or sign the header with
 // "{id}". When both a header and a field are configured the signed field
-// wins. Two placeholders side by side ("{id}{body}") are refused: without
-// text between them one MAC would verify every split of the same bytes,
-// several ids for one signature.
+// wins. Two placeholders side by side are refused unless the split between
+// them is fixed by a strictly parsed format (checkAdjacency): "{id}{body}"
+// with a free-form id would let one MAC verify every split of the same
+// bytes, several ids for one signature; "{timestamp}{body}" or, with
+// hmac.id_format uuid, "{id}{timestamp}{body}" cannot.
 
 import (
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"hash"
 	"net/textproto"
@@ -40,7 +39,12 @@ type hmacVerifier struct {
 	base64  bool
 
 	timestampHeader string // canonical; "" when none
-	idHeader        string // canonical event_id header when the template signs {id}
+	tsFormat        timestampFormat
+	// tsCanonical refuses leading zeros: the timestamp has a placeholder
+	// beside it, and its extent must follow from its value (checkAdjacency).
+	tsCanonical bool
+	idUUID      bool   // hmac.id_format uuid: the signed id must be a UUID
+	idHeader    string // canonical event_id header when the template signs {id}
 	// idBounds are the template's bytes on either side of {id}: a signed id
 	// must not contain them, or the same signed bytes would split into
 	// another id and body ("{id}.{body}": id "a.{x" and the rest).
@@ -72,13 +76,19 @@ func newHMAC(cfg Config) (Verifier, error) {
 		keys:      secretKeys(cfg.Secrets),
 		tolerance: cfg.Tolerance,
 	}
-	switch strings.ToLower(c.Algorithm) {
-	case "", "sha256":
-		v.newHash, v.size = sha256.New, sha256.Size
-	case "sha512":
-		v.newHash, v.size = sha512.New, sha512.Size
+	var err error
+	if v.newHash, v.size, err = macAlgorithm(c.Algorithm); err != nil {
+		return nil, fmt.Errorf("hmac.algorithm: %w", err)
+	}
+	if v.tsFormat, err = parseTimestampFormat(c.TimestampFormat); err != nil {
+		return nil, fmt.Errorf("hmac.timestamp_format: %w", err)
+	}
+	switch c.IDFormat {
+	case "":
+	case "uuid":
+		v.idUUID = true
 	default:
-		return nil, fmt.Errorf("hmac.algorithm: unknown %q (sha256 or sha512)", c.Algorithm)
+		return nil, fmt.Errorf("hmac.id_format: unknown %q (uuid, or unset for any id)", c.IDFormat)
 	}
 	switch strings.ToLower(c.Encoding) {
 	case "", "hex":
@@ -87,13 +97,26 @@ func newHMAC(cfg Config) (Verifier, error) {
 	default:
 		return nil, fmt.Errorf("hmac.encoding: unknown %q (hex or base64)", c.Encoding)
 	}
-	if cfg.EventID.IsZero() {
+	if cfg.EventID.IsZero() && cfg.Split.IsZero() {
 		return nil, fmt.Errorf("event_id: header or field required for provider hmac")
 	}
 
-	var err error
-	if v.template, err = parseTemplate(c.Template); err != nil {
+	tmpl, err := expandRequestPlaceholders("hmac.template", orDefault(c.Template, "{body}"), cfg.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	if v.template, err = parseTemplate(tmpl); err != nil {
 		return nil, fmt.Errorf("hmac.template: %w", err)
+	}
+	adjacent, err := checkAdjacency(v.template, fixedFormats{timestamp: true, id: v.idUUID})
+	if err != nil {
+		return nil, fmt.Errorf("hmac.template: %w", err)
+	}
+	if adjacent["timestamp"] || digitBefore(v.template, "timestamp") {
+		if err := checkAdjacentTolerance(v.tsFormat, cfg.Tolerance); err != nil {
+			return nil, fmt.Errorf("tolerance: %w", err)
+		}
+		v.tsCanonical = true
 	}
 	signs := map[string]bool{}
 	for _, p := range v.template {
@@ -109,13 +132,21 @@ func newHMAC(cfg Config) (Verifier, error) {
 		v.timestampHeader = textproto.CanonicalMIMEHeaderKey(c.TimestampHeader)
 	} else if signs["timestamp"] {
 		return nil, fmt.Errorf("hmac.template: {timestamp} needs hmac.timestamp_header")
+	} else if c.TimestampFormat != "" {
+		return nil, fmt.Errorf("hmac.timestamp_format: needs hmac.timestamp_header")
 	}
 	if signs["id"] {
 		if cfg.EventID.Header == "" {
 			return nil, fmt.Errorf("hmac.template: {id} needs event_id.header")
 		}
 		v.idHeader = textproto.CanonicalMIMEHeaderKey(cfg.EventID.Header)
-		v.idBounds = idBounds(v.template)
+		if !v.idUUID {
+			// A UUID's extent is its fixed length; a free-form id's is
+			// the text beside it, which it must then not contain.
+			v.idBounds = idBounds(v.template)
+		}
+	} else if v.idUUID {
+		return nil, fmt.Errorf("hmac.id_format: applies to a signed {id} only (the template has none)")
 	} else if cfg.EventID.Header != "" && !c.AllowUnsignedID {
 		return nil, fmt.Errorf("event_id.header: %s is not signed (the template has no {id}): a captured delivery replayed under a new id would be a new event; "+
 			"sign it with {id}, use event_id.field, or accept the risk with hmac.allow_unsigned_id: true", cfg.EventID.Header)
@@ -128,7 +159,8 @@ func newHMAC(cfg Config) (Verifier, error) {
 
 // parseTemplate splits a template into literals and placeholders. It
 // requires {body} exactly once and rejects unknown {names}, so a typo such
-// as "{timestmp}" fails at startup instead of never matching.
+// as "{timestmp}" fails at startup instead of never matching. Placeholders
+// side by side are checkAdjacency's to judge.
 func parseTemplate(t string) ([]templatePart, error) {
 	if t == "" {
 		t = "{body}"
@@ -142,9 +174,6 @@ func parseTemplate(t string) ([]templatePart, error) {
 				name := t[i+1 : i+end]
 				switch name {
 				case "body", "timestamp", "id":
-					if len(parts) > 0 && parts[len(parts)-1].placeholder != "" && lit.Len() == 0 {
-						return nil, fmt.Errorf("{%s} follows {%s} with nothing between them: one signature would verify several splits", name, parts[len(parts)-1].placeholder)
-					}
 					if lit.Len() > 0 {
 						parts = append(parts, templatePart{literal: lit.String()})
 						lit.Reset()
@@ -157,7 +186,7 @@ func parseTemplate(t string) ([]templatePart, error) {
 					continue
 				default:
 					if isPlaceholderName(name) {
-						return nil, fmt.Errorf("unknown placeholder {%s} (known: {body}, {timestamp}, {id})", name)
+						return nil, fmt.Errorf("unknown placeholder {%s} (known: {body}, {timestamp}, {id}, {url}, {method})", name)
 					}
 				}
 			}
@@ -215,17 +244,16 @@ func (v *hmacVerifier) Verify(d *Request) (Identity, error) {
 			return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, v.timestampHeader)
 		}
 		// Checked before any MAC work: cheap, and stale replays stop here.
-		sec, err := parseUnixSeconds(ts)
-		if err == nil {
-			err = checkWithin(sec, d.now(), v.tolerance)
-		}
-		if err != nil {
+		if err := v.checkTimestamp(ts, d.now()); err != nil {
 			return Identity{}, fmt.Errorf("%w (%s)", err, v.timestampHeader)
 		}
 	}
 	if v.idHeader != "" {
 		if id = d.Header.Get(v.idHeader); id == "" {
 			return Identity{}, fmt.Errorf("%w: %s", ErrMissingHeader, v.idHeader)
+		}
+		if v.idUUID && !isUUID(id) {
+			return Identity{}, fmt.Errorf("%w: %s is not a UUID (hmac.id_format)", ErrMalformed, v.idHeader)
 		}
 	}
 	want, err := v.decode(sig)
@@ -250,7 +278,7 @@ func (v *hmacVerifier) Verify(d *Request) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, v.header)
 	}
 
-	if v.idBounds != "" && strings.ContainsAny(id, v.idBounds) {
+	if v.idBounds != "" && containsAnyByte(id, v.idBounds) {
 		return Identity{}, fmt.Errorf("%w: %s contains a character that separates it from the rest of hmac.template", ErrMalformed, v.idHeader)
 	}
 
@@ -263,6 +291,24 @@ func (v *hmacVerifier) Verify(d *Request) (Identity, error) {
 	return ev, nil
 }
 
+// checkTimestamp parses ts in the configured format and checks the window.
+// Unix seconds take the historical path (leading zeros allowed unless the
+// timestamp has a placeholder beside it).
+func (v *hmacVerifier) checkTimestamp(ts string, now time.Time) error {
+	if v.tsFormat == formatUnix && !v.tsCanonical {
+		sec, err := parseUnixSeconds(ts)
+		if err == nil {
+			err = checkWithin(sec, now, v.tolerance)
+		}
+		return err
+	}
+	t, err := v.tsFormat.parse(ts, v.tsCanonical)
+	if err != nil {
+		return err
+	}
+	return windowBoth.check(t, now, v.tolerance)
+}
+
 // decode strips the prefix and decodes the MAC. Any failure is a bad
 // signature, not a malformed delivery: nothing is verified yet.
 func (v *hmacVerifier) decode(sig string) ([]byte, error) {
@@ -270,32 +316,14 @@ func (v *hmacVerifier) decode(sig string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s lacks the configured prefix", ErrBadSignature, v.header)
 	}
-	// Room for the MAC plus base64's partial trailing byte.
+	// Room for the MAC plus base64's partial trailing byte. Senders differ
+	// on base64 alphabet and padding; all spell the same MAC, and the MAC
+	// comparison, not the encoding, is what authenticates.
 	out := make([]byte, v.size+2)
-	var n int
-	var err error
-	if v.base64 {
-		// Senders differ on alphabet and padding; all spell the same MAC, and
-		// the MAC comparison, not the encoding, is what authenticates.
-		rest = strings.TrimRight(rest, "=")
-		enc := base64.RawStdEncoding
-		if strings.ContainsAny(rest, "-_") {
-			enc = base64.RawURLEncoding
-		}
-		if len(rest) != enc.EncodedLen(v.size) {
-			return nil, fmt.Errorf("%w: %s has the wrong length", ErrBadSignature, v.header)
-		}
-		n, err = enc.Decode(out, []byte(rest))
-	} else {
-		if len(rest) != hex.EncodedLen(v.size) {
-			return nil, fmt.Errorf("%w: %s has the wrong length", ErrBadSignature, v.header)
-		}
-		n, err = hex.Decode(out, []byte(rest)) // accepts either case
+	if !decodeMAC(out, rest, v.size, v.base64) {
+		return nil, fmt.Errorf("%w: %s is not %d bytes of valid %s", ErrBadSignature, v.header, v.size, v.encoding())
 	}
-	if err != nil || n != v.size {
-		return nil, fmt.Errorf("%w: %s is not valid %s", ErrBadSignature, v.header, v.encoding())
-	}
-	return out[:n], nil
+	return out[:v.size], nil
 }
 
 func (v *hmacVerifier) encoding() string {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
@@ -245,8 +246,13 @@ func TestHMACTemplateConfig(t *testing.T) {
 		// several ids.
 		{"id next to body", cfg(HMACConfig{Template: "{id}{body}"}, Field{Header: "X-Id"}), "{body} follows {id}"},
 		{"body next to id", cfg(HMACConfig{Template: "{body}{id}"}, Field{Header: "X-Id"}), "{id} follows {body}"},
-		{"timestamp next to id", cfg(HMACConfig{Template: "{timestamp}{id}.{body}", TimestampHeader: "X-Ts"}, Field{Header: "X-Id"}),
-			"{id} follows {timestamp}"},
+		{"free-form id next to timestamp", cfg(HMACConfig{Template: "{id}{timestamp}.{body}", TimestampHeader: "X-Ts"}, Field{Header: "X-Id"}),
+			"{timestamp} follows {id}"},
+		{"unknown id_format", cfg(HMACConfig{Template: "{id}.{body}", IDFormat: "ulid"}, Field{Header: "X-Id"}), "hmac.id_format"},
+		{"id_format without {id}", cfg(HMACConfig{IDFormat: "uuid"}, idField), "hmac.id_format"},
+		{"unknown timestamp_format", cfg(HMACConfig{Template: "{timestamp}.{body}", TimestampHeader: "X-Ts", TimestampFormat: "iso"}, idField),
+			"hmac.timestamp_format"},
+		{"timestamp_format without header", cfg(HMACConfig{TimestampFormat: "rfc3339"}, idField), "hmac.timestamp_format"},
 		// Issue 14: an unsigned header id needs the explicit opt-in.
 		{"unsigned id header", cfg(HMACConfig{}, Field{Header: "X-Event-Id"}), "hmac.allow_unsigned_id"},
 		{"unsigned id header beside a field", cfg(HMACConfig{}, Field{Header: "X-Event-Id", Field: "id"}), "hmac.allow_unsigned_id"},
@@ -259,8 +265,13 @@ func TestHMACTemplateConfig(t *testing.T) {
 			t.Errorf("%s: err = %v, want it to name %q", tt.name, err, tt.errHas)
 		}
 	}
-	for _, tmpl := range []string{"{body}", "a{-}c{body}", "{timestamp}.{body}", "}{{body}{", "{ {body} }"} {
+	// Side by side where a fixed format gives the split (template_test.go).
+	for _, tmpl := range []string{"{body}", "a{-}c{body}", "{timestamp}.{body}", "}{{body}{", "{ {body} }",
+		"{timestamp}{body}", "{body}{timestamp}", "{timestamp}{id}.{body}"} {
 		c := cfg(HMACConfig{Template: tmpl}, idField)
+		if strings.Contains(tmpl, "{id}") {
+			c.EventID = Field{Header: "X-Id"}
+		}
 		if strings.Contains(tmpl, "{timestamp}") {
 			c.HMAC.TimestampHeader = "X-Ts"
 		}
@@ -300,4 +311,62 @@ func mustTemplate(t *testing.T, s string) []templatePart {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestHMACFormats: the shapes the adjacency rule and the timestamp formats
+// open up: Twitch EventSub ("{id}{timestamp}{body}", UUID id, RFC 3339),
+// Box ("{body}{timestamp}", base64, RFC 3339 with an offset), a millisecond
+// timestamp, and SHA-1.
+func TestHMACFormats(t *testing.T) {
+	const body = `{"subscription":{"type":"channel.follow"},"event":{}}`
+	now := time.Date(2019, 11, 16, 10, 11, 12, 0, time.UTC)
+	const uuid = "e76c6bd4-55c9-4987-8304-da1588d8988b"
+	twitchTS := now.Add(634234626).Format(time.RFC3339Nano)
+	twitch := Config{Provider: "hmac", Secrets: []string{hmacSecret}, EventID: Field{Header: "Twitch-Eventsub-Message-Id"},
+		EventType: Field{Field: "subscription.type"},
+		HMAC: HMACConfig{Header: "Twitch-Eventsub-Message-Signature", Prefix: "sha256=", Template: "{id}{timestamp}{body}",
+			TimestampHeader: "Twitch-Eventsub-Message-Timestamp", TimestampFormat: "rfc3339", IDFormat: "uuid"}}
+	th := func(id, ts, sig string) map[string][]string {
+		return hdr("Twitch-Eventsub-Message-Id", id, "Twitch-Eventsub-Message-Timestamp", ts, "Twitch-Eventsub-Message-Signature", sig)
+	}
+	good := "sha256=" + hex.EncodeToString(macOf(sha256.New, hmacSecret, uuid+twitchTS+body))
+	runVerifyCases(t, twitch, body, now, []verifyCase{
+		{name: "twitch", header: th(uuid, twitchTS, good), want: Identity{ID: uuid, Type: "channel.follow"}},
+		{name: "twitch: id not a UUID", header: th(uuid[:35], twitchTS, good), wantErr: ErrMalformed},
+		{name: "twitch: a digit moved from the time into the id", header: th(uuid+"2", twitchTS[1:], good), wantErr: ErrTimestamp},
+		{name: "twitch: timestamp not RFC 3339", header: th(uuid, now.Format(time.RFC1123), good), wantErr: ErrTimestamp},
+		{name: "twitch: stale", now: DefaultTolerance + 2*time.Second, header: th(uuid, twitchTS, good), wantErr: ErrTimestamp},
+		{name: "twitch: other id", header: th("f76c6bd4-55c9-4987-8304-da1588d8988b", twitchTS, good), wantErr: ErrBadSignature},
+	})
+
+	boxTS := now.In(time.FixedZone("", -8*3600)).Format(time.RFC3339)
+	box := Config{Provider: "hmac", Secrets: []string{"box-secondary", "box-primary"}, EventID: Field{Header: "Box-Delivery-Id"},
+		HMAC: HMACConfig{Header: "Box-Signature-Primary", Encoding: "base64", Template: "{body}{timestamp}",
+			TimestampHeader: "Box-Delivery-Timestamp", TimestampFormat: "rfc3339", AllowUnsignedID: true}}
+	boxSig := base64.StdEncoding.EncodeToString(macOf(sha256.New, "box-primary", body+boxTS))
+	runVerifyCases(t, box, body, now, []verifyCase{
+		{name: "box", header: hdr("Box-Signature-Primary", boxSig, "Box-Delivery-Timestamp", boxTS, "Box-Delivery-Id", "d-1"),
+			want: Identity{ID: "d-1", SecretIndex: 1}},
+		{name: "box: timestamp changed", header: hdr("Box-Signature-Primary", boxSig, "Box-Delivery-Timestamp", now.Format(time.RFC3339), "Box-Delivery-Id", "d-1"),
+			wantErr: ErrBadSignature},
+	})
+
+	ms := strconv.FormatInt(now.UnixMilli(), 10)
+	msCfg := Config{Provider: "hmac", Secrets: []string{hmacSecret}, EventID: Field{Field: "event.id"},
+		HMAC: HMACConfig{Header: "X-Sig", Template: "{timestamp}{body}", TimestampHeader: "X-Ts", TimestampFormat: "unix_ms"}}
+	msSig := hex.EncodeToString(macOf(sha256.New, hmacSecret, ms+`{"event":{"id":"e"}}`))
+	runVerifyCases(t, msCfg, `{"event":{"id":"e"}}`, now, []verifyCase{
+		{name: "unix ms beside the body", header: hdr("X-Sig", msSig, "X-Ts", ms), want: Identity{ID: "e"}},
+		{name: "seconds where ms are expected", header: hdr("X-Sig", msSig, "X-Ts", ms[:len(ms)-3]), wantErr: ErrTimestamp},
+		{name: "leading zero beside the body", header: hdr("X-Sig", msSig, "X-Ts", "0"+ms), wantErr: ErrTimestamp},
+	})
+
+	sha1Cfg := Config{Provider: "hmac", Secrets: []string{hmacSecret}, EventID: Field{Field: "id"},
+		HMAC: HMACConfig{Header: "X-Hub-Signature", Prefix: "sha1=", Algorithm: "sha1"}}
+	const sbody = `{"id":"s1"}`
+	runVerifyCases(t, sha1Cfg, sbody, now, []verifyCase{
+		{name: "sha1", header: hdr("X-Hub-Signature", "sha1="+hex.EncodeToString(macOf(sha1.New, hmacSecret, sbody))), want: Identity{ID: "s1"}},
+		{name: "sha256 MAC under sha1", header: hdr("X-Hub-Signature", "sha1="+hex.EncodeToString(macOf(sha256.New, hmacSecret, sbody))),
+			wantErr: ErrBadSignature},
+	})
 }

@@ -20,12 +20,21 @@ import (
 // identityReader holds the four validated sources.
 type identityReader struct {
 	eventID, eventType, objectID, objectVersion source
+	// split: each item of the delivery names its own id (split.go), the
+	// delivery none.
+	split bool
+	// hs recognises a POST handshake (handshake.go); nil for none.
+	hs *postHandshake
 }
 
 // newIdentity resolves cfg's fields over the provider's defaults. A zero
 // default means the provider supplies the value itself (or none).
 func newIdentity(cfg Config, defaults identityFields) (identityReader, error) {
-	var id identityReader
+	id := identityReader{split: !cfg.Split.IsZero()}
+	switch cfg.Handshake {
+	case HandshakeTwitch, HandshakeZoom, HandshakeDiscord:
+		id.hs = &postHandshake{kind: cfg.Handshake, keys: secretKeys(cfg.Secrets)}
+	}
 	for _, f := range []struct {
 		name      string
 		cfg, def  Field
@@ -60,13 +69,20 @@ type identityFields struct {
 // there itself (an id from a signed header) where a source is unset. It fails
 // when no event id results or a strict source meets a body that is not JSON.
 func (id *identityReader) read(h http.Header, body *jsonBody, ev *Identity) error {
+	if id.hs != nil {
+		// Verified already: every family reads the identity after its
+		// signature check.
+		if ok, err := id.hs.detect(h, body, ev); ok {
+			return err
+		}
+	}
 	var err error
 	if !id.eventID.isZero() {
 		if ev.ID, err = id.eventID.read(h, body); err != nil {
 			return fmt.Errorf("event id: %w", err)
 		}
 	}
-	if ev.ID == "" {
+	if ev.ID == "" && !id.split {
 		return fmt.Errorf("%w: no event id at %s", ErrMalformed, id.eventID)
 	}
 	for _, f := range []struct {

@@ -153,6 +153,22 @@ func (b *jsonBody) isObject() bool {
 // exact match; a numeric key also indexes an array), and fails when a key
 // on the way appears more than once in its object, in any letter case.
 func lookup(raw []byte, path string) (string, error) {
+	cur, err := walk(raw, path)
+	if err != nil || !cur.Exists() {
+		return "", err
+	}
+	v := value(cur)
+	if !utf8.ValidString(v) {
+		// gjson hands the bytes back as they are, encoding/json
+		// replaces them: refuse rather than read one value two ways.
+		return "", fmt.Errorf("%w: the value at %q is not valid UTF-8", ErrMalformed, path)
+	}
+	return v, nil
+}
+
+// walk returns what lookup finds at path, whatever its kind; a result that
+// does not Exist when the path leads nowhere.
+func walk(raw []byte, path string) (gjson.Result, error) {
 	cur := gjson.ParseBytes(raw)
 	for rest := path; ; {
 		var key string
@@ -171,25 +187,16 @@ func lookup(raw []byte, path string) (string, error) {
 				return n < 2
 			})
 			if n > 1 {
-				return "", fmt.Errorf("%w (%q)", errDuplicateKey, key)
+				return gjson.Result{}, fmt.Errorf("%w (%q)", errDuplicateKey, key)
 			}
 			cur = found
 		case cur.IsArray():
 			cur = cur.Get(gjsonEscape(key))
 		default:
-			return "", nil
+			return gjson.Result{}, nil
 		}
-		if !cur.Exists() {
-			return "", nil
-		}
-		if rest == "" {
-			v := value(cur)
-			if !utf8.ValidString(v) {
-				// gjson hands the bytes back as they are, encoding/json
-				// replaces them: refuse rather than read one value two ways.
-				return "", fmt.Errorf("%w: the value at %q is not valid UTF-8", ErrMalformed, path)
-			}
-			return v, nil
+		if !cur.Exists() || rest == "" {
+			return cur, nil
 		}
 	}
 }

@@ -32,6 +32,13 @@ type Identity struct {
 	// event (Slack's url_verification): ingress answers it and publishes
 	// nothing. ID is then empty.
 	Challenge string
+	// ChallengeFormat says how ingress answers the handshake: ChallengeJSON
+	// (Slack's {"challenge": …}), ChallengeText, ChallengeZoom,
+	// ChallengeDiscord or ChallengeOkta (handshake.go).
+	ChallengeFormat string
+	// ChallengeMAC is Zoom's encryptedToken: hex HMAC-SHA256 of the
+	// challenge under the secret that verified the request.
+	ChallengeMAC string
 	// SecretIndex is the index in Config.Secrets of the secret that matched, so
 	// operators can see when a rotated-out secret stops being used.
 	SecretIndex int
@@ -80,20 +87,30 @@ func (f Field) IsZero() bool { return f.Header == "" && f.Field == "" }
 type HMACConfig struct {
 	// Header carrying the signature. Required for provider hmac.
 	Header string `yaml:"header,omitempty"`
-	// Algorithm: sha256 (default) or sha512.
+	// Algorithm: sha256 (default), sha512 or sha1 (for senders that offer
+	// nothing else; ingress warns at start and exports
+	// intake_ingress_weak_algorithm).
 	Algorithm string `yaml:"algorithm,omitempty"`
 	// Encoding of the signature: hex (default) or base64.
 	Encoding string `yaml:"encoding,omitempty"`
 	// Prefix stripped from the header value before decoding, e.g. "sha256=".
 	Prefix string `yaml:"prefix,omitempty"`
-	// TimestampHeader names a header carrying the send time in unix seconds.
-	// When set, the header is required, must lie within ± tolerance of now,
-	// and Template must sign it. Defaults to none (no timestamp check).
+	// TimestampHeader names a header carrying the send time. When set, the
+	// header is required, must lie within ± tolerance of now, and Template
+	// must sign it. Defaults to none (no timestamp check).
 	TimestampHeader string `yaml:"timestamp_header,omitempty"`
+	// TimestampFormat is the timestamp header's format: unix (seconds,
+	// the default), unix_ms or rfc3339.
+	TimestampFormat string `yaml:"timestamp_format,omitempty"`
+	// IDFormat, "uuid", says the signed {id} is a UUID, which lets the
+	// template put another placeholder right beside it (Twitch's
+	// "{id}{timestamp}{body}"). Defaults to any id.
+	IDFormat string `yaml:"id_format,omitempty"`
 	// Template is the signed content: "{body}" plus optional "{timestamp}"
 	// (the timestamp header's value) and "{id}" (the event_id header's value),
-	// e.g. "{timestamp}.{body}", with text between placeholders. Defaults to
-	// "{body}".
+	// e.g. "{timestamp}.{body}". Placeholders side by side need a fixed
+	// format on the side that fixes the split (docs/providers.md). Defaults
+	// to "{body}".
 	Template string `yaml:"template,omitempty"`
 	// AllowUnsignedID accepts an event_id.header the template does not sign
 	// ({id}). Such an id can be changed by anyone who replays a captured
@@ -105,7 +122,8 @@ type HMACConfig struct {
 // Config is the provider part of an integration's configuration.
 type Config struct {
 	// Provider names the signature scheme: standard, svix, stripe, github,
-	// shopify, slack or hmac.
+	// shopify, slack, hmac, pairs, token, basic, pubkey, or a preset built
+	// on one of them (Presets; docs/providers.md).
 	Provider string `yaml:"provider"`
 	// Secrets are tried in order; any may match (rotation). At least one.
 	Secrets []string `yaml:"secrets"`
@@ -129,15 +147,42 @@ type Config struct {
 	AllowedShops []string `yaml:"allowed_shops,omitempty"`
 	// HMAC configures provider hmac.
 	HMAC HMACConfig `yaml:"hmac,omitempty"`
+	// Pairs configures provider pairs (Stripe's header shape, parameterised).
+	Pairs PairsConfig `yaml:"pairs,omitempty"`
+	// Token configures providers token and basic.
+	Token TokenConfig `yaml:"token,omitempty"`
+	// PubKey configures provider pubkey.
+	PubKey PubKeyConfig `yaml:"pubkey,omitempty"`
+	// Split cuts one delivery into one event per item of an array (split.go).
+	// Defaults to none: one delivery, one event.
+	Split SplitConfig `yaml:"split,omitempty"`
+	// PublicURL is the URL exactly as registered with the sender, for
+	// templates that sign it ({url}: Square, HubSpot). The Host header is
+	// never read. Defaults to none.
+	PublicURL string `yaml:"public_url,omitempty"`
+	// KeyURLHosts are the hosts a certificate URL named by a delivery may
+	// point to (provider paypal: defaults to PayPalCertHosts). Ingress
+	// fetches from them (docs/security.md, egress).
+	KeyURLHosts []string `yaml:"key_url_hosts,omitempty"`
+	// Handshake answers a sender's endpoint check: twitch, zoom, discord
+	// (POST, verified first), okta or dropbox (GET) (handshake.go).
+	// Defaults to none, or the preset's.
+	Handshake string `yaml:"handshake,omitempty"`
 }
 
 // DefaultTolerance is the timestamp tolerance when Config.Tolerance is zero.
 // It is also what Stripe's, Slack's and the Standard Webhooks libraries use.
 const DefaultTolerance = 5 * time.Minute
 
-// Names lists the providers this build knows.
+// Families lists the signature schemes this build implements.
+func Families() []string {
+	return []string{"standard", "svix", "stripe", "github", "shopify", "slack", "mailgun", "adyen", "twilio", "paypal", "hmac", "pairs", "token", "basic", "pubkey"}
+}
+
+// Names lists every provider name this build accepts: the families, then
+// the presets.
 func Names() []string {
-	return []string{"standard", "svix", "stripe", "github", "shopify", "slack", "hmac"}
+	return append(Families(), Presets()...)
 }
 
 // New builds the Verifier for cfg, validating it. Errors name the offending field.
@@ -161,8 +206,59 @@ func New(cfg Config) (Verifier, error) {
 	if len(cfg.AllowedShops) > 0 && cfg.Provider != "shopify" {
 		return nil, fmt.Errorf("allowed_shops: only for provider shopify")
 	}
-	if cfg.HMAC != (HMACConfig{}) && cfg.Provider != "hmac" {
-		return nil, fmt.Errorf("hmac: only for provider hmac")
+	preset := cfg.Provider
+	cfg, err := resolvePreset(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSplitIdentity(cfg); err != nil {
+		return nil, err
+	}
+	if _, err := NewSplitter(cfg); err != nil {
+		return nil, err
+	}
+	if err := checkHandshake(cfg); err != nil {
+		return nil, err
+	}
+	if len(cfg.KeyURLHosts) > 0 && cfg.Provider != "paypal" {
+		return nil, fmt.Errorf("key_url_hosts: only for provider paypal")
+	}
+	if err := checkPublicURL(cfg.PublicURL); err != nil {
+		return nil, err
+	}
+	switch cfg.Provider {
+	case "hmac", "pairs", "pubkey", "twilio":
+	default:
+		if cfg.PublicURL != "" {
+			return nil, fmt.Errorf("public_url: only for providers twilio, hmac, pairs, pubkey and their presets (the signature covers it)")
+		}
+	}
+	if cfg.Provider != preset {
+		// A preset names its sender; an error in what it filled in is the
+		// operator's override, so say which preset it was.
+		v, err := newFamily(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%w (provider %s is %s with presets)", err, preset, cfg.Provider)
+		}
+		return v, nil
+	}
+	return newFamily(cfg)
+}
+
+// newFamily builds one of the Families from a resolved cfg.
+func newFamily(cfg Config) (Verifier, error) {
+	for _, o := range []struct {
+		key, provider string
+		set           bool
+	}{
+		{"hmac", "hmac", cfg.HMAC != (HMACConfig{})},
+		{"pairs", "pairs", cfg.Pairs != (PairsConfig{})},
+		{"token", "token or basic", cfg.Token != (TokenConfig{}) && cfg.Provider != "basic"},
+		{"pubkey", "pubkey", cfg.PubKey != (PubKeyConfig{})},
+	} {
+		if o.set && cfg.Provider != o.key {
+			return nil, fmt.Errorf("%s: only for provider %s", o.key, o.provider)
+		}
 	}
 	switch cfg.Provider {
 	case "standard":
@@ -177,8 +273,22 @@ func New(cfg Config) (Verifier, error) {
 		return newShopify(cfg)
 	case "slack":
 		return newSlack(cfg)
+	case "mailgun":
+		return newMailgun(cfg)
+	case "adyen":
+		return newAdyen(cfg)
+	case "twilio":
+		return newTwilio(cfg)
+	case "paypal":
+		return newPayPal(cfg)
 	case "hmac":
 		return newHMAC(cfg)
+	case "pairs":
+		return newPairs(cfg)
+	case "token", "basic":
+		return newToken(cfg)
+	case "pubkey":
+		return newPubKey(cfg)
 	case "":
 		return nil, fmt.Errorf("provider: required (one of %v)", Names())
 	default:

@@ -3,14 +3,15 @@ package provider
 import (
 	"crypto/ed25519"
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,10 @@ func Sign(cfg Config, secretIndex int, eventID string, body []byte, now time.Tim
 func SignMessage(cfg Config, secretIndex int, m Message) (http.Header, error) {
 	if secretIndex < 0 || secretIndex >= len(cfg.Secrets) {
 		return nil, fmt.Errorf("secrets[%d]: no such secret", secretIndex)
+	}
+	cfg, err := resolvePreset(cfg)
+	if err != nil {
+		return nil, err
 	}
 	secret := cfg.Secrets[secretIndex]
 	ts := strconv.FormatInt(m.Time.Unix(), 10)
@@ -88,7 +93,27 @@ func SignMessage(cfg Config, secretIndex int, m Message) (http.Header, error) {
 		h.Set("X-Slack-Request-Timestamp", ts)
 		h.Set("X-Slack-Signature", "v0="+hex.EncodeToString(macSum(sha256.New, secret, "v0:"+ts+":", m.Body)))
 	case "hmac":
-		signHMAC(h, cfg, secret, ts, m)
+		signHMAC(h, cfg, secret, m)
+	case "pairs":
+		signPairs(h, cfg, secret, m)
+	case "token":
+		name := cfg.Token.Header
+		if name == "" {
+			name = "Authorization"
+		}
+		h.Set(name, cfg.Token.Prefix+secret)
+		setIdentityHeaders(h, cfg, m)
+	case "basic":
+		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(secret)))
+		setIdentityHeaders(h, cfg, m)
+	case "twilio":
+		params, err := url.ParseQuery(string(m.Body))
+		if err != nil {
+			return nil, fmt.Errorf("provider twilio: the body must be form-encoded: %w", err)
+		}
+		h.Set("Content-Type", "application/x-www-form-urlencoded")
+		h.Set("X-Twilio-Signature", base64.StdEncoding.EncodeToString(macSum(sha1.New, secret, twilioSignedText(cfg.PublicURL, params), nil)))
+		h.Set("I-Twilio-Idempotency-Token", m.ID)
 	default:
 		return nil, fmt.Errorf("provider %q: signing not supported", cfg.Provider)
 	}
@@ -136,19 +161,31 @@ func signStandardScheme(secret, prefix string, body []byte) (string, error) {
 	}
 }
 
+// formatTime writes t as a timestamp_format option says.
+func formatTime(format string, t time.Time) string {
+	switch format {
+	case "unix_ms":
+		return strconv.FormatInt(t.UnixMilli(), 10)
+	case "rfc3339":
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	return strconv.FormatInt(t.Unix(), 10)
+}
+
 // signHMAC fills the generic provider's headers, expanding hmac.template by
 // plain substitution.
-func signHMAC(h http.Header, cfg Config, secret, ts string, m Message) {
-	newHash := sha256.New
-	if strings.EqualFold(cfg.HMAC.Algorithm, "sha512") {
-		newHash = sha512.New
+func signHMAC(h http.Header, cfg Config, secret string, m Message) {
+	newHash, _, err := macAlgorithm(cfg.HMAC.Algorithm)
+	if err != nil {
+		newHash = sha256.New // New refuses it; the signature will not verify
 	}
+	ts := formatTime(cfg.HMAC.TimestampFormat, m.Time)
 	template := cfg.HMAC.Template
 	if template == "" {
 		template = "{body}"
 	}
 	before, after, _ := strings.Cut(template, "{body}")
-	expand := strings.NewReplacer("{timestamp}", ts, "{id}", m.ID)
+	expand := strings.NewReplacer("{timestamp}", ts, "{id}", m.ID, "{url}", cfg.PublicURL, "{method}", "POST")
 	mac := hmac.New(newHash, []byte(secret))
 	mac.Write([]byte(expand.Replace(before)))
 	mac.Write(m.Body)
@@ -162,16 +199,75 @@ func signHMAC(h http.Header, cfg Config, secret, ts string, m Message) {
 	if cfg.HMAC.TimestampHeader != "" {
 		h.Set(cfg.HMAC.TimestampHeader, ts)
 	}
+	setIdentityHeaders(h, cfg, m)
+}
+
+// setIdentityHeaders sets the id and type headers a configuration reads.
+func setIdentityHeaders(h http.Header, cfg Config, m Message) {
 	if cfg.EventID.Header != "" {
 		h.Set(cfg.EventID.Header, m.ID)
 	}
+	if cfg.EventType.Header != "" && m.Type != "" {
+		h.Set(cfg.EventType.Header, m.Type)
+	}
+}
+
+// signPairs fills a pairs header: the timestamp pair (or header), then one
+// signature pair over the template.
+func signPairs(h http.Header, cfg Config, secret string, m Message) {
+	c := cfg.Pairs
+	newHash, _, err := macAlgorithm(c.Algorithm)
+	if err != nil {
+		newHash = sha256.New
+	}
+	ts := formatTime(c.TimestampFormat, m.Time)
+	template := orDefault(c.Template, "{timestamp}.{body}")
+	before, after, _ := strings.Cut(template, "{body}")
+	expand := strings.NewReplacer("{timestamp}", ts, "{url}", cfg.PublicURL, "{method}", "POST")
+	mac := hmac.New(newHash, []byte(secret))
+	mac.Write([]byte(expand.Replace(before)))
+	mac.Write(m.Body)
+	mac.Write([]byte(expand.Replace(after)))
+	sig := hex.EncodeToString(mac.Sum(nil))
+	if strings.EqualFold(c.Encoding, "base64") {
+		sig = base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	}
+	kv, sep := orDefault(c.KVSeparator, "="), orDefault(c.PairSeparator, ",")
+	value := orDefault(c.SignatureKey, "v1") + kv + sig
+	if c.TimestampHeader != "" {
+		h.Set(c.TimestampHeader, ts)
+	} else {
+		value = orDefault(c.TimestampKey, "t") + kv + ts + sep + value
+	}
+	h.Set(c.Header, value)
+	setIdentityHeaders(h, cfg, m)
 }
 
 // SampleBody returns a small JSON event of the provider's shape from which
 // its verifier reads id and typ: `intake send`'s default payload. It depends
 // only on its arguments, so the same id twice is the same delivery.
 func SampleBody(cfg Config, id, typ string) []byte {
+	if r, err := resolvePreset(cfg); err == nil {
+		cfg = r
+	}
 	msg := map[string]any{"message": "hello from intake send"}
+	if sp := cfg.Split; !sp.IsZero() && plainPath(sp.ID) && plainPath(sp.Field) && plainPath(sp.Type) {
+		// A batch of one item, where the splitter reads it.
+		item := map[string]any{"data": msg}
+		setPath(item, sp.ID, id)
+		if sp.Type != "" && typ != "" {
+			setPath(item, sp.Type, typ)
+		}
+		var b []byte
+		if sp.Field == "" {
+			b, _ = json.Marshal([]any{item})
+		} else {
+			outer := map[string]any{}
+			setPath(outer, sp.Field, []any{item})
+			b, _ = json.Marshal(outer)
+		}
+		return b
+	}
 	var ev map[string]any
 	switch cfg.Provider {
 	case "stripe":
@@ -186,23 +282,35 @@ func SampleBody(cfg Config, id, typ string) []byte {
 			"event": map[string]any{"type": typ, "text": msg["message"]}}
 	default:
 		ev = map[string]any{"id": id, "type": typ, "data": msg}
-		// Put the id where a configured event_id field reads it, when that
-		// is a plain dotted path.
+		// Put the id and type where configured fields read them, when
+		// those are plain dotted paths.
 		if p := cfg.EventID.Field; cfg.EventID.Header == "" && p != "" && p != "id" && !strings.Contains(p, `\`) {
 			delete(ev, "id")
-			keys := strings.Split(p, ".")
-			node := ev
-			for _, k := range keys[:len(keys)-1] {
-				next, ok := node[k].(map[string]any)
-				if !ok {
-					next = map[string]any{}
-					node[k] = next
-				}
-				node = next
-			}
-			node[keys[len(keys)-1]] = id
+			setPath(ev, p, id)
+		}
+		if p := cfg.EventType.Field; p != "" && p != "type" && !strings.Contains(p, `\`) && typ != "" {
+			delete(ev, "type")
+			setPath(ev, p, typ)
 		}
 	}
 	b, _ := json.Marshal(ev) // maps of strings always marshal
 	return b
+}
+
+// plainPath: p is empty or dotted keys without escapes.
+func plainPath(p string) bool { return !strings.Contains(p, `\`) }
+
+// setPath sets the dotted path p in ev to v, making objects on the way.
+func setPath(ev map[string]any, p string, v any) {
+	keys := strings.Split(p, ".")
+	node := ev
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := node[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			node[k] = next
+		}
+		node = next
+	}
+	node[keys[len(keys)-1]] = v
 }

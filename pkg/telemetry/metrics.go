@@ -31,13 +31,16 @@ type Metrics struct {
 	Registry *prometheus.Registry
 
 	// Ingress.
-	Received       *prometheus.CounterVec   // integration
-	Verified       *prometheus.CounterVec   // integration (signature and timestamp passed)
-	Handshakes     *prometheus.CounterVec   // integration (verified handshakes answered, not published)
-	Rejected       *prometheus.CounterVec   // integration, reason
-	Accepted       *prometheus.CounterVec   // integration
-	Duplicates     *prometheus.CounterVec   // integration (stopped by the stream window)
-	SecretMatched  *prometheus.CounterVec   // integration, index
+	Received      *prometheus.CounterVec // integration
+	Verified      *prometheus.CounterVec // integration (signature and timestamp passed)
+	Handshakes    *prometheus.CounterVec // integration (verified handshakes answered, not published)
+	Rejected      *prometheus.CounterVec // integration, reason
+	Accepted      *prometheus.CounterVec // integration
+	Duplicates    *prometheus.CounterVec // integration (stopped by the stream window)
+	SecretMatched *prometheus.CounterVec // integration, index
+	// WeakAlgorithm is 1 for each integration configured with a weak hash
+	// (hmac or pairs algorithm sha1): integration, algorithm.
+	WeakAlgorithm  *prometheus.GaugeVec
 	PublishLatency *prometheus.HistogramVec // integration
 	RequestLatency *prometheus.HistogramVec // integration, code
 
@@ -165,6 +168,8 @@ func NewMetricsFor(roles Roles) *Metrics {
 			Name: "duplicates_total", Help: "Deliveries the JetStream duplicate window stopped."}, []string{"integration"}),
 		SecretMatched: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "intake", Subsystem: "ingress",
 			Name: "secret_matched_total", Help: "Verified deliveries by index of the secret that matched: when an old index stops growing, that secret can go."}, []string{"integration", "index"}),
+		WeakAlgorithm: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "ingress",
+			Name: "weak_algorithm", Help: "1 for each integration that verifies with a weak hash (algorithm sha1), by algorithm: move it to sha256 when the sender offers it."}, []string{"integration", "algorithm"}),
 		PublishLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "ingress",
 			Name: "publish_seconds", Help: "JetStream publish until PubAck.", Buckets: lat}, []string{"integration"}),
 		RequestLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "intake", Subsystem: "ingress",
@@ -250,7 +255,7 @@ func (m *Metrics) collectors(roles Roles) []prometheus.Collector {
 	var cs []prometheus.Collector
 	if roles.Ingress {
 		cs = append(cs, m.Received, m.Verified, m.Handshakes, m.Rejected, m.Accepted, m.Duplicates, m.SecretMatched,
-			m.PublishLatency, m.RequestLatency)
+			m.WeakAlgorithm, m.PublishLatency, m.RequestLatency)
 	}
 	if roles.Processor {
 		cs = append(cs, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.UnsignedEnvelopes, m.TxLatency, m.LastCommit, m.HandlerLatency,
