@@ -37,6 +37,7 @@ func (r *Replayer) Mount(router chi.Router) {
 			g.Get("/failures", r.listFailures)
 			g.Get("/search", r.search) // payloads: operators, viewers with api.payload_search.viewers
 			g.Get("/conflicts", r.listConflicts)
+			g.Get("/conflicts/diff", r.conflictDiff)
 			g.Get("/rejections", r.listRejections)
 			g.Get("/replays", r.listReplays)
 			g.Get("/replays/{id}", r.getReplay)

@@ -92,6 +92,12 @@ func apiJSON() map[string]func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusOK, apiclient.FindResult{Query: "7", Searched: []string{"INTAKE_IN sequence 7"},
 				Matches: []apiclient.FindMatch{{How: "stream_seq", Key: e.Key, Event: &e}, {How: "stream_seq", Key: "demo/main/evt_2", Note: "no inbox row"}}})
 		},
+		"conflict_diff": func(w http.ResponseWriter) {
+			writeJSON(w, http.StatusOK, apiclient.ConflictDiff{Conflict: wireConflict(fullConflict()),
+				Original:    apiclient.ConflictPayload{StreamSeq: 7, SHA256: "ab12", Body: `{"a":1}`, JSON: true},
+				Conflicting: apiclient.ConflictPayload{StreamSeq: 12, SHA256: "cd34", Missing: "message 12 is no longer in INTAKE_IN"},
+				Structural:  true, Fields: []apiclient.FieldChange{{Path: "$.a", Op: "change", Left: "1", Right: "2"}, {Path: "$.b", Op: "add", Right: `"x"`}}})
+		},
 		"find_none": func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusOK, apiclient.FindResult{Query: "x", Matches: []apiclient.FindMatch{}, Searched: []string{}})
 		},

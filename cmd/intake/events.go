@@ -54,6 +54,9 @@ one event with its conflicts, deliveries, executions and the replays that touche
 	}
 	af := addAPIFlags(cmd)
 	ef.add(cmd)
+	af.completeFlagIntegration(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(
+		[]string{"processed", "stale", "failed", "quarantined", "retrying"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		api, err := af.client()
 		if err != nil {
@@ -67,7 +70,7 @@ one event with its conflicts, deliveries, executions and the replays that touche
 		if err != nil {
 			return fail(cmd, err)
 		}
-		return printEvents(cmd.OutOrStdout(), af.output, events, next)
+		return printEvents(cmd.OutOrStdout(), cmd.ErrOrStderr(), af.output, events, next)
 	}
 	cmd.AddCommand(newEventShowCmd(), newEventFindCmd(), newEventSearchCmd())
 	return cmd
@@ -92,7 +95,7 @@ func listEvents(ctx context.Context, api *apiclient.Client, q apiclient.EventQue
 
 // printEvents writes a table with the way to the next page, or for JSON
 // one page of all the events read.
-func printEvents(w io.Writer, output string, events []apiclient.Event, next string) error {
+func printEvents(w, hints io.Writer, output string, events []apiclient.Event, next string) error {
 	if output == outputJSON {
 		if events == nil {
 			events = []apiclient.Event{}
@@ -109,7 +112,7 @@ func printEvents(w io.Writer, output string, events []apiclient.Event, next stri
 		return err
 	}
 	if next != "" {
-		fmt.Fprintf(w, "more: add --cursor %s (or --all)\n", next)
+		fmt.Fprintf(hints, "more: add --cursor %s (or --all)\n", next)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ the events stay as they are: replay them to apply them (intake replay --status f
 	}
 	af := addAPIFlags(cmd)
 	cmd.Flags().StringVar(&integration, "integration", "", "only this integration")
+	af.completeFlagIntegration(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "resolved groups too")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		api, err := af.client()

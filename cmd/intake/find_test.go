@@ -50,6 +50,15 @@ func TestEventsFind(t *testing.T) {
 		t.Fatalf("find the conflicting message's sequence: exit %d\n%s%s", code, out, errOut)
 	}
 
+	// conflicts show: the field that differs, by path (issue 34 items 5, 9).
+	out, errOut, code = r.cli("", cliViewer, "conflicts", "show", "demo/main/evt_1")
+	if code != 0 || !strings.Contains(out, "$.tampered") || !strings.Contains(out, "add") || strings.Contains(out, "$.id") {
+		t.Fatalf("conflicts show: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := r.cli("", cliViewer, "conflicts", "show", "demo/main/evt_2"); code != codeError || !strings.Contains(errOut, "has no conflict") {
+		t.Errorf("conflicts show without a conflict: exit %d\n%s", code, errOut)
+	}
+
 	_, errOut, code = r.cli("", cliViewer, "events", "find", "evt_nope")
 	if code != codeError || !strings.Contains(errOut, `nothing found for "evt_nope"`) || !strings.Contains(errOut, "in integration demo") {
 		t.Fatalf("find nothing: exit %d, want %d and where it looked:\n%s", code, codeError, errOut)

@@ -63,3 +63,30 @@ func TestLoginSavesAContext(t *testing.T) {
 		t.Fatalf("logout left the context (%v)", err)
 	}
 }
+
+// TestFlagCompletion (issue 34 item 9): --integration completes from the
+// API, --status and -o from their fixed values.
+func TestFlagCompletion(t *testing.T) {
+	t.Parallel()
+	r := startOperatorRig(t)
+	complete := func(args ...string) string {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetArgs(append([]string{"__complete"}, args...))
+		root.SetOut(&out)
+		root.SetErr(&bytes.Buffer{})
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("__complete %v: %v", args, err)
+		}
+		return out.String()
+	}
+	if out := complete("events", "--server", r.base, "--token", cliViewer, "--integration", ""); !strings.Contains(out, "demo\n") {
+		t.Errorf("--integration completes to %q, want demo", out)
+	}
+	if out := complete("events", "--status", "fa"); !strings.Contains(out, "failed\n") || !strings.Contains(out, "retrying\n") {
+		t.Errorf("--status completes to %q", out)
+	}
+	if out := complete("failures", "-o", ""); !strings.Contains(out, "json\n") {
+		t.Errorf("-o completes to %q", out)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,7 +51,34 @@ func addAPIFlags(cmd *cobra.Command) *apiFlags {
 	f.StringVar(&a.server, "server", defaultAPI, "replayer API base URL (default: env INTAKE_SERVER, else `intake login`'s, else "+defaultAPI+")")
 	f.StringVar(&a.token, "token", "", "API bearer token (default: env INTAKE_TOKEN)")
 	f.StringVarP(&a.output, "output", "o", outputTable, "output: table or json")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
 	return a
+}
+
+// completeIntegrations completes --integration with the names the API
+// answers for (GET /api/v1/status), through the command's own --server
+// and token; nothing when it cannot ask within two seconds.
+func (a *apiFlags) completeIntegrations(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	api, err := a.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
+	defer cancel()
+	s, err := api.Status(ctx)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	names := make([]string, 0, len(s.Integrations))
+	for _, in := range s.Integrations {
+		names = append(names, in.Name)
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeFlagIntegration registers completeIntegrations for cmd's --integration.
+func (a *apiFlags) completeFlagIntegration(cmd *cobra.Command) {
+	_ = cmd.RegisterFlagCompletionFunc("integration", a.completeIntegrations)
 }
 
 // client checks the flags and returns a client of the API they name.

@@ -32,6 +32,7 @@ Exit codes: 0 nothing missing; 2 the API refused; 3 missing events found.`,
 	f.StringVar(&since, "since", "", "messages stored at or after (RFC 3339, or a duration ago such as 24h)")
 	f.StringVar(&until, "until", "", "messages stored before")
 	f.StringVar(&integration, "integration", "", "only this integration")
+	af.completeFlagIntegration(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		api, err := af.client()
 		if err != nil {

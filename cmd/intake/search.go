@@ -29,6 +29,7 @@ messages and says so when it stopped there. Nothing found exits 1.`,
 	f.StringVar(&q.Path, "path", "", "dotted JSON path into the payload (required)")
 	f.StringVar(&q.Value, "value", "", "the value there: a string's text, or a number, true, false, null")
 	f.StringVar(&q.Integration, "integration", "", "only this integration")
+	af.completeFlagIntegration(cmd)
 	f.StringVar(&since, "since", "", "from this time (RFC 3339, or a duration ago such as 6h or 2d; default an hour before --until)")
 	f.StringVar(&until, "until", "", "before this time (RFC 3339, or a duration ago; default now)")
 	_ = cmd.MarkFlagRequired("path")

@@ -3,6 +3,7 @@ package apiclient
 import (
 	"context"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -53,4 +54,41 @@ func (c *Client) Conflicts(ctx context.Context, q ConflictQuery) (ConflictPage, 
 	var page ConflictPage
 	err := c.get(ctx, "/api/v1/conflicts", url.Values(v), &page)
 	return page, err
+}
+
+// ConflictDiff is GET /api/v1/conflicts/diff?key=&id=: one conflict with
+// both payloads from INTAKE_IN and, when both are JSON, the fields that
+// differ (objects compared by key, so a moved field is not a change).
+type ConflictDiff struct {
+	Conflict    Conflict        `json:"conflict"`
+	Original    ConflictPayload `json:"original"`
+	Conflicting ConflictPayload `json:"conflicting"`
+	Structural  bool            `json:"structural"` // both JSON: Fields holds every differing path (at most 200)
+	Fields      []FieldChange   `json:"fields"`
+}
+
+// ConflictPayload is one side of a conflict: the body as stored, or why it
+// is not there (the stream has dropped it).
+type ConflictPayload struct {
+	StreamSeq int64  `json:"stream_seq"`
+	SHA256    string `json:"sha256"`
+	Body      string `json:"body,omitempty"`
+	JSON      bool   `json:"json"`
+	Missing   string `json:"missing,omitempty"`
+}
+
+// FieldChange is one JSON path whose value differs: op change, add (the
+// conflicting side only) or del (the original only); values as compact JSON.
+type FieldChange struct {
+	Path  string `json:"path"`
+	Op    string `json:"op"`
+	Left  string `json:"left,omitempty"`
+	Right string `json:"right,omitempty"`
+}
+
+// ConflictDiff reads GET /api/v1/conflicts/diff for key's conflict id.
+func (c *Client) ConflictDiff(ctx context.Context, key string, id int64) (ConflictDiff, error) {
+	var d ConflictDiff
+	err := c.get(ctx, "/api/v1/conflicts/diff", url.Values{"key": {key}, "id": {strconv.FormatInt(id, 10)}}, &d)
+	return d, err
 }

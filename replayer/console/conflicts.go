@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/intakehq/intake/internal/jsondiff"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 )
@@ -45,7 +46,7 @@ type conflictData struct {
 	// Structural: both payloads are JSON, diffed with sorted keys; Fields
 	// are the paths whose values differ.
 	Structural bool
-	Fields     []fieldChange
+	Fields     []jsondiff.Change
 }
 
 // conflict shows one conflict's two payloads side by side, diffed as
@@ -78,13 +79,13 @@ func (c *Console) conflict(w http.ResponseWriter, r *http.Request) {
 	d.Conflicting = c.payload(r.Context(), d.Conflict.ConflictingStreamSeq, d.Conflict.ConflictingSHA256)
 	if d.Original.Missing == "" && d.Conflicting.Missing == "" {
 		left, right := d.Original.Text, d.Conflicting.Text
-		lv, lt, lok := canonicalJSON(d.Original.Raw)
-		rv, rt, rok := canonicalJSON(d.Conflicting.Raw)
+		lv, lt, lok := jsondiff.Canonical(d.Original.Raw)
+		rv, rt, rok := jsondiff.Canonical(d.Conflicting.Raw)
 		if lok && rok {
 			// Both JSON: compared by field, keys sorted, so that a field the
 			// sender moved is not shown as a change.
 			left, right, d.Structural = lt, rt, true
-			d.Fields = jsonChanges(lv, rv, "$", nil)
+			d.Fields = jsondiff.Changes(lv, rv, "$", nil)
 		}
 		d.Diff = diffLines(left, right)
 		for _, row := range d.Diff {
