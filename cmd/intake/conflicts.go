@@ -45,10 +45,10 @@ func newConflictsCmd() *cobra.Command {
 			return fail(cmd, err)
 		}
 		out := cmd.OutOrStdout()
-		if af.output == outputJSON {
-			return printJSON(out, page)
+		if af.structured() {
+			return af.emit(out, page)
 		}
-		tw := newTable(out)
+		tw := af.table(out)
 		fmt.Fprintln(tw, "DETECTED\tKEY\tTENANT\tORIGINAL SHA256\tCONFLICTING SHA256\tORIGINAL SEQ\tCONFLICTING SEQ")
 		for _, x := range page.Conflicts {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\n", fmtTime(x.DetectedAt), x.Key, x.Tenant, short(x.OriginalSHA256, 16),
@@ -108,8 +108,8 @@ conflicting delivery, objects compared by key. --full prints both bodies too.`,
 			return fail(cmd, err)
 		}
 		out := cmd.OutOrStdout()
-		if af.output == outputJSON {
-			return printJSON(out, d)
+		if af.structured() {
+			return af.emit(out, d)
 		}
 		c := d.Conflict
 		fmt.Fprintf(out, "conflict %d on %s, detected %s\n  original     seq %d sha256 %s\n  conflicting  seq %d sha256 %s\n", c.ID, c.Key,

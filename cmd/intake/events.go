@@ -70,7 +70,7 @@ one event with its conflicts, deliveries, executions and the replays that touche
 		if err != nil {
 			return fail(cmd, err)
 		}
-		return printEvents(cmd.OutOrStdout(), cmd.ErrOrStderr(), af.output, events, next)
+		return printEvents(cmd.OutOrStdout(), cmd.ErrOrStderr(), af, events, next)
 	}
 	cmd.AddCommand(newEventShowCmd(), newEventFindCmd(), newEventSearchCmd())
 	return cmd
@@ -95,18 +95,34 @@ func listEvents(ctx context.Context, api *apiclient.Client, q apiclient.EventQue
 
 // printEvents writes a table with the way to the next page, or for JSON
 // one page of all the events read.
-func printEvents(w, hints io.Writer, output string, events []apiclient.Event, next string) error {
-	if output == outputJSON {
+func printEvents(w, hints io.Writer, af *apiFlags, events []apiclient.Event, next string) error {
+	if af.structured() {
 		if events == nil {
 			events = []apiclient.Event{}
 		}
-		return printJSON(w, map[string]any{"events": events, "next_cursor": next})
+		return af.emit(w, map[string]any{"events": events, "next_cursor": next})
 	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "KEY\tSTATUS\tTYPE\tTENANT\tDELIVERIES\tATTEMPTS\tCONFLICTS\tFIRST RECEIVED\tSTREAM SEQ")
+	tw := af.table(w)
+	wide := af.output == outputWide
+	header := "KEY\tSTATUS\tTYPE\tTENANT\tDELIVERIES\tATTEMPTS\tCONFLICTS\tFIRST RECEIVED\tSTREAM SEQ"
+	if wide {
+		header += "\tLAST RECEIVED\tPROCESSED\tPAYLOAD SHA256\tERROR"
+	}
+	fmt.Fprintln(tw, header)
 	for _, e := range events {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\n", e.Key, e.Status, e.EventType, e.Tenant,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d", e.Key, e.Status, e.EventType, e.Tenant,
 			e.DeliveryCount, e.Attempts, e.Conflicts, fmtTime(e.FirstReceivedAt), e.StreamSeq)
+		if wide {
+			processed, errText := "-", "-"
+			if e.ProcessedAt != nil {
+				processed = fmtTime(*e.ProcessedAt)
+			}
+			if e.Error != nil {
+				errText = short(*e.Error, 80)
+			}
+			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s", fmtTime(e.LastReceivedAt), processed, e.PayloadSHA256, errText)
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -139,8 +155,8 @@ empty: "partner//ord_1").`,
 		if err != nil {
 			return fail(cmd, err)
 		}
-		if af.output == outputJSON {
-			return printJSON(cmd.OutOrStdout(), ev)
+		if af.structured() {
+			return af.emit(cmd.OutOrStdout(), ev)
 		}
 		return printEvent(cmd.OutOrStdout(), ev)
 	}

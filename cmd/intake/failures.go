@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -36,17 +36,16 @@ the events stay as they are: replay them to apply them (intake replay --status f
 		if err != nil {
 			return fail(cmd, err)
 		}
-		if af.output == outputJSON {
-			return printJSON(cmd.OutOrStdout(), l)
+		if af.structured() {
+			return af.emit(cmd.OutOrStdout(), l)
 		}
-		return printFailureGroups(cmd.OutOrStdout(), l.Groups)
+		return printFailureGroups(af.table(cmd.OutOrStdout()), l.Groups)
 	}
 	cmd.AddCommand(newFailuresResolveCmd())
 	return cmd
 }
 
-func printFailureGroups(w io.Writer, groups []apiclient.FailureGroup) error {
-	tw := newTable(w)
+func printFailureGroups(tw *tabwriter.Writer, groups []apiclient.FailureGroup) error {
 	fmt.Fprintln(tw, "ID\tINTEGRATION\tSTATUS\tCLASS\tEVENTS\tFIRST SEEN\tLAST SEEN\tRESOLVED\tSIGNATURE\tSAMPLE")
 	for _, g := range groups {
 		resolved := "-"
@@ -84,8 +83,8 @@ func newFailuresResolveCmd() *cobra.Command {
 		if err != nil {
 			return fail(cmd, err)
 		}
-		if af.output == outputJSON {
-			return printJSON(cmd.OutOrStdout(), g)
+		if af.structured() {
+			return af.emit(cmd.OutOrStdout(), g)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "resolved %s: %d %s events of %s (%s) by %s\n", g.ID, g.Events, g.Status, g.Integration,
 			g.ErrorClass, *g.ResolvedBy)

@@ -30,12 +30,12 @@ match it says where it looked, on stderr, and exits 1 (docs/operator.md#exit-cod
 		if err != nil {
 			return fail(cmd, err)
 		}
-		if af.output == outputJSON {
-			if err := printJSON(cmd.OutOrStdout(), res); err != nil {
+		if af.structured() {
+			if err := af.emit(cmd.OutOrStdout(), res); err != nil {
 				return err
 			}
 		} else if len(res.Matches) > 0 {
-			tw := newTable(cmd.OutOrStdout())
+			tw := af.table(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "KEY\tSTATUS\tTYPE\tFOUND BY\tFIRST RECEIVED\tSTREAM SEQ")
 			for _, m := range res.Matches {
 				if m.Event == nil {

@@ -90,3 +90,28 @@ func TestFlagCompletion(t *testing.T) {
 		t.Errorf("-o completes to %q", out)
 	}
 }
+
+// TestOutputFormats (issue 34 item 9): -o yaml has the API's field names,
+// -o wide adds columns, --no-headers drops the header row, and an unknown
+// -o names the choices.
+func TestOutputFormats(t *testing.T) {
+	t.Parallel()
+	r := startOperatorRig(t)
+	r.publish("evt_1")
+	out, _, code := r.cli("", cliViewer, "events", "-o", "yaml")
+	if code != 0 || !strings.Contains(out, "events:\n") || !strings.Contains(out, "key: demo/main/evt_1") || !strings.Contains(out, "first_received_at:") {
+		t.Errorf("-o yaml: exit %d\n%s", code, out)
+	}
+	out, _, code = r.cli("", cliViewer, "events", "-o", "wide")
+	if code != 0 || !strings.Contains(out, "PAYLOAD SHA256") || !strings.Contains(out, "LAST RECEIVED") {
+		t.Errorf("-o wide: exit %d\n%s", code, out)
+	}
+	out, _, code = r.cli("", cliViewer, "events", "--no-headers")
+	if code != 0 || strings.Contains(out, "KEY") || !strings.HasPrefix(out, "demo/main/evt_1") {
+		t.Errorf("--no-headers: exit %d\n%q", code, out)
+	}
+	_, errOut, code := r.cli("", cliViewer, "events", "-o", "xml")
+	if code != 1 || !strings.Contains(errOut, "table, wide, json, yaml") {
+		t.Errorf("-o xml: exit %d\n%s", code, errOut)
+	}
+}

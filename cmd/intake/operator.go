@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,10 +10,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/intakehq/intake/replayer/apiclient"
 )
@@ -29,7 +33,9 @@ const (
 	codePartial  = 3 // finished, but not everything: events missing from the stream, cancelled; reconcile found missing events
 	codeFailed   = 4 // the replay failed
 	outputTable  = "table"
+	outputWide   = "wide"
 	outputJSON   = "json"
+	outputYAML   = "yaml"
 	pollInterval = 500 * time.Millisecond
 	// apiTimeout bounds one API call: dry runs of large ranges take a while.
 	apiTimeout = 5 * time.Minute
@@ -37,10 +43,11 @@ const (
 
 // apiFlags are --server, --token and -o, which every operator command takes.
 type apiFlags struct {
-	cmd    *cobra.Command
-	server string
-	token  string
-	output string
+	cmd       *cobra.Command
+	server    string
+	token     string
+	output    string
+	noHeaders bool
 }
 
 // addAPIFlags adds --server, --token and -o to cmd; defaults come from
@@ -50,9 +57,86 @@ func addAPIFlags(cmd *cobra.Command) *apiFlags {
 	f := cmd.Flags()
 	f.StringVar(&a.server, "server", defaultAPI, "replayer API base URL (default: env INTAKE_SERVER, else `intake login`'s, else "+defaultAPI+")")
 	f.StringVar(&a.token, "token", "", "API bearer token (default: env INTAKE_TOKEN)")
-	f.StringVarP(&a.output, "output", "o", outputTable, "output: table or json")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
+	f.StringVarP(&a.output, "output", "o", outputTable, "output: table, wide (a list's extra columns), json or yaml (the API's answer)")
+	f.BoolVar(&a.noHeaders, "no-headers", false, "a list's table without its header row (for scripts)")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputs, cobra.ShellCompDirectiveNoFileComp))
 	return a
+}
+
+// outputs are -o's values.
+var outputs = []string{outputTable, outputWide, outputJSON, outputYAML}
+
+// structured reports whether -o asks for the API's answer (json, yaml)
+// rather than a table.
+func (a *apiFlags) structured() bool { return a.output == outputJSON || a.output == outputYAML }
+
+// emit writes v, the API's answer, as -o asks: JSON, or YAML with the same
+// field names in the same order.
+func (a *apiFlags) emit(w io.Writer, v any) error {
+	if a.output == outputYAML {
+		return printYAML(w, v)
+	}
+	return printJSON(w, v)
+}
+
+// table is a list's table writer; with --no-headers its first line (the
+// header row) is left out.
+func (a *apiFlags) table(w io.Writer) *tabwriter.Writer {
+	if a.noHeaders {
+		w = &skipFirstLine{w: w}
+	}
+	return newTable(w)
+}
+
+// skipFirstLine drops what is written up to and including the first newline.
+type skipFirstLine struct {
+	w    io.Writer
+	done bool
+}
+
+func (s *skipFirstLine) Write(p []byte) (int, error) {
+	if s.done {
+		return s.w.Write(p)
+	}
+	i := bytes.IndexByte(p, '\n')
+	if i < 0 {
+		return len(p), nil
+	}
+	s.done = true
+	if _, err := s.w.Write(p[i+1:]); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// printYAML writes v as YAML: through its JSON (the API's field names and
+// order), re-encoded in block style.
+func printYAML(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return err
+	}
+	blockStyle(&doc)
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+// blockStyle clears the styles JSON input gives every node (flow
+// collections, double-quoted strings): the encoder then writes block
+// style and quotes only the strings that would read as another type.
+func blockStyle(n *yaml.Node) {
+	n.Style = 0
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
 }
 
 // completeIntegrations completes --integration with the names the API
@@ -103,8 +187,8 @@ func (a *apiFlags) client() (*apiclient.Client, error) {
 	if a.token == "" {
 		return nil, errors.New("no API token: pass --token, set INTAKE_TOKEN, or run `intake login`")
 	}
-	if a.output != outputTable && a.output != outputJSON {
-		return nil, fmt.Errorf("--output: table or json, got %q", a.output)
+	if !slices.Contains(outputs, a.output) {
+		return nil, fmt.Errorf("--output: one of %s, got %q", strings.Join(outputs, ", "), a.output)
 	}
 	return apiclient.New(a.server, a.token, &http.Client{Timeout: apiTimeout}), nil
 }

@@ -51,15 +51,15 @@ Exit codes: 0 nothing missing; 2 the API refused; 3 missing events found.`,
 			return fail(cmd, err)
 		}
 		out := cmd.OutOrStdout()
-		if af.output == outputJSON {
-			if err := printJSON(out, res); err != nil {
+		if af.structured() {
+			if err := af.emit(out, res); err != nil {
 				return err
 			}
 		} else {
 			fmt.Fprintf(out, "checked %d messages (stream last seq %d, processor ack floor %d): %d missing, %d pending\n",
 				res.Checked, res.LastSeq, res.AckFloor, len(res.Missing), res.Pending)
 			if len(res.Missing) > 0 {
-				tw := newTable(out)
+				tw := af.table(out)
 				fmt.Fprintln(tw, "KEY\tSTREAM SEQ")
 				for _, m := range res.Missing {
 					fmt.Fprintf(tw, "%s\t%d\n", m.Key, m.StreamSeq)

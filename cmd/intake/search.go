@@ -45,12 +45,12 @@ messages and says so when it stopped there. Nothing found exits 1.`,
 		if err != nil {
 			return fail(cmd, err)
 		}
-		if af.output == outputJSON {
-			if err := printJSON(cmd.OutOrStdout(), res); err != nil {
+		if af.structured() {
+			if err := af.emit(cmd.OutOrStdout(), res); err != nil {
 				return err
 			}
 		} else if len(res.Matches) > 0 {
-			tw := newTable(cmd.OutOrStdout())
+			tw := af.table(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "KEY\tTYPE\tSTORED\tSTREAM SEQ")
 			for _, m := range res.Matches {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", m.Key, m.EventType, fmtTime(m.StoredAt), m.StreamSeq)

@@ -36,10 +36,10 @@ replays left out). --watch repeats it.`,
 			if err != nil {
 				return fail(cmd, err)
 			}
-			if af.output == outputJSON {
-				err = printJSON(cmd.OutOrStdout(), s)
+			if af.structured() {
+				err = af.emit(cmd.OutOrStdout(), s)
 			} else {
-				err = printStatus(cmd.OutOrStdout(), s)
+				err = printStatus(cmd.OutOrStdout(), af, s)
 			}
 			if err != nil || watch <= 0 {
 				return err
@@ -55,7 +55,7 @@ replays left out). --watch repeats it.`,
 	return cmd
 }
 
-func printStatus(w io.Writer, s apiclient.Status) error {
+func printStatus(w io.Writer, af *apiFlags, s apiclient.Status) error {
 	st := s.Stream
 	oldest := "none waiting"
 	if st.OldestUnprocessedAt != nil {
@@ -63,7 +63,7 @@ func printStatus(w io.Writer, s apiclient.Status) error {
 	}
 	fmt.Fprintf(w, "status at %s\nINTAKE_IN (durable %s): %d undelivered, %d unacknowledged, ack floor %d, delivered up to %d; %s\n",
 		fmtTime(s.At), st.Durable, st.Pending, st.AckPending, st.AckFloor, st.Delivered, oldest)
-	tw := newTable(w)
+	tw := af.table(w)
 	fmt.Fprintf(tw, "INTEGRATION\tACCEPTED (%s)\tPER SECOND\tDUPLICATES\tFAILED\tQUARANTINED\tRETRYING NOW\tLAG P50 / P95\n", s.Window)
 	for _, x := range s.Integrations {
 		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%s / %s\n", x.Name, x.Accepted, x.PerSecond, x.Duplicates, x.Failed, x.Quarantined,
