@@ -12,9 +12,12 @@ import (
 // plan predicted: the store reads the processor's records for each item
 // (store.ReplayResults), judged against the processor consumer's ack floor
 // now. A dry run publishes nothing and a redelivery's copies go to
-// subscribers, not through the inbox: both have no results (nil).
+// subscribers, not through the inbox: both have no results (nil). Nor has a
+// replay still running or awaiting approval: the read visits every item, and
+// a CLI following a large replay reads it every second.
 func (r *Replayer) Results(ctx context.Context, rep store.Replay) (*apiclient.ReplayResults, error) {
-	if rep.DryRun || (rep.Mode != string(inbox.ReplayExact) && rep.Mode != string(inbox.ReplayReexecute)) {
+	if rep.DryRun || (rep.Mode != string(inbox.ReplayExact) && rep.Mode != string(inbox.ReplayReexecute)) ||
+		rep.State == store.ReplayRunning || rep.State == store.ReplayAwaitingApproval {
 		return nil, nil
 	}
 	floor, err := r.ackFloor(ctx)

@@ -32,8 +32,8 @@ const (
 	// ResultInFlight: published, not yet settled by the processor (above
 	// its consumer's ack floor): still being tried, or about to be.
 	ResultInFlight = "in_flight"
-	// ResultUnpublished: not published (yet): the replay is running,
-	// awaits approval, or was cancelled or failed before it.
+	// ResultUnpublished: not published: the replay was cancelled or
+	// failed before it (or is still running, for a caller that asks then).
 	ResultUnpublished = "unpublished"
 	// ResultMissing: the source message was gone; nothing was published.
 	ResultMissing = "missing"

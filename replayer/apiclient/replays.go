@@ -47,8 +47,9 @@ type Replay struct {
 	ApprovedBy *string    `json:"approved_by,omitempty"`
 	ApprovedAt *time.Time `json:"approved_at,omitempty"`
 	// Results say what became of the published copies, beside Outcomes'
-	// prediction: GET /api/v1/replays/{id} of a replay (exact or
-	// reexecute, not a dry run) only; absent elsewhere.
+	// prediction: GET /api/v1/replays/{id} of a finished replay (done,
+	// failed or cancelled; exact or reexecute, not a dry run) only; absent
+	// elsewhere.
 	Results *ReplayResults `json:"results,omitempty"`
 }
 

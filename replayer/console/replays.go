@@ -629,7 +629,7 @@ func (d replayData) results(w *writer) {
 		w.m(`<tr><td class="empty">Nothing selected.</td></tr>`)
 	}
 	w.m("</tbody></table>\n")
-	if res.Counts[store.ResultInFlight] > 0 || res.Counts[store.ResultUnpublished] > 0 {
+	if res.Counts[store.ResultInFlight] > 0 {
 		w.m(`<p class="hint" id="results-pending">Some copies are not settled yet: <a href="`).u(replayLink(d.Replay.ID, "")).m(`">read again</a>.</p>`)
 	}
 	if n := res.Counts[store.ResultRejected]; n > 0 {
