@@ -195,3 +195,30 @@ func TestRejectionsBySequence(t *testing.T) {
 		t.Errorf("from_seq=x = %d %s, want 400", code, b)
 	}
 }
+
+// TestReplayResultsConflict: a range replay of a conflicting delivery's
+// message (another payload than the inbox row's) is predicted to conflict,
+// and its result is the conflict record at the copy's sequence.
+func TestReplayResultsConflict(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	r.start()
+	r.publish("evt_c")
+	r.settled()
+	ack, err := r.js.PublishMsg(context.Background(),
+		envelope.NewDelivery(key("evt_c"), "acme", "invoice.paid", []byte(`{"id":"evt_c","tampered":true}`), time.Now()).Msg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.settled()
+	rep := r.replay(map[string]any{"selector": sel("stream_seq", map[string]any{"from": ack.Sequence, "to": ack.Sequence}), "reason": "again"})
+	if rep.Outcomes[replayer.WouldConflict] != 1 {
+		t.Fatalf("predicted %v, want %s", rep.Outcomes, replayer.WouldConflict)
+	}
+	r.settled()
+	var after apiclient.Replay
+	r.api(http.MethodGet, "/api/v1/replays/"+rep.ID, nil, http.StatusOK, &after)
+	if res := after.Results; res == nil || res.Counts[store.ResultConflict] != 1 || len(res.Counts) != 1 {
+		t.Fatalf("results = %+v, want one conflict", res)
+	}
+}
