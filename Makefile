@@ -62,7 +62,7 @@ pgbouncer:
 
 # The console's screenshots in docs/console, taken by its browser test.
 screenshots: chromium
-	INTAKE_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestBrowserOperatorAndViewer ./replayer/console
+	INTAKE_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run 'TestBrowserOperatorAndViewer$$|TestBrowserReplayResultsRejectionsGapsRedrive$$' ./replayer/console
 
 # The intake binary keeps the linker's dead code elimination of methods: no
 # reachable function looks a method up by a name known only at run time

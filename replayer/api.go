@@ -162,7 +162,8 @@ func (r *Replayer) listRejections(w http.ResponseWriter, req *http.Request) {
 	f := store.RejectionFilter{
 		// integration is not checked: an unknown_integration rejection names one the config lacks.
 		Integration: q.str("integration"), Tenant: q.str("tenant"), Reason: q.oneOf("reason", store.RejectReasons), ReplayID: q.str("replay_id"),
-		Since: q.time("since"), Until: q.time("until"), KeyPrefix: q.str("key_prefix"), Limit: q.int("limit"), Cursor: q.str("cursor"),
+		Since: q.time("since"), Until: q.time("until"), FromSeq: q.uint("from_seq"), ToSeq: q.uint("to_seq"),
+		KeyPrefix: q.str("key_prefix"), Limit: q.int("limit"), Cursor: q.str("cursor"),
 	}
 	if q.err != nil {
 		writeError(w, http.StatusBadRequest, q.err.Error())
@@ -181,12 +182,16 @@ func (r *Replayer) listRejections(w http.ResponseWriter, req *http.Request) {
 
 func (r *Replayer) listReplays(w http.ResponseWriter, req *http.Request) {
 	q := query{v: req.URL.Query()}
-	limit, cursor := q.int("limit"), q.str("cursor")
+	// Dry runs are left out unless asked for (dry_runs=include or only):
+	// the audit log an operator reads is of what was published.
+	f := store.ReplayFilter{Mode: q.oneOf("mode", store.ReplayModes), State: q.oneOf("state", store.ReplayStates),
+		RequestedBy: q.str("requested_by"), DryRuns: q.oneOf("dry_runs", store.DryRunChoices),
+		Since: q.time("since"), Until: q.time("until"), Limit: q.int("limit"), Cursor: q.str("cursor")}
 	if q.err != nil {
 		writeError(w, http.StatusBadRequest, q.err.Error())
 		return
 	}
-	list, next, err := r.o.Store.ListReplays(req.Context(), limit, cursor)
+	list, next, err := r.o.Store.ListReplays(req.Context(), f)
 	if err != nil {
 		r.writeFailure(w, failure{call: "list replays"}, err)
 		return
@@ -203,7 +208,13 @@ func (r *Replayer) getReplay(w http.ResponseWriter, req *http.Request) {
 		r.writeFailure(w, failure{call: "get replay", notFound: "no such replay"}, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wireReplay(rep))
+	out := wireReplay(rep)
+	// Without the results (JetStream or Postgres did not answer) the
+	// record still answers: it is what the audit needs.
+	if out.Results, err = r.Results(req.Context(), rep); err != nil {
+		r.o.Log.Warn("replay results", "replay_id", rep.ID, "err", err)
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (r *Replayer) postReplay(w http.ResponseWriter, req *http.Request) {

@@ -135,6 +135,13 @@ func apiJSON() map[string]func(w http.ResponseWriter) {
 		"replay": func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusAccepted, wireReplay(fullReplay()))
 		},
+		"replay_results": func(w http.ResponseWriter) {
+			rep := wireReplay(fullReplay())
+			rep.Results = &apiclient.ReplayResults{Counts: map[string]int64{store.ResultProcessed: 1, store.ResultFailedAgain: 2},
+				ByPrediction: []apiclient.ResultCount{{Predicted: WouldRetry, Result: store.ResultFailedAgain, Count: 2},
+					{Predicted: WouldRetry, Result: store.ResultProcessed, Count: 1}}, Settled: 42}
+			writeJSON(w, http.StatusOK, rep)
+		},
 		"replay_zero": func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusOK, wireReplay(store.Replay{}))
 		},
@@ -213,6 +220,10 @@ func TestWireVocabularyIsTheStores(t *testing.T) {
 		{apiclient.ReplayRunning, store.ReplayRunning}, {apiclient.ReplayDone, store.ReplayDone},
 		{apiclient.ReplayFailed, store.ReplayFailed}, {apiclient.ReplayCancelled, store.ReplayCancelled},
 		{apiclient.ReplayRedeliver, store.ReplayRedeliver}, {apiclient.OutcomeMissing, Missing},
+		{apiclient.ResultProcessed, store.ResultProcessed}, {apiclient.ResultFailedAgain, store.ResultFailedAgain},
+		{apiclient.ResultDeduplicated, store.ResultDeduplicated}, {apiclient.ResultRejected, store.ResultRejected},
+		{apiclient.ResultInFlight, store.ResultInFlight}, {apiclient.DryRunsExclude, store.DryRunsExclude},
+		{apiclient.DryRunsInclude, store.DryRunsInclude}, {apiclient.DryRunsOnly, store.DryRunsOnly},
 	} {
 		if c[0] != c[1] {
 			t.Errorf("apiclient says %q where intake.replays holds %q", c[0], c[1])

@@ -62,10 +62,11 @@ func TestAPIAnswersKeepTheirShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitReplay(started.ID, store.ReplayDone)
+	r.settled() // its results settled: one shape, whatever the timing
 	call("replay_done", http.MethodGet, "/api/v1/replays/"+started.ID, nil, http.StatusOK)
 	call("cancel_conflict", http.MethodPost, "/api/v1/replays/"+started.ID+"/cancel", nil, http.StatusConflict)
 	call("redelivery_dry_run", http.MethodPost, "/api/v1/redeliveries", map[string]any{"selector": sel("stream_seq", map[string]any{"from": 1})}, http.StatusOK)
-	call("replay_page", http.MethodGet, "/api/v1/replays?limit=2", nil, http.StatusOK)
+	call("replay_page", http.MethodGet, "/api/v1/replays?dry_runs=include&limit=2", nil, http.StatusOK)
 	call("event_page", http.MethodGet, "/api/v1/events?limit=2", nil, http.StatusOK)
 	call("event_detail", http.MethodGet, "/api/v1/events/demo/evt_c", nil, http.StatusOK)
 	call("event_detail_rejected", http.MethodGet, "/api/v1/events/demo/evt_1?account=main", nil, http.StatusOK)

@@ -9,7 +9,10 @@
 // the Intake-Replay-Id / Intake-Replay-Mode headers, paced at the replay's
 // rate, waiting for every PubAck. The inbox decides what a copy does:
 // exact replays of settled events apply nothing, of failed ones retry the
-// handler; re-executions run it again under a new execution.
+// handler; re-executions run it again under a new execution. Once the
+// replay has finished, Results reads back what the processor did with each
+// copy (executions under the replay's id, rejections and conflicts at the
+// copy's sequence, the inbox row) beside what the plan predicted.
 //
 // A redelivery is the same machinery pointed at INTAKE_OUT (or the outbox):
 // processed messages published again for a subscriber that lost data.

@@ -325,12 +325,12 @@ func TestEveryReplayIsAudited(t *testing.T) {
 		http.StatusOK, &redeliv)
 
 	var page apiclient.ReplayPage
-	r.api(http.MethodGet, "/api/v1/replays?limit=2", nil, http.StatusOK, &page)
+	r.api(http.MethodGet, "/api/v1/replays?dry_runs=include&limit=2", nil, http.StatusOK, &page)
 	if len(page.Replays) != 2 || page.NextCursor == "" {
 		t.Fatalf("first page = %d replays, cursor %q", len(page.Replays), page.NextCursor)
 	}
 	var rest apiclient.ReplayPage
-	r.api(http.MethodGet, "/api/v1/replays?limit=2&cursor="+page.NextCursor, nil, http.StatusOK, &rest)
+	r.api(http.MethodGet, "/api/v1/replays?dry_runs=include&limit=2&cursor="+page.NextCursor, nil, http.StatusOK, &rest)
 	all := append(page.Replays, rest.Replays...)
 	if len(all) != 3 || rest.NextCursor != "" {
 		t.Fatalf("audit log has %d replays, want 3", len(all))

@@ -139,9 +139,38 @@ func TestReplayCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "state done") || !strings.Contains(out, "published 3") {
 		t.Fatalf("status: exit %d\n%s", code, out)
 	}
+	// What became of the copies, once the processor settled them: the
+	// three events were processed, so each copy was deduplicated.
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		out, _, code = r.cli("", cliViewer, "replay", "status", rep.ID)
+		return code == 0 && strings.Contains(out, "results (settled up to seq") && strings.Contains(out, "deduplicated 3")
+	}, "replay status never showed the results")
+	if !strings.Contains(out, "would_deduplicate  deduplicated  3") {
+		t.Fatalf("status without the results by prediction:\n%s", out)
+	}
+	// The audit log leaves dry runs out unless asked.
 	out, _, code = r.cli("", cliViewer, "replay", "list")
-	if code != 0 || !strings.Contains(out, rep.ID) || strings.Count(out, "\n") != 5 { // header; dry run; declined dry run; dry run + replay
+	if code != 0 || !strings.Contains(out, rep.ID) || strings.Count(out, "\n") != 2 { // header; the replay
 		t.Fatalf("list: exit %d\n%s", code, out)
+	}
+	for _, c := range []struct {
+		args []string
+		rows int
+	}{
+		{[]string{"--dry-runs", "include"}, 4}, // dry run; declined dry run; dry run + replay
+		{[]string{"--dry-runs", "only"}, 3},
+		{[]string{"--mode", "reexecute", "--dry-runs", "include"}, 0},
+		{[]string{"--state", "done", "--requested-by", "ops", "--since", "1h"}, 1},
+		{[]string{"--requested-by", "viewer"}, 0},
+	} {
+		out, _, code = r.cli("", cliViewer, append([]string{"replay", "list"}, c.args...)...)
+		if code != 0 || strings.Count(out, "\n") != 1+c.rows {
+			t.Errorf("list %v: exit %d, want %d rows:\n%s", c.args, code, c.rows, out)
+		}
+	}
+	if _, errOut, code := r.cli("", cliViewer, "replay", "list", "--state", "finished"); code != codeRefused ||
+		!strings.Contains(errOut, "one of: awaiting_approval, running, done, failed, cancelled") {
+		t.Errorf("list --state finished: exit %d\n%s", code, errOut)
 	}
 
 	// Partial: a key with no message to publish.

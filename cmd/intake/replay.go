@@ -331,6 +331,40 @@ func printReplay(w io.Writer, output string, rep apiclient.Replay) error {
 	if len(rep.Sample) > 0 {
 		fmt.Fprintf(w, "  sample %s\n", strings.Join(rep.Sample, ", "))
 	}
+	return printResults(w, rep.Results)
+}
+
+// resultOrder is the order results print in: done, not done, still to come.
+var resultOrder = []string{"processed", "failed_again", "deduplicated", "stale", "rejected", "conflict",
+	"in_flight", "unpublished", "missing", "no_record"}
+
+// printResults shows what became of a replay's copies beside the predicted
+// outcomes: the totals, then predicted outcome by result.
+func printResults(w io.Writer, res *apiclient.ReplayResults) error {
+	if res == nil {
+		return nil
+	}
+	var parts []string
+	for _, r := range resultOrder {
+		if n := res.Counts[r]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	fmt.Fprintf(w, "  results (settled up to seq %d): %s\n", res.Settled, strings.Join(parts, "   "))
+	if len(res.ByPrediction) == 0 {
+		return nil
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "  PREDICTED\tRESULT\tCOUNT")
+	for _, c := range res.ByPrediction {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\n", c.Predicted, c.Result, c.Count)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if res.Counts[apiclient.ResultInFlight] > 0 {
+		fmt.Fprintln(w, "  (in_flight: published, not yet settled by the processor; ask again)")
+	}
 	return nil
 }
 
@@ -411,20 +445,32 @@ func newReplayCancelCmd() *cobra.Command {
 func newReplayListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "The audit log: every replay, redelivery and dry run, newest first",
+		Short: "The audit log: replays and redeliveries (dry runs with --dry-runs include or only), newest first",
 		Args:  cobra.NoArgs,
 	}
 	af := addAPIFlags(cmd)
 	var limit int
-	var cursor string
-	cmd.Flags().IntVar(&limit, "limit", 20, "rows per page")
-	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after a previous page")
+	var cursor, since, until string
+	var q apiclient.ReplayQuery
+	f := cmd.Flags()
+	f.IntVar(&limit, "limit", 20, "rows per page")
+	f.StringVar(&cursor, "cursor", "", "continue after a previous page")
+	f.StringVar(&q.Mode, "mode", "", "only this mode: exact, reexecute or redeliver")
+	f.StringVar(&q.State, "state", "", "only this state: awaiting_approval, running, done, failed or cancelled")
+	f.StringVar(&q.RequestedBy, "requested-by", "", "only those requested by this token name (redrive: the re-drive's)")
+	f.StringVar(&q.DryRuns, "dry-runs", apiclient.DryRunsExclude, "dry runs: exclude, include or only")
+	f.StringVar(&since, "since", "", "created from this time (RFC 3339, or a duration ago such as 2h)")
+	f.StringVar(&until, "until", "", "created before this time (RFC 3339, or a duration ago)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		api, err := af.client()
 		if err != nil {
 			return err
 		}
-		page, err := api.Replays(cmd.Context(), apiclient.ReplayQuery{Limit: limit, Cursor: cursor})
+		if q.Since, q.Until, err = parseSpan(since, until, time.Now()); err != nil {
+			return err
+		}
+		q.Limit, q.Cursor = limit, cursor
+		page, err := api.Replays(cmd.Context(), q)
 		if err != nil {
 			return fail(cmd, err)
 		}
@@ -442,7 +488,7 @@ func newReplayListCmd() *cobra.Command {
 			return err
 		}
 		if page.NextCursor != "" {
-			fmt.Fprintf(out, "more: intake replay list --cursor %s\n", page.NextCursor)
+			fmt.Fprintf(out, "more: add --cursor %s\n", page.NextCursor)
 		}
 		return nil
 	}

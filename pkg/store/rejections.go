@@ -237,6 +237,9 @@ type RejectionFilter struct {
 	ReplayID    string
 	// Since and Until bound rejected_at: since ≤ t < until.
 	Since, Until time.Time
+	// FromSeq and ToSeq bound the message's INTAKE_IN sequence, inclusive;
+	// 0 leaves that end open (reconcile's ranges).
+	FromSeq, ToSeq uint64
 	// KeyPrefix matches the start of the scoped key.
 	KeyPrefix string
 	// Limit caps the page. Defaults to 100; at most 1000.
@@ -273,6 +276,12 @@ func (s *Store) ListRejections(ctx context.Context, f RejectionFilter) ([]Reject
 	w.eq("r.reason", f.Reason)
 	w.eq("r.replay_id", f.ReplayID)
 	w.between("r.rejected_at", f.Since, f.Until)
+	if f.FromSeq > 0 {
+		w.add("r.stream_seq >= " + w.arg(int64(f.FromSeq)))
+	}
+	if f.ToSeq > 0 {
+		w.add("r.stream_seq <= " + w.arg(int64(f.ToSeq)))
+	}
 	w.keyPrefix("r.", f.KeyPrefix)
 	if f.Cursor != "" {
 		var id int64

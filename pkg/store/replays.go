@@ -193,23 +193,67 @@ func (s *Store) GetReplay(ctx context.Context, id string) (Replay, error) {
 	return r, nil
 }
 
+// Which dry runs ReplayFilter.DryRuns lists: by default none, as the audit
+// log of what was published is what an operator reads; a dry run publishes
+// nothing.
+const (
+	DryRunsExclude = "exclude"
+	DryRunsInclude = "include"
+	DryRunsOnly    = "only"
+)
+
+// DryRunChoices are the values of ReplayFilter.DryRuns.
+var DryRunChoices = []string{DryRunsExclude, DryRunsInclude, DryRunsOnly}
+
+// ReplayModes and ReplayStates are the values intake.replays.mode and state
+// take: the allowed values of the audit log's filters.
+var (
+	ReplayModes  = []string{"exact", "reexecute", ReplayRedeliver}
+	ReplayStates = []string{ReplayAwaitingApproval, ReplayRunning, ReplayDone, ReplayFailed, ReplayCancelled}
+)
+
+// ReplayFilter selects replays for ListReplays. Zero fields do not filter.
+type ReplayFilter struct {
+	Mode, State, RequestedBy string
+	// DryRuns is DryRunsExclude (the default, ""), DryRunsInclude or
+	// DryRunsOnly.
+	DryRuns string
+	// Since and Until bound created_at: since ≤ t < until.
+	Since, Until time.Time
+	// Limit caps the page. Defaults to 100; at most 1000.
+	Limit  int
+	Cursor string
+}
+
 // ListReplays returns one page of replays (the audit log), newest first.
-func (s *Store) ListReplays(ctx context.Context, limit int, cursor string) ([]Replay, string, error) {
-	limit = pageLimit(limit)
+func (s *Store) ListReplays(ctx context.Context, f ReplayFilter) ([]Replay, string, error) {
+	limit := pageLimit(f.Limit)
 	var c struct {
 		At time.Time `json:"t"`
 		ID string    `json:"i"`
 	}
-	q := `SELECT ` + replayColumns + ` FROM intake.replays`
-	args := []any{limit + 1}
-	if cursor != "" {
-		if err := decodeCursor(cursor, &c); err != nil {
+	var w conds
+	w.eq("mode", f.Mode)
+	w.eq("state", f.State)
+	w.eq("requested_by", f.RequestedBy)
+	w.between("created_at", f.Since, f.Until)
+	switch f.DryRuns {
+	case "", DryRunsExclude:
+		w.add("NOT dry_run")
+	case DryRunsOnly:
+		w.add("dry_run")
+	case DryRunsInclude:
+	default:
+		return nil, "", fmt.Errorf("store: list replays: dry runs %q: not one of %v", f.DryRuns, DryRunChoices)
+	}
+	if f.Cursor != "" {
+		if err := decodeCursor(f.Cursor, &c); err != nil {
 			return nil, "", err
 		}
-		q += ` WHERE (created_at, id) < ($2, $3::uuid)`
-		args = append(args, c.At, c.ID)
+		w.add(`(created_at, id) < (` + w.arg(c.At) + `, ` + w.arg(c.ID) + `::uuid)`)
 	}
-	rows, err := s.pool.Query(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT $1`, args...)
+	q := `SELECT ` + replayColumns + ` FROM intake.replays` + w.sql() + ` ORDER BY created_at DESC, id DESC LIMIT ` + w.arg(limit+1)
+	rows, err := s.pool.Query(ctx, q, w.args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("store: list replays: %w", err)
 	}

@@ -43,9 +43,12 @@ type RejectionQuery struct {
 	ReplayID                    string // the replay the messages claimed
 	// Since and Until bound the rejection: since ≤ t < until.
 	Since, Until time.Time
-	KeyPrefix    string
-	Limit        int // rows per page; 0 takes the API's default (100), at most 1000
-	Cursor       string
+	// FromSeq and ToSeq bound the message's INTAKE_IN sequence, inclusive
+	// (0: open), as a reconcile's range does.
+	FromSeq, ToSeq uint64
+	KeyPrefix      string
+	Limit          int // rows per page; 0 takes the API's default (100), at most 1000
+	Cursor         string
 }
 
 // Rejections is GET /api/v1/rejections.
@@ -57,6 +60,8 @@ func (c *Client) Rejections(ctx context.Context, q RejectionQuery) (RejectionPag
 	v.str("replay_id", q.ReplayID)
 	v.time("since", q.Since)
 	v.time("until", q.Until)
+	v.uint("from_seq", q.FromSeq)
+	v.uint("to_seq", q.ToSeq)
 	v.str("key_prefix", q.KeyPrefix)
 	v.int("limit", q.Limit)
 	v.str("cursor", q.Cursor)

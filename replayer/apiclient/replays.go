@@ -46,7 +46,47 @@ type Replay struct {
 	// who approved a replay that was ReplayAwaitingApproval, and when.
 	ApprovedBy *string    `json:"approved_by,omitempty"`
 	ApprovedAt *time.Time `json:"approved_at,omitempty"`
+	// Results say what became of the published copies, beside Outcomes'
+	// prediction: GET /api/v1/replays/{id} of a finished replay (done,
+	// failed or cancelled; exact or reexecute, not a dry run) only; absent
+	// elsewhere.
+	Results *ReplayResults `json:"results,omitempty"`
 }
+
+// ReplayResults are what the processor did with a replay's copies, read
+// from its records when the replay is read: executions under the replay's
+// id (processed), rejections and conflict records at a copy's sequence,
+// and the inbox row of a copy the processor settled without running the
+// handler (failed_again, deduplicated, stale). A copy above the processor
+// consumer's ack floor is in_flight: still being tried.
+type ReplayResults struct {
+	// Counts are the items by result: processed, failed_again,
+	// deduplicated, stale, rejected, conflict, in_flight, unpublished,
+	// missing, no_record.
+	Counts map[string]int64 `json:"counts"`
+	// ByPrediction splits them by the dry run's predicted outcome.
+	ByPrediction []ResultCount `json:"by_prediction"`
+	// Settled is the ack floor the results were judged against.
+	Settled uint64 `json:"settled"`
+}
+
+// ResultCount is the number of a replay's items with one predicted outcome
+// and one result.
+type ResultCount struct {
+	Predicted string `json:"predicted"`
+	Result    string `json:"result"`
+	Count     int64  `json:"count"`
+}
+
+// Results of a replay's copies (ReplayResults.Counts) that a CLI or script
+// acts on.
+const (
+	ResultProcessed    = "processed"
+	ResultFailedAgain  = "failed_again"
+	ResultDeduplicated = "deduplicated"
+	ResultRejected     = "rejected"
+	ResultInFlight     = "in_flight"
+)
 
 // Replay states, modes and outcomes the CLI acts on (the replayer writes
 // the values of intake.replays as they are).
@@ -85,8 +125,8 @@ type OutcomeCount struct {
 	Count       int64  `json:"count"`
 }
 
-// ReplayPage is GET /api/v1/replays: the audit log (redeliveries and dry
-// runs included), newest first.
+// ReplayPage is GET /api/v1/replays: the audit log (redeliveries included,
+// dry runs only when asked for), newest first.
 type ReplayPage struct {
 	Replays    []Replay `json:"replays"`
 	NextCursor string   `json:"next_cursor,omitempty"`
@@ -172,15 +212,37 @@ type RedeliveryRequest struct {
 	Rate   int    `json:"rate,omitempty"`
 }
 
-// ReplayQuery pages GET /api/v1/replays.
+// ReplayQuery filters and pages GET /api/v1/replays; zero fields do not
+// filter.
 type ReplayQuery struct {
-	Limit  int // rows per page; 0 takes the API's default (100), at most 1000
-	Cursor string
+	Mode        string // exact, reexecute, redeliver
+	State       string // awaiting_approval, running, done, failed, cancelled
+	RequestedBy string // the token's name
+	// DryRuns is DryRunsExclude (the API's default), DryRunsInclude or
+	// DryRunsOnly.
+	DryRuns string
+	// Since and Until bound created_at: since ≤ t < until.
+	Since, Until time.Time
+	Limit        int // rows per page; 0 takes the API's default (100), at most 1000
+	Cursor       string
 }
+
+// The values of ReplayQuery.DryRuns (the dry_runs parameter).
+const (
+	DryRunsExclude = "exclude"
+	DryRunsInclude = "include"
+	DryRunsOnly    = "only"
+)
 
 // Replays is GET /api/v1/replays.
 func (c *Client) Replays(ctx context.Context, q ReplayQuery) (ReplayPage, error) {
 	v := query{}
+	v.str("mode", q.Mode)
+	v.str("state", q.State)
+	v.str("requested_by", q.RequestedBy)
+	v.str("dry_runs", q.DryRuns)
+	v.time("since", q.Since)
+	v.time("until", q.Until)
 	v.int("limit", q.Limit)
 	v.str("cursor", q.Cursor)
 	var page ReplayPage

@@ -111,6 +111,9 @@ func (c *Console) Mount(r chi.Router) {
 			r.Get("/reconcile", c.reconcile)
 			r.Get("/find", c.find)
 			r.Get("/failures", c.failures)
+			r.Get("/rejections", c.rejections)
+			r.Get("/gaps", c.gaps)
+			r.Get("/redrive", c.redrive)
 			r.Group(func(r chi.Router) {
 				r.Use(readForm(maxForm), c.checkCSRF)
 				r.Post("/signout", c.signOut)
@@ -295,6 +298,7 @@ var nav = []struct {
 	{"/ui/failed", "Failed", []string{"failed", "failures"}},
 	{"/ui/replays", "Replays", []string{"replays", "replay", "dryrun"}},
 	{"/ui/reconcile", "Reconcile", []string{"reconcile"}},
+	{"/ui/rejections", "Rejected", []string{"rejections"}},
 }
 
 // layout writes the page around p's content: head, header (nav and who is

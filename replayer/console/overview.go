@@ -193,6 +193,7 @@ func (o *overviewBuilder) charted(start time.Time, hours []store.HourCount) []in
 }
 
 func (d overviewData) write(w *writer, _ page) {
+	w.m(`<p class="quick" id="checks-links">Also: <a href="/ui/rejections?since=24h">messages rejected in the last day</a> · <a href="/ui/gaps">gap check</a> · <a href="/ui/redrive">re-drive passes</a> · <a href="/ui/replays">replays</a></p>` + "\n")
 	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection; processing lag is first receipt to processed (p50 / p95), replays left out; retrying (a handler failed, the next attempt is due) and outbox pending are now.</p>
 `)
 	st := d.Stream

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -74,7 +75,28 @@ func (c *Console) reconcile(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "reconcile", "Reconcile", d)
 }
 
+// rejectionsQuery is the rejections page's filter for the checked range:
+// its sequences, or its times (the rejections' own, which follow the
+// messages' by the processor's delay), and its integration.
+func (d reconcileData) rejectionsQuery() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"integration": d.Integration, "from_seq": d.FromSeq, "to_seq": d.ToSeq} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if d.FromSeq == "" && d.ToSeq == "" {
+		for k, s := range map[string]string{"since": d.Since, "until": d.Until} {
+			if s != "" {
+				v.Set(k, s)
+			}
+		}
+	}
+	return v
+}
+
 func (d reconcileData) write(w *writer, p page) {
+	checksNav(w, "reconcile")
 	w.m(`<p class="hint">Compare an INTAKE_IN range with the inbox: messages acknowledged to the provider with no inbox row are missing, and the fix is the replay that processes them.</p>
 <form method="get" action="/ui/reconcile" class="filter">
   <label>From seq <input name="from_seq" id="from_seq" value="`).t(d.FromSeq).m(`"></label>
@@ -93,7 +115,7 @@ func (d reconcileData) write(w *writer, p page) {
   <dt>Checked</dt><dd id="checked">`).n(int64(res.Checked)).m(`</dd>
   <dt>Missing</dt><dd id="missing">`).n(int64(len(res.Missing))).mif(res.Truncated, `+ (truncated)`).m(`</dd>
   <dt>Pending (not yet acked by the processor)</dt><dd>`).n(int64(res.Pending)).m(`</dd>
-  <dt>Rejected on purpose</dt><dd>`).n(int64(res.Rejected)).m(`</dd>
+  <dt>Rejected on purpose</dt><dd><a id="rejected" href="`).u(listLink("/ui/rejections", d.rejectionsQuery())).m(`">`).n(int64(res.Rejected)).m(`</a></dd>
   <dt>Ack floor / last seq</dt><dd>`).un(res.AckFloor).m(` / `).un(res.LastSeq).m(`</dd>
   <dt>Lost conflict records</dt><dd>`).n(int64(len(res.LostConflicts))).m(`</dd>
 </dl>

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -213,15 +214,66 @@ func (c *Console) approve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// replayFilter is the audit log's query: the fields of GET /api/v1/replays.
+type replayFilter struct {
+	Mode, State, RequestedBy, DryRuns string
+	Since, Until                      string // as typed
+	Cursor                            string
+	since, until                      time.Time
+}
+
+func parseReplayFilter(v url.Values) (replayFilter, error) {
+	f := replayFilter{Mode: v.Get("mode"), State: v.Get("state"), RequestedBy: v.Get("requested_by"),
+		DryRuns: v.Get("dry_runs"), Since: v.Get("since"), Until: v.Get("until"), Cursor: v.Get("cursor")}
+	for _, c := range []struct {
+		name, v string
+		allowed []string
+	}{{"mode", f.Mode, store.ReplayModes}, {"state", f.State, store.ReplayStates}, {"dry_runs", f.DryRuns, store.DryRunChoices}} {
+		if err := checkChoice(c.name, c.v, c.allowed); err != nil {
+			return f, err
+		}
+	}
+	var err error
+	if f.since, err = parseTime("since", f.Since); err != nil {
+		return f, err
+	}
+	f.until, err = parseTime("until", f.Until)
+	return f, err
+}
+
+func (f replayFilter) query() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"mode": f.Mode, "state": f.State, "requested_by": f.RequestedBy,
+		"dry_runs": f.DryRuns, "since": f.Since, "until": f.Until} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v
+}
+
 type replaysData struct {
+	Filter  replayFilter
+	Query   url.Values
 	Replays []store.Replay
 	Next    string
 }
 
+// dryRunChoices label the audit log's dry-run filter.
+var dryRunChoices = []struct{ Value, Label string }{
+	{"", "left out"}, {store.DryRunsInclude, "included"}, {store.DryRunsOnly, "only dry runs"}}
+
+// replays is the audit log; dry runs are left out unless asked for, as the
+// API leaves them out.
 func (c *Console) replays(w http.ResponseWriter, r *http.Request) {
-	var d replaysData
-	var err error
-	d.Replays, d.Next, err = c.ro.Store.ListReplays(r.Context(), pageSize, r.URL.Query().Get("cursor"))
+	f, err := parseReplayFilter(r.URL.Query())
+	d := replaysData{Filter: f, Query: f.query()}
+	if err != nil {
+		c.renderErr(w, r, "replays", "Replays", d, err.Error())
+		return
+	}
+	d.Replays, d.Next, err = c.ro.Store.ListReplays(r.Context(), store.ReplayFilter{Mode: f.Mode, State: f.State,
+		RequestedBy: f.RequestedBy, DryRuns: f.DryRuns, Since: f.since, Until: f.until, Limit: pageSize, Cursor: f.Cursor})
 	if errors.Is(err, store.ErrBadCursor) {
 		c.renderErr(w, r, "replays", "Replays", d, "cursor: invalid (start again from the first page)")
 		return
@@ -238,6 +290,10 @@ type replayData struct {
 	Selector string
 	Total    int64 // publishable: matched minus missing
 	Percent  int64
+	// Results: what became of the copies (nil for a dry run or a
+	// redelivery, or when they could not be read: ResultsError).
+	Results      *apiclient.ReplayResults
+	ResultsError string
 }
 
 // replay shows one replay; ?fragment=progress answers only its progress
@@ -268,6 +324,10 @@ func (c *Console) replay(w http.ResponseWriter, r *http.Request) {
 		d.progress(&out, page{User: s.caller, CSRF: s.csrf(), Operator: s.operator()})
 		send(w, http.StatusOK, &out)
 		return
+	}
+	if d.Results, err = c.rp.Results(r.Context(), rep); err != nil {
+		c.log.Warn("console: replay results", "replay_id", rep.ID, "err", err)
+		d.ResultsError = "What became of the copies could not be read (see the replayer's log)."
 	}
 	c.render(w, r, http.StatusOK, "replay", "Replay "+rep.ID, d)
 }
@@ -397,7 +457,30 @@ func (d dryRunData) write(w *writer, p page) {
 }
 
 func (d replaysData) write(w *writer, _ page) {
-	w.m(`<table class="list" id="replays">
+	f := d.Filter
+	w.m(`<form method="get" action="/ui/replays" class="filter" id="filter">
+  <label>Mode <select name="mode" id="mode"><option value="">any</option>`)
+	for _, m := range store.ReplayModes {
+		w.m(`<option`).mif(m == f.Mode, ` selected`).m(`>`).t(m).m(`</option>`)
+	}
+	w.m(`</select></label>
+  <label>State <select name="state" id="state"><option value="">any</option>`)
+	for _, st := range store.ReplayStates {
+		w.m(`<option`).mif(st == f.State, ` selected`).m(`>`).t(st).m(`</option>`)
+	}
+	w.m(`</select></label>
+  <label>Requested by <input name="requested_by" id="requested_by" value="`).t(f.RequestedBy).m(`"></label>
+  <label>Dry runs <select name="dry_runs" id="dry_runs">`)
+	for _, c := range dryRunChoices {
+		w.m(`<option value="`).t(c.Value).m(`"`).mif(c.Value == f.DryRuns || (c.Value == "" && f.DryRuns == store.DryRunsExclude), ` selected`).
+			m(`>`).t(c.Label).m(`</option>`)
+	}
+	w.m(`</select></label>
+  <label>Since <input name="since" id="since" value="`).t(f.Since).m(`" placeholder="1h, 2d, 2026-01-02T15:04"></label>
+  <label>Until <input name="until" value="`).t(f.Until).m(`" placeholder="UTC, or 30m ago"></label>
+  <button type="submit" id="search">Filter</button>
+</form>
+<table class="list" id="replays">
 <thead><tr><th>Created</th><th>Who</th><th>Why</th><th>Mode</th><th>Dry run</th><th>Matched</th><th>Published</th><th>State</th><th></th></tr></thead>
 <tbody>
 `)
@@ -410,13 +493,13 @@ func (d replaysData) write(w *writer, _ page) {
 </tr>`)
 	}
 	if len(d.Replays) == 0 {
-		w.m(`<tr><td colspan="9" class="empty">No replays yet.</td></tr>`)
+		w.m(`<tr><td colspan="9" class="empty">No replays match`).mif(f.DryRuns == "" || f.DryRuns == store.DryRunsExclude, ` (dry runs are left out)`).m(`.</td></tr>`)
 	}
 	w.m(`
 </tbody></table>
 `)
 	if d.Next != "" {
-		w.m(`<p><a href="`).u(listLink("/ui/replays", url.Values{"cursor": {d.Next}})).m(`">Next page →</a></p>`)
+		w.m(`<p><a id="next" href="`).u(nextLink("/ui/replays", d.Query, d.Next)).m(`">Next page →</a></p>`)
 	}
 }
 
@@ -444,7 +527,9 @@ func (d replayData) write(w *writer, p page) {
 		w.m(`  <dt>Error</dt><dd class="err">`).t(*rp.Error).m("</dd>\n")
 	}
 	w.m(`</dl>
-<h2>Outcomes</h2>
+`)
+	d.results(w)
+	w.m(`<h2>Predicted outcomes</h2>
 <table class="list"><thead><tr><th>Tenant</th><th>Integration</th><th>Type</th><th>Outcome</th><th>Events</th></tr></thead>
 <tbody>`)
 	outcomes(w, rp.Counts)
@@ -484,4 +569,73 @@ func (d replayData) progress(w *writer, p page) {
 	w.m(`
 </div>
 `)
+}
+
+// resultOrder is the order the results table shows: what was done, what
+// was not, what is still to come.
+var resultOrder = []string{store.ResultProcessed, store.ResultFailedAgain, store.ResultDeduplicated, store.ResultStale,
+	store.ResultRejected, store.ResultConflict, store.ResultInFlight, store.ResultUnpublished, store.ResultMissing, store.ResultNoRecord}
+
+// results writes what became of the copies beside what the plan predicted:
+// one row per predicted outcome, one column per result that occurred.
+func (d replayData) results(w *writer) {
+	if d.ResultsError != "" {
+		w.m(`<h2>Results</h2><p class="warn">`).t(d.ResultsError).m("</p>\n")
+		return
+	}
+	res := d.Results
+	if res == nil {
+		return
+	}
+	var cols []string
+	for _, r := range resultOrder {
+		if res.Counts[r] > 0 {
+			cols = append(cols, r)
+		}
+	}
+	predicted := map[string]map[string]int64{}
+	var rows []string
+	for _, c := range res.ByPrediction {
+		if predicted[c.Predicted] == nil {
+			predicted[c.Predicted] = map[string]int64{}
+			rows = append(rows, c.Predicted)
+		}
+		predicted[c.Predicted][c.Result] += c.Count
+	}
+	w.m(`<h2>Results</h2>
+<p class="hint">What the processor did with each copy, read from its records now (settled up to INTAKE_IN seq `).un(res.Settled).
+		m(`, the processor's ack floor; a copy above it is in flight), beside what the plan predicted.</p>
+<table class="list" id="results">
+<thead><tr><th>Predicted</th>`)
+	for _, c := range cols {
+		w.m(`<th>`).t(strings.ReplaceAll(c, "_", " ")).m(`</th>`)
+	}
+	w.m("</tr></thead>\n<tbody>\n")
+	for _, p := range rows {
+		w.m(`<tr><td>`).t(p).m(`</td>`)
+		for _, c := range cols {
+			w.m(`<td data-result="`).t(c).m(`">`)
+			if n := predicted[p][c]; n > 0 {
+				w.n(n)
+			}
+			w.m(`</td>`)
+		}
+		w.m("</tr>\n")
+	}
+	w.m(`<tr class="total"><td><b>total</b></td>`)
+	for _, c := range cols {
+		w.m(`<td id="result-`).t(c).m(`"><b>`).n(res.Counts[c]).m(`</b></td>`)
+	}
+	w.m("</tr>\n")
+	if len(rows) == 0 {
+		w.m(`<tr><td class="empty">Nothing selected.</td></tr>`)
+	}
+	w.m("</tbody></table>\n")
+	if res.Counts[store.ResultInFlight] > 0 {
+		w.m(`<p class="hint" id="results-pending">Some copies are not settled yet: <a href="`).u(replayLink(d.Replay.ID, "")).m(`">read again</a>.</p>`)
+	}
+	if n := res.Counts[store.ResultRejected]; n > 0 {
+		w.m(`<p><a id="rejections-link" href="`).u(listLink("/ui/rejections", url.Values{"replay_id": {d.Replay.ID}})).m(`">Why the rejected copies (`).n(n).
+			m(`) were refused</a></p>`)
+	}
 }
