@@ -33,6 +33,11 @@ func checkPublicURL(s string) error {
 			return fmt.Errorf("public_url: must be printable ASCII without spaces or braces (percent-encode, or write it as the sender signs it)")
 		}
 	}
+	if !strings.HasPrefix(s, "https://") && !strings.HasPrefix(s, "http://") {
+		// url.Parse takes "HTTPS://" too, and lowercases it: {url} is the
+		// text the sender signs, so write it as the sender does.
+		return fmt.Errorf("public_url: must start with https:// or http://, in lowercase")
+	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "" || strings.Contains(s, "#") {
 		return fmt.Errorf("public_url: must be an absolute http(s) URL without user info or fragment, as registered with the sender")
