@@ -14,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -255,9 +256,14 @@ func parseSpan(since, until string, now time.Time) (from, to time.Time, err erro
 	return from, to, nil
 }
 
+// short cuts s to at most n bytes at a character's start, so a table
+// never prints half a UTF-8 character of an error or a note.
 func short(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }
