@@ -60,9 +60,10 @@ pgbouncer:
 	@command -v pgbouncer >/dev/null 2>&1 || test -x /usr/sbin/pgbouncer || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pgbouncer)
 
-# The console's screenshots in docs/console, taken by its browser test.
+# The console's screenshots in docs/console, taken by its browser tests (every
+# screenshot(t, ctx, name) call writes docs/console/name.png).
 screenshots: chromium
-	INTAKE_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run 'TestBrowserOperatorAndViewer$$|TestBrowserReplayResultsRejectionsGapsRedrive$$' ./replayer/console
+	INTAKE_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run 'TestBrowser' ./replayer/console
 
 # The intake binary keeps the linker's dead code elimination of methods: no
 # reachable function looks a method up by a name known only at run time

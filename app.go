@@ -100,6 +100,7 @@ type App struct {
 	isrv   *http.Server // the internal listener's; nil unless http.internal_addr is set
 	health health
 
+	ing    *ingress.Service
 	proc   *processor.Processor
 	relay  *processor.Relay
 	purger *processor.Purger
@@ -112,7 +113,7 @@ type App struct {
 	stopWork  context.CancelFunc
 	stopRelay context.CancelFunc
 	serving   sync.WaitGroup // the HTTP servers
-	working   sync.WaitGroup // processor, receipt folder, replayer
+	working   sync.WaitGroup // ingress's refusal counts, processor, receipt folder, replayer
 	relaying  sync.WaitGroup // the outbox relay, stopped after the processor drained
 
 	failed   chan struct{}
@@ -281,6 +282,7 @@ func (a *App) buildIngress(cfg *config.Config, js jetstream.JetStream, r chi.Rou
 		return err
 	}
 	svc.Mount(r)
+	a.ing = svc
 	return nil
 }
 
@@ -451,6 +453,10 @@ func (a *App) Start(ctx context.Context) error {
 	a.stopWork, a.stopRelay = stopWork, stopRelay
 
 	a.serve()
+	if a.ing != nil {
+		// Sends the refusal counts; its last flush follows the HTTP server's shutdown.
+		a.runRole(&a.working, workCtx, "refusals", a.ing.Run)
+	}
 	if a.proc != nil {
 		a.runRole(&a.working, workCtx, "processor", func(ctx context.Context) error {
 			return a.proc.Run(ctx, processor.WithRestartGrace(a.o.RestartGrace), processor.WithHealth(a.health.reporter("processor")))

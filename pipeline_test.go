@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -377,6 +378,37 @@ func TestRejectionsPublishNothing(t *testing.T) {
 	// A rejected delivery reserved nothing: the genuine one is accepted.
 	if code, a, _ := p.post(good()); code != 200 || a.Status != "accepted" {
 		t.Fatalf("genuine delivery after rejections = %d %+v", code, a)
+	}
+
+	// The refusals reach the status (and the overview) by status code and
+	// reason once ingress's next summary is folded: the unknown
+	// integration's only in the metric, the accepted delivery not at all.
+	want := map[string]map[string]int64{
+		"demo":    {"401 bad_signature": 2, "401 timestamp": 2, "401 missing_header": 2, "413 too_large": 1},
+		"partner": {"400 malformed": 2},
+	}
+	api := apiclient.New(p.base, viewerToken, nil)
+	var got map[string]map[string]int64
+	var total map[string]int64
+	testenv.Eventually(t, 40*time.Second, func() bool {
+		s, err := api.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, total = map[string]map[string]int64{}, map[string]int64{}
+		for _, x := range s.Integrations {
+			for _, r := range x.Refusals {
+				if got[x.Name] == nil {
+					got[x.Name] = map[string]int64{}
+				}
+				got[x.Name][fmt.Sprintf("%d %s", r.StatusCode, r.Reason)] = r.Count
+			}
+			total[x.Name] = x.Refused
+		}
+		return reflect.DeepEqual(got, want)
+	}, "the status's refusals never matched what ingress refused")
+	if total["demo"] != 7 || total["partner"] != 2 {
+		t.Errorf("refused totals %v, want demo 7, partner 2", total)
 	}
 }
 

@@ -29,6 +29,7 @@ type Service struct {
 	metrics        *telemetry.Metrics
 	log            *slog.Logger
 	rejects        rejectLog // rate-limits the "webhook rejected" lines
+	refusals       refusals  // counts them for the overview (Run)
 	now            func() time.Time
 	// envelopeKey signs each message's envelope (envelope.keys[0]); nil:
 	// not signed.

@@ -375,6 +375,7 @@ func (s *Service) answerPublished(q *request, ack *jetstream.PubAck, err error) 
 		// Not persisted (or not confirmed): the provider must retry. A retry
 		// of a write that did land is stopped by the duplicate window.
 		s.metrics.Rejected.WithLabelValues(in.Name, string(envelope.AnswerUnavailable)).Inc()
+		s.refusals.add(in.Name, http.StatusServiceUnavailable, "stream_unavailable", q.now)
 		s.log.Warn("publish failed", s.logArgs(q.r.Context(), "integration", in.Name, "key", key.String(), "err", err)...)
 		q.w.Header().Set("Retry-After", retryAfter)
 		writeAnswer(q.w, http.StatusServiceUnavailable, Answer{Status: envelope.AnswerUnavailable, Reason: "stream_unavailable"})
@@ -401,6 +402,7 @@ func (s *Service) answerPublished(q *request, ack *jetstream.PubAck, err error) 
 // {"status":"rejected","reason":…}.
 func (s *Service) reject(q *request, v verdict) (int, string) {
 	s.metrics.Rejected.WithLabelValues(q.in.Name, v.reason).Inc()
+	s.refusals.add(q.in.Name, v.code, v.reason, q.now)
 	if ok, suppressed := s.rejects.allow(q.in.Name, v.reason, q.now); ok {
 		args := []any{"integration", q.in.Name, "reason", v.reason, "status", v.code, "remote", q.r.RemoteAddr}
 		if suppressed > 0 {

@@ -114,12 +114,25 @@ func (f *ReceiptFolder) consume(shutdown, setup context.Context, consuming func(
 	return err
 }
 
-// fold folds one batch of receipts: work carries the transactions and
-// outlives shutdown, which only ends waiting out a database that is away.
+// fold folds one batch of receipts, and of ingress's refusal summaries
+// (envelope.HeaderReceiptKind) on the same subjects: work carries the
+// transactions and outlives shutdown, which only ends waiting out a
+// database that is away.
 func (f *ReceiptFolder) fold(work, shutdown context.Context, msgs []jetstream.Msg) {
 	rs := make([]envelope.Receipt, 0, len(msgs))
-	valid := msgs[:0:0]
+	var ss []envelope.RefusalSummary
+	valid, summaries := msgs[:0:0], msgs[:0:0]
 	for _, m := range msgs {
+		if kind := m.Headers().Get(envelope.HeaderReceiptKind); kind != "" {
+			s, err := parseSummary(kind, m)
+			if err != nil {
+				f.log.Error("terminating malformed refusal summary", "subject", m.Subject(), "err", err)
+				_ = m.Term()
+				continue
+			}
+			ss, summaries = append(ss, s), append(summaries, m)
+			continue
+		}
 		r, err := envelope.ParseReceipt(m.Data())
 		if err != nil {
 			f.log.Error("terminating malformed receipt", "err", err)
@@ -128,46 +141,68 @@ func (f *ReceiptFolder) fold(work, shutdown context.Context, msgs []jetstream.Ms
 		}
 		rs, valid = append(rs, r), append(valid, m)
 	}
-	f.foldOrSplit(work, shutdown, rs, valid)
+	if len(rs) > 0 {
+		foldOrSplit(f, work, shutdown, rs, valid, store.FoldReceipts, func(n int) { f.metrics.ReceiptsFolded.Add(float64(n)) },
+			func(r envelope.Receipt) []any { return []any{"receipt_id", r.ID, "key", r.Key.String()} })
+	}
+	if len(ss) > 0 {
+		foldOrSplit(f, work, shutdown, ss, summaries, store.FoldRefusals, func(int) {},
+			func(s envelope.RefusalSummary) []any { return []any{"summary_id", s.ID, "integration", s.Integration} })
+	}
 }
 
-// foldOrSplit folds rs (whose messages are msgs) in one transaction,
-// retrying while the failure is not the receipts' fault (store.Transient:
+// parseSummary reads a refusal summary, which must be about the
+// integration of the subject it came on: a shard's publisher speaks for
+// its own integrations only.
+func parseSummary(kind string, m jetstream.Msg) (envelope.RefusalSummary, error) {
+	if kind != envelope.ReceiptKindRefusals {
+		return envelope.RefusalSummary{}, fmt.Errorf("unknown %s %q", envelope.HeaderReceiptKind, kind)
+	}
+	s, err := envelope.ParseRefusalSummary(m.Data())
+	if err == nil && m.Subject() != envelope.SubjectReceipt(s.Integration) {
+		err = fmt.Errorf("refusal summary: integration %q on subject %s", s.Integration, m.Subject())
+	}
+	return s, err
+}
+
+// foldOrSplit folds items (whose messages are msgs) in one transaction,
+// retrying while the failure is not the items' fault (store.Transient:
 // the database away or read-only after a failover, a lost race; or a schema
 // or privilege error, which an operator must fix and which must not drop
 // receipts). A failure that is
 // (store.Refused: a NUL or invalid UTF-8 in a text column, a value out of
 // range) would recur on every retry of the same batch and freeze
-// delivery_count for everyone. The batch is halved until the bad receipt stands alone; the
+// delivery_count for everyone. The batch is halved until the bad item stands alone; the
 // good ones fold, the bad one is logged (no payload), counted and
 // terminated — it stays in INTAKE_RECEIPTS for inspection.
-func (f *ReceiptFolder) foldOrSplit(work, shutdown context.Context, rs []envelope.Receipt, msgs []jetstream.Msg) {
+func foldOrSplit[T any](f *ReceiptFolder, work, shutdown context.Context, items []T, msgs []jetstream.Msg,
+	fold func(context.Context, pgx.Tx, []T) (int, error), folded func(int), describe func(T) []any) {
 	for attempt := 0; ; attempt++ {
 		var n int
 		err := pgx.BeginFunc(work, f.store.Pool(), func(tx pgx.Tx) error {
 			var err error
-			n, err = store.FoldReceipts(work, tx, rs)
+			n, err = fold(work, tx, items)
 			return err
 		})
 		switch {
 		case err == nil:
-			f.metrics.ReceiptsFolded.Add(float64(n))
+			folded(n)
 			for _, m := range msgs {
 				_ = m.Ack()
 			}
 			return
-		case store.Refused(err) && len(rs) > 1:
-			half := len(rs) / 2
-			f.foldOrSplit(work, shutdown, rs[:half], msgs[:half])
-			f.foldOrSplit(work, shutdown, rs[half:], msgs[half:])
+		case store.Refused(err) && len(items) > 1:
+			half := len(items) / 2
+			foldOrSplit(f, work, shutdown, items[:half], msgs[:half], fold, folded, describe)
+			foldOrSplit(f, work, shutdown, items[half:], msgs[half:], fold, folded, describe)
 			return
 		case store.Refused(err):
 			f.metrics.ReceiptsRefused.Inc()
-			f.log.Warn("terminating a receipt the database refuses", "receipt_id", rs[0].ID, "key", rs[0].Key.String(), "err", err)
+			f.log.Warn("terminating a receipt the database refuses", append(describe(items[0]), "err", err)...)
 			_ = msgs[0].TermWithReason("receipt refused by the database")
 			return
 		}
-		f.log.Warn("receipt fold failed; retrying", "receipts", len(rs), "err", err)
+		f.log.Warn("receipt fold failed; retrying", "receipts", len(items), "err", err)
 		if backoff.Sleep(shutdown, infraBackoff.Next(attempt)) != nil {
 			for _, m := range msgs {
 				_ = m.Nak()

@@ -3,6 +3,7 @@ package replayer_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/intakehq/intake/pkg/envelope"
@@ -85,5 +86,26 @@ func TestDryRunPredictsTheReplayGuard(t *testing.T) {
 	rep, err := rp.Replay(ctx, "ops", apiclient.ReplayRequest{Selector: apiclient.Selector{StreamSeq: rng}, DryRun: &dry})
 	if err != nil || rep.Outcomes[replayer.WouldApply] != 1 {
 		t.Errorf("the body held as another type: outcomes %v, %v; want %s", rep.Outcomes, err, replayer.WouldApply)
+	}
+}
+
+// TestDryRunNamesKeysThatNameNoEvent (issue 34 item 7): a dry run by keys
+// that name no event Intake has seen — no inbox row, no refusal record —
+// says which, instead of only counting them missing; a key whose message
+// is gone is missing, not unknown.
+func TestDryRunNamesKeysThatNameNoEvent(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	rp, _ := r.newReplayer(replayer.Options{})
+	ctx := context.Background()
+	dry := true
+	rep, err := rp.Replay(ctx, "ops", apiclient.ReplayRequest{Selector: apiclient.Selector{
+		Keys: []string{"demo/main/evt_typo", "demo/other/evt_1"}}, DryRun: &dry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Matched != 2 || rep.Outcomes[replayer.Missing] != 2 ||
+		strings.Join(rep.UnknownKeys, " ") != "demo/main/evt_typo demo/other/evt_1" {
+		t.Errorf("dry run of unknown keys: matched %d, outcomes %v, unknown %v", rep.Matched, rep.Outcomes, rep.UnknownKeys)
 	}
 }

@@ -50,6 +50,9 @@ type plan struct {
 	// bodies are the published items' bodies and types, by Pos, for the
 	// replay guard's prediction (predictGuard).
 	bodies map[int]store.BodyClaim
+	// unknown are the selected keys that name no event: no inbox row, no
+	// refusal record (apiclient.Replay.UnknownKeys).
+	unknown []envelope.Key
 }
 
 // addBody notes the body hash and type of the item just added.
@@ -239,6 +242,7 @@ func (r *Replayer) addRefused(ctx context.Context, p *plan, stream jetstream.Str
 	b, ok := refused[k]
 	if !ok {
 		p.add(it)
+		p.unknown = append(p.unknown, k)
 		return nil
 	}
 	if (s.Integration != "" && k.Integration != s.Integration) || (s.Tenant != "" && b.Tenant != s.Tenant) ||

@@ -427,9 +427,15 @@ func (r *Replayer) Redeliver(ctx context.Context, requestedBy string, req apicli
 		Reason: req.Reason, DryRun: *req.DryRun, Rate: req.Rate}, p)
 }
 
+// maxUnknownKeys bounds the unknown keys an answer names.
+const maxUnknownKeys = 100
+
 func (r *Replayer) record(ctx context.Context, rep store.Replay, p *plan) (store.Replay, error) {
 	rep.Matched = int64(len(p.items))
 	rep.Outcomes, rep.Counts, rep.Sample = p.summary()
+	for _, k := range p.unknown[:min(len(p.unknown), maxUnknownKeys)] {
+		rep.UnknownKeys = append(rep.UnknownKeys, k.String())
+	}
 	rep.ResumeFromSeq = p.lastSeq
 	items := p.items
 	publishable := 0

@@ -32,7 +32,8 @@ func (r *Replayer) status(w http.ResponseWriter, req *http.Request) {
 // console's overview): INTAKE_IN's backlog as the processors' durable sees
 // it, and per integration over the last hour the events accepted (and per
 // second), duplicates, failed and quarantined, processing lag without
-// replays, and the events retrying now.
+// replays, the events retrying now, and the requests ingress refused by
+// status code and reason.
 func (r *Replayer) Status(ctx context.Context, now time.Time) (apiclient.Status, error) {
 	s := apiclient.Status{At: now.UTC(), Window: statusWindow.String()}
 	var err error
@@ -45,7 +46,7 @@ func (r *Replayer) Status(ctx context.Context, now time.Time) (apiclient.Status,
 		if x, ok := by[name]; ok {
 			return x
 		}
-		x := &apiclient.IntegrationStatus{Name: name, LagP50: "0s", LagP95: "0s"}
+		x := &apiclient.IntegrationStatus{Name: name, LagP50: "0s", LagP95: "0s", Refusals: []apiclient.Refusal{}}
 		by[name] = x
 		return x
 	}
@@ -79,6 +80,15 @@ func (r *Replayer) Status(ctx context.Context, now time.Time) (apiclient.Status,
 	}
 	for name, n := range retrying {
 		get(name).Retrying = int64(n)
+	}
+	refused, err := r.o.Store.RefusalsSince(ctx, since)
+	if err != nil {
+		return s, err
+	}
+	for _, c := range refused {
+		x := get(c.Integration)
+		x.Refused += c.Count
+		x.Refusals = append(x.Refusals, apiclient.Refusal{StatusCode: c.StatusCode, Reason: c.Reason, Count: c.Count})
 	}
 	for name, x := range by {
 		if r.mine(name) {

@@ -90,7 +90,7 @@ func wireReplay(r store.Replay) apiclient.Replay {
 		Mode: r.Mode, Reason: r.Reason, DryRun: r.DryRun, Rate: r.Rate, AdmitReplayedBodies: r.AdmitReplayedBodies,
 		State: r.State, Matched: r.Matched,
 		Published: r.Published, Duplicates: r.Duplicates, Outcomes: r.Outcomes,
-		Counts: wireAll(r.Counts, wireOutcomeCount), Sample: r.Sample, CancelledBy: r.CancelledBy, Error: r.Error,
+		Counts: wireAll(r.Counts, wireOutcomeCount), Sample: r.Sample, UnknownKeys: r.UnknownKeys, CancelledBy: r.CancelledBy, Error: r.Error,
 		FinishedAt: r.FinishedAt, ApprovedBy: r.ApprovedBy, ApprovedAt: r.ApprovedAt}
 }
 

@@ -115,6 +115,12 @@ func TestReplayCommand(t *testing.T) {
 		t.Fatalf("dry run: exit %d\n%s", code, out)
 	}
 
+	// A key that names no event says so (issue 34 item 7).
+	out, _, code = r.cli("", cliOperator, "replay", "--key", "demo/main/evt_typo", "--dry-run")
+	if code != 0 || !strings.Contains(out, "1 keys name no event Intake has seen") || !strings.Contains(out, "demo/main/evt_typo") {
+		t.Fatalf("dry run of an unknown key: exit %d\n%s", code, out)
+	}
+
 	// Declined: nothing starts.
 	_, errOut, code := r.cli("n\n", cliOperator, "replay", "--from-seq", "1", "--reason", "try")
 	if code != codeError || !strings.Contains(errOut, "not started") {
@@ -148,6 +154,28 @@ func TestReplayCommand(t *testing.T) {
 	if !strings.Contains(out, "would_deduplicate  deduplicated  3") {
 		t.Fatalf("status without the results by prediction:\n%s", out)
 	}
+	// --watch on a replay that has ended prints it once and returns (it
+	// would print again every interval while it runs); -o yaml is the
+	// API's answer, for a replay and for the list, --no-headers drops the
+	// list's header row.
+	out, _, code = r.cli("", cliViewer, "replay", "status", "--watch", "1s", rep.ID)
+	if code != 0 || strings.Count(out, "state done") != 1 {
+		t.Fatalf("status --watch of a finished replay: exit %d\n%s", code, out)
+	}
+	out, _, code = r.cli("", cliViewer, "replay", "status", "-o", "yaml", rep.ID)
+	if code != 0 || !strings.Contains(out, "state: done") || !strings.Contains(out, "id: "+rep.ID) {
+		t.Fatalf("status -o yaml: exit %d\n%s", code, out)
+	}
+	if out, _, code = r.cli("", cliViewer, "replay", "list", "-o", "yaml"); code != 0 || !strings.Contains(out, "replays:") {
+		t.Fatalf("list -o yaml: exit %d\n%s", code, out)
+	}
+	if out, _, code = r.cli("", cliViewer, "replay", "list", "--no-headers"); code != 0 || strings.Contains(out, "CREATED") || !strings.Contains(out, rep.ID) {
+		t.Fatalf("list --no-headers: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := r.cli("", cliViewer, "replay", "status", "--watch", "1s", "--follow", rep.ID); code == 0 ||
+		!strings.Contains(errOut, "none of the others can be") {
+		t.Errorf("--watch with --follow: exit %d\n%s", code, errOut)
+	}
 	// The audit log leaves dry runs out unless asked.
 	out, _, code = r.cli("", cliViewer, "replay", "list")
 	if code != 0 || !strings.Contains(out, rep.ID) || strings.Count(out, "\n") != 2 { // header; the replay
@@ -157,8 +185,8 @@ func TestReplayCommand(t *testing.T) {
 		args []string
 		rows int
 	}{
-		{[]string{"--dry-runs", "include"}, 4}, // dry run; declined dry run; dry run + replay
-		{[]string{"--dry-runs", "only"}, 3},
+		{[]string{"--dry-runs", "include"}, 5}, // two dry runs; declined dry run; dry run + replay
+		{[]string{"--dry-runs", "only"}, 4},
 		{[]string{"--mode", "reexecute", "--dry-runs", "include"}, 0},
 		{[]string{"--state", "done", "--requested-by", "ops", "--since", "1h"}, 1},
 		{[]string{"--requested-by", "viewer"}, 0},

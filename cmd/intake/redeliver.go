@@ -59,7 +59,7 @@ Exit codes as for replay.`,
 				EventType: sel.eventType, Subject: subject, StreamSeq: seq, Since: since, Until: until},
 			Reason: reason, Rate: rate,
 		}
-		return run.run(cmd, api, af.output, func(ctx context.Context, dry bool) (apiclient.Replay, error) {
+		return run.run(cmd, api, af, func(ctx context.Context, dry bool) (apiclient.Replay, error) {
 			req.DryRun = &dry
 			return api.StartRedelivery(ctx, req)
 		})

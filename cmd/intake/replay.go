@@ -134,7 +134,7 @@ Exit codes: 0 done; 1 error or not confirmed; 2 the API refused; 3 finished part
 				StreamSeq: seq, Since: since, Until: until, Status: status},
 			Mode: inbox.ReplayMode(mode), Reason: reason, Rate: rate, AdmitReplayedBodies: admit,
 		}
-		return run.run(cmd, api, af.output, func(ctx context.Context, dry bool) (apiclient.Replay, error) {
+		return run.run(cmd, api, af, func(ctx context.Context, dry bool) (apiclient.Replay, error) {
 			req.DryRun = &dry
 			return api.StartReplay(ctx, req)
 		})
@@ -145,7 +145,7 @@ Exit codes: 0 done; 1 error or not confirmed; 2 the API refused; 3 finished part
 
 // run is the operator flow: dry run, show, confirm, start, follow. start
 // posts the request as a dry run or for real.
-func (o *runOptions) run(cmd *cobra.Command, api *apiclient.Client, output string,
+func (o *runOptions) run(cmd *cobra.Command, api *apiclient.Client, af *apiFlags,
 	start func(ctx context.Context, dryRun bool) (apiclient.Replay, error)) error {
 	ctx := cmd.Context()
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -153,8 +153,8 @@ func (o *runOptions) run(cmd *cobra.Command, api *apiclient.Client, output strin
 	if err != nil {
 		return fail(cmd, err)
 	}
-	if o.dryRun || output == outputTable {
-		if err := printReplay(out, output, dry); err != nil {
+	if o.dryRun || !af.structured() {
+		if err := printReplay(out, af, dry); err != nil {
 			return err
 		}
 	}
@@ -189,15 +189,12 @@ func (o *runOptions) run(cmd *cobra.Command, api *apiclient.Client, output strin
 		// published until another operator approves.
 		fmt.Fprintf(errw, "%s %s recorded: %d events; it awaits another operator's approval before it publishes:\n"+
 			"  intake replay approve %s   (with another operator's token; intake replay cancel %s drops it)\n", o.what, rep.ID, rep.Matched, rep.ID, rep.ID)
-		if output == outputJSON {
-			return printJSON(out, rep)
-		}
-		return printReplay(out, output, rep)
+		return printReplay(out, af, rep)
 	}
 	fmt.Fprintf(errw, "%s %s started: %d events\n", o.what, rep.ID, rep.Matched)
 	if o.detach {
-		if output == outputJSON {
-			return printJSON(out, rep)
+		if af.structured() {
+			return af.emit(out, rep)
 		}
 		fmt.Fprintf(out, "follow: intake replay status %s\n", rep.ID)
 		return nil
@@ -209,7 +206,7 @@ func (o *runOptions) run(cmd *cobra.Command, api *apiclient.Client, output strin
 		}
 		return fail(cmd, err)
 	}
-	if err := printReplay(out, output, final); err != nil {
+	if err := printReplay(out, af, final); err != nil {
 		return err
 	}
 	return replayExit(final)
@@ -289,9 +286,9 @@ func replayExit(rep apiclient.Replay) error {
 
 // printReplay shows a replay (or dry run): a summary, counts by tenant,
 // integration, type and outcome, and sample keys.
-func printReplay(w io.Writer, output string, rep apiclient.Replay) error {
-	if output == outputJSON {
-		return printJSON(w, rep)
+func printReplay(w io.Writer, af *apiFlags, rep apiclient.Replay) error {
+	if af.structured() {
+		return af.emit(w, rep)
 	}
 	kind := rep.Mode + " replay"
 	if rep.Mode == apiclient.ReplayRedeliver {
@@ -330,6 +327,10 @@ func printReplay(w io.Writer, output string, rep apiclient.Replay) error {
 	}
 	if len(rep.Sample) > 0 {
 		fmt.Fprintf(w, "  sample %s\n", strings.Join(rep.Sample, ", "))
+	}
+	if len(rep.UnknownKeys) > 0 {
+		fmt.Fprintf(w, "  %d keys name no event Intake has seen (no inbox row, no refusal record; check the key, or intake events find EVENT_ID): %s\n",
+			len(rep.UnknownKeys), strings.Join(rep.UnknownKeys, ", "))
 	}
 	return printResults(w, rep.Results)
 }
@@ -371,32 +372,56 @@ func printResults(w io.Writer, res *apiclient.ReplayResults) error {
 func newReplayStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status ID",
-		Short: "Show a replay or redelivery (add --follow to wait for it)",
-		Args:  cobra.ExactArgs(1),
+		Short: "Show a replay or redelivery (--follow waits for it with a progress line, --watch prints it again)",
+		Long: `status shows a replay or redelivery: its state and counts, what the dry run predicted and,
+once copies are published, what became of them. --follow waits for a running one with a progress
+line and then prints it; --watch 5s prints it again every 5 s until it has ended (done, failed or
+cancelled) or you interrupt it.`,
+		Example: `  intake replay status 0193…
+  intake replay status --watch 5s 0193…`,
+		Args: cobra.ExactArgs(1),
 	}
 	af := addAPIFlags(cmd)
 	var wait bool
+	var watch time.Duration
 	cmd.Flags().BoolVarP(&wait, "follow", "f", false, "follow progress until it ends")
+	cmd.Flags().DurationVar(&watch, "watch", 0, "print again every this long until it ends or you interrupt (e.g. 5s)")
+	cmd.MarkFlagsMutuallyExclusive("follow", "watch")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		api, err := af.client()
 		if err != nil {
 			return err
 		}
-		rep, err := api.Replay(cmd.Context(), args[0])
-		if err != nil {
-			return fail(cmd, err)
-		}
-		if wait && rep.State == apiclient.ReplayRunning {
-			if rep, err = follow(cmd.Context(), api, cmd.ErrOrStderr(), rep); err != nil {
+		for {
+			rep, err := api.Replay(cmd.Context(), args[0])
+			if err != nil {
 				return fail(cmd, err)
 			}
+			if wait && rep.State == apiclient.ReplayRunning {
+				if rep, err = follow(cmd.Context(), api, cmd.ErrOrStderr(), rep); err != nil {
+					return fail(cmd, err)
+				}
+			}
+			if err := printReplay(cmd.OutOrStdout(), af, rep); err != nil {
+				return err
+			}
+			if watch <= 0 || replayEnded(rep) {
+				return replayExit(rep)
+			}
+			select {
+			case <-cmd.Context().Done():
+				return nil
+			case <-time.After(watch):
+				fmt.Fprintln(cmd.OutOrStdout())
+			}
 		}
-		if err := printReplay(cmd.OutOrStdout(), af.output, rep); err != nil {
-			return err
-		}
-		return replayExit(rep)
 	}
 	return cmd
+}
+
+// replayEnded reports whether rep will change no more.
+func replayEnded(rep apiclient.Replay) bool {
+	return rep.State != apiclient.ReplayRunning && rep.State != apiclient.ReplayAwaitingApproval
 }
 
 func newReplayApproveCmd() *cobra.Command {
@@ -416,7 +441,7 @@ func newReplayApproveCmd() *cobra.Command {
 			return fail(cmd, err)
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "approved; follow: intake replay status --follow %s\n", rep.ID)
-		return printReplay(cmd.OutOrStdout(), af.output, rep)
+		return printReplay(cmd.OutOrStdout(), af, rep)
 	}
 	return cmd
 }
@@ -437,7 +462,7 @@ func newReplayCancelCmd() *cobra.Command {
 		if err != nil {
 			return fail(cmd, err)
 		}
-		return printReplay(cmd.OutOrStdout(), af.output, rep)
+		return printReplay(cmd.OutOrStdout(), af, rep)
 	}
 	return cmd
 }
@@ -475,10 +500,10 @@ func newReplayListCmd() *cobra.Command {
 			return fail(cmd, err)
 		}
 		out := cmd.OutOrStdout()
-		if af.output == outputJSON {
-			return printJSON(out, page)
+		if af.structured() {
+			return af.emit(out, page)
 		}
-		tw := newTable(out)
+		tw := af.table(out)
 		fmt.Fprintln(tw, "ID\tCREATED\tBY\tMODE\tDRY RUN\tSTATE\tMATCHED\tPUBLISHED\tREASON")
 		for _, r := range page.Replays {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%d\t%d\t%s\n", r.ID, fmtTime(r.CreatedAt), r.RequestedBy, r.Mode, r.DryRun,

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,8 +19,10 @@ func newStatusCmd() *cobra.Command {
 		Long: `status reads GET /api/v1/status: the processors' backlog in INTAKE_IN (undelivered,
 unacknowledged, and the age of the oldest message past the ack floor) and, per
 integration over the last hour, events accepted and per second, duplicate deliveries,
-failed and quarantined events, events retrying now, and the processing lag (p50 / p95,
-replays left out). --watch repeats it.`,
+failed and quarantined events, events retrying now, the processing lag (p50 / p95,
+replays left out), and the requests ingress refused by status code and reason (401 bad
+signature, 413 too large, 429 rate limited, 503 busy; ingress sends its counts every
+10 s). --watch repeats it.`,
 		Example: `  intake status
   intake status --watch 5s`,
 		Args: cobra.NoArgs,
@@ -64,10 +67,23 @@ func printStatus(w io.Writer, af *apiFlags, s apiclient.Status) error {
 	fmt.Fprintf(w, "status at %s\nINTAKE_IN (durable %s): %d undelivered, %d unacknowledged, ack floor %d, delivered up to %d; %s\n",
 		fmtTime(s.At), st.Durable, st.Pending, st.AckPending, st.AckFloor, st.Delivered, oldest)
 	tw := af.table(w)
-	fmt.Fprintf(tw, "INTEGRATION\tACCEPTED (%s)\tPER SECOND\tDUPLICATES\tFAILED\tQUARANTINED\tRETRYING NOW\tLAG P50 / P95\n", s.Window)
+	fmt.Fprintf(tw, "INTEGRATION\tACCEPTED (%s)\tPER SECOND\tDUPLICATES\tFAILED\tQUARANTINED\tRETRYING NOW\tLAG P50 / P95\tREFUSED\n", s.Window)
 	for _, x := range s.Integrations {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%s / %s\n", x.Name, x.Accepted, x.PerSecond, x.Duplicates, x.Failed, x.Quarantined,
-			x.Retrying, x.LagP50, x.LagP95)
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%s / %s\t%s\n", x.Name, x.Accepted, x.PerSecond, x.Duplicates, x.Failed, x.Quarantined,
+			x.Retrying, x.LagP50, x.LagP95, refusalsText(x))
 	}
 	return tw.Flush()
+}
+
+// refusalsText is an integration's refusals as "12 (401 bad_signature 9,
+// 429 rate_limited 3)", or "0".
+func refusalsText(x apiclient.IntegrationStatus) string {
+	if x.Refused == 0 {
+		return "0"
+	}
+	parts := make([]string, 0, len(x.Refusals))
+	for _, r := range x.Refusals {
+		parts = append(parts, fmt.Sprintf("%d %s %d", r.StatusCode, r.Reason, r.Count))
+	}
+	return fmt.Sprintf("%d (%s)", x.Refused, strings.Join(parts, ", "))
 }

@@ -113,8 +113,8 @@ func (s *Store) integrationCounts(ctx context.Context, what, sql string, args ..
 	return out, nil
 }
 
-// HourCount is one integration's events first received in one hour, with
-// the failed and quarantined among them.
+// HourCount is one integration's events first received in one hour (or
+// bucket: BucketedSince), with the failed and quarantined among them.
 type HourCount struct {
 	Integration string
 	Hour        time.Time
@@ -125,11 +125,19 @@ type HourCount struct {
 // HourlySince counts the events first received at or after since, by
 // integration and hour (inbox_received_idx).
 func (s *Store) HourlySince(ctx context.Context, since time.Time) ([]HourCount, error) {
-	rows, err := s.pool.Query(ctx, `SELECT integration, date_trunc('hour', first_received_at), count(*),
+	return s.BucketedSince(ctx, since, time.Hour)
+}
+
+// BucketedSince counts the events first received at or after since, by
+// integration and bucket of width: the buckets are aligned to since
+// truncated to width (whole hours for an hour), HourCount.Hour is the
+// bucket's start (inbox_received_idx).
+func (s *Store) BucketedSince(ctx context.Context, since time.Time, width time.Duration) ([]HourCount, error) {
+	rows, err := s.pool.Query(ctx, `SELECT integration, date_bin($2::bigint * interval '1 second', first_received_at, $3::timestamptz), count(*),
 			count(*) FILTER (WHERE status IN ('failed', 'quarantined'))
-		FROM intake.inbox WHERE first_received_at >= $1 GROUP BY 1, 2`, since)
+		FROM intake.inbox WHERE first_received_at >= $1 GROUP BY 1, 2`, since, int64(width/time.Second), since.Truncate(width))
 	if err != nil {
-		return nil, fmt.Errorf("store: hourly since: %w", err)
+		return nil, fmt.Errorf("store: counts by %s since: %w", width, err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (HourCount, error) {
 		var c HourCount
@@ -137,7 +145,7 @@ func (s *Store) HourlySince(ctx context.Context, since time.Time) ([]HourCount, 
 		return c, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: hourly since: %w", err)
+		return nil, fmt.Errorf("store: counts by %s since: %w", width, err)
 	}
 	return out, nil
 }

@@ -106,6 +106,7 @@ func purgeSteps(c Cutoffs) []purgeStep {
 	noInbox := `AND answer <> 'accepted' AND ` + notInInbox + ` AND $3::text IS NULL` // envelope.AnswerAccepted (answer_test.go)
 	steps = append(steps,
 		byTime("deliveries", "receipts of events not in the inbox", "receipt_id", "received_at", c.History, noInbox, nil),
+		byTime("ingress_refusals", "ingress refusal counts", "id", "window_end", c.History, filter, arg),
 		byTime("conflicts", "conflicts", "id", "detected_at", c.Evidence, filter, arg),
 		byTime("rejected_messages", "rejected messages", "id", "rejected_at", c.Evidence, filter, arg),
 		byTime("handler_attempts", "failed handler attempts", "id", "failed_at", c.Evidence, filter, arg),
@@ -425,6 +426,7 @@ var retentionTables = []struct {
 	{"body_hashes", "first_seen_at", `integration <> ALL($2)`, true, func(c Cutoffs) time.Time { return c.Inbox }},
 	{"body_type_hashes", "first_seen_at", `integration <> ALL($2)`, true, func(c Cutoffs) time.Time { return c.Inbox }},
 	{"deliveries", "received_at", `answer <> 'accepted' AND ` + notInInbox, false, func(c Cutoffs) time.Time { return c.History }}, // envelope.AnswerAccepted
+	{"ingress_refusals", "window_end", "", true, func(c Cutoffs) time.Time { return c.History }},
 	{"conflicts", "detected_at", "", true, func(c Cutoffs) time.Time { return c.Evidence }},
 	{"rejected_messages", "rejected_at", "", true, func(c Cutoffs) time.Time { return c.Evidence }},
 	{"replays", "created_at", `state <> 'running'`, true, func(c Cutoffs) time.Time { return c.Evidence }},

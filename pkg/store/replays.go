@@ -61,7 +61,11 @@ type Replay struct {
 	Outcomes            map[string]int64
 	Counts              []OutcomeCount
 	Sample              []string
-	CancelledBy         *string
+	// UnknownKeys are the selected keys (selector.keys) that name no
+	// event Intake has seen: no inbox row, no record of a refusal. Set on
+	// the answer to the request that planned the replay only; not stored.
+	UnknownKeys []string
+	CancelledBy *string
 	Error               *string
 	FinishedAt          *time.Time
 	// ApprovedBy and ApprovedAt: the second operator who approved a

@@ -39,7 +39,13 @@ type Replay struct {
 	Outcomes    map[string]int64 `json:"outcomes"`
 	Counts      []OutcomeCount   `json:"counts"`
 	Sample      []string         `json:"sample"`
-	CancelledBy *string          `json:"cancelled_by,omitempty"`
+	// UnknownKeys are the selected keys that name no event Intake has
+	// seen (no inbox row, no refusal record: a typo, another account, an
+	// event that never arrived), at most 100; counted in Outcomes as
+	// missing. Only on the answer to the POST that planned the replay or
+	// dry run.
+	UnknownKeys []string `json:"unknown_keys,omitempty"`
+	CancelledBy *string  `json:"cancelled_by,omitempty"`
 	Error       *string          `json:"error,omitempty"`
 	FinishedAt  *time.Time       `json:"finished_at"`
 	// ApprovedBy and ApprovedAt: the operator (another than RequestedBy)

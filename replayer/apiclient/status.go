@@ -49,6 +49,20 @@ type IntegrationStatus struct {
 	// LagP50 and LagP95: first receipt to processed, replays left out.
 	LagP50 string `json:"lag_p50"`
 	LagP95 string `json:"lag_p95"`
+	// Refused is how many requests ingress refused in the window (401 bad
+	// signature, 413 too large, 429 rate limited, 503 busy or the stream
+	// away, 400 malformed); Refusals the same by status code and reason,
+	// the most first. Ingress sends its counts every 10 s, so the last
+	// seconds are not in them yet.
+	Refused  int64     `json:"refused"`
+	Refusals []Refusal `json:"refusals"`
+}
+
+// Refusal is one status code and reason's count of refused requests.
+type Refusal struct {
+	StatusCode int    `json:"status_code"`
+	Reason     string `json:"reason"`
+	Count      int64  `json:"count"`
 }
 
 // Status reads GET /api/v1/status.

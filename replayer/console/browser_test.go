@@ -470,9 +470,30 @@ func TestBrowserRetryingEventIsVisible(t *testing.T) {
 		t.Errorf("status while retrying = %+v", st)
 	}
 
+	// Ingress's refusals as the receipt folder stores them (the fold
+	// itself: TestRejectionsPublishNothing, TestRefusalSummariesFold…).
+	if _, err := r.tr.DB.Exec(context.Background(), `INSERT INTO intake.ingress_refusals
+			(summary_id, integration, instance, window_start, window_end, status_code, reason, refusals)
+		VALUES ('s-1', 'demo', 'ingress-0', now() - interval '20 seconds', now() - interval '10 seconds', 401, 'bad_signature', 3),
+		       ('s-1', 'demo', 'ingress-0', now() - interval '20 seconds', now() - interval '10 seconds', 429, 'rate_limited', 2)`); err != nil {
+		t.Fatal(err)
+	}
+
 	ctx := browser(t, path)
 	signInBrowser(t, ctx, r.base, viewerToken)
 	run(t, ctx, "overview", chromedp.Navigate(r.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`section[data-integration="demo"] td.retrying`)))
+	if n := text(t, ctx, `section[data-integration="demo"] .refused`); n != "5" {
+		t.Errorf("overview: refused %q, want 5", n)
+	}
+	if l := text(t, ctx, `section[data-integration="demo"] ul.refusals`); !strings.Contains(l, "401 bad_signature 3") || !strings.Contains(l, "429 rate_limited 2") {
+		t.Errorf("overview: refusals by reason %q", l)
+	}
+	if y := text(t, ctx, `section[data-integration="demo"] .yaxis`); !strings.Contains(y, "0") {
+		t.Errorf("overview chart without a y axis: %q", y)
+	}
+	if c := text(t, ctx, `section[data-integration="demo"] figcaption`); !strings.Contains(c, "per hour, last 24 hours") {
+		t.Errorf("overview chart caption %q, want the default range", c)
+	}
 	if n := text(t, ctx, `section[data-integration="demo"] td.retrying`); n != "1" {
 		t.Errorf("overview: retrying %q, want 1", n)
 	}
@@ -483,6 +504,18 @@ func TestBrowserRetryingEventIsVisible(t *testing.T) {
 		t.Errorf("the overview does not reload itself (%d meta refresh)", n)
 	}
 	screenshot(t, ctx, "overview-retrying")
+	run(t, ctx, "overview 7 days", chromedp.Click(chromedp.CSS(`#chart-ranges a[href*="chart=7d"]`)), urlHas("chart=7d"),
+		chromedp.WaitVisible(chromedp.CSS(`section[data-integration="demo"] figcaption`)))
+	if c := text(t, ctx, `section[data-integration="demo"] figcaption`); !strings.Contains(c, "per 6 hours, last 7 days") {
+		t.Errorf("7-day chart caption %q", c)
+	}
+	if n := value(t, ctx, "7-day bars", chromedp.Evaluate[int](`document.querySelectorAll('section[data-integration="demo"] rect.bar').length`)); n != 28 {
+		t.Errorf("7-day chart has %d bars, want 28", n)
+	}
+	run(t, ctx, "overview bad range", chromedp.Navigate(r.base+"/ui/?chart=1y"), chromedp.WaitVisible(chromedp.CSS("body")))
+	if b := text(t, ctx, "body"); !strings.Contains(b, "one of: 6h, 24h, 7d") {
+		t.Errorf("?chart=1y: %q", b)
+	}
 	run(t, ctx, "retrying list", chromedp.Navigate(r.base+"/ui/events?status=retrying"),
 		chromedp.WaitVisible(chromedp.CSS(`#events a[href*="evt_flaky"]`)),
 		chromedp.Click(chromedp.CSS(`#events a[href*="evt_flaky"]`)),

@@ -30,6 +30,11 @@ type stats struct {
 	// their extra deliveries. Failed and Quarantined: by last delivery.
 	// LagP50, LagP95: first receipt to processed, of the window's events.
 	LagP50, LagP95 time.Duration
+	// Refused: requests ingress refused in the window (by the end of the
+	// 10 s summary that counted them), Refusals the same by status code
+	// and reason, the most first.
+	Refused  int64
+	Refusals []store.RefusalCount
 }
 
 type integrationOverview struct {
@@ -39,8 +44,9 @@ type integrationOverview struct {
 	// Retrying are the events whose handler failed and that wait for their
 	// next attempt, now (no inbox row yet: store.RetryingCounts).
 	Retrying int64
-	// Hourly are the events first received per hour over the last day,
-	// oldest first, with the failed and quarantined among them.
+	// Hourly are the events first received per bucket of the chart's
+	// range (chartRange), oldest first, with the failed and quarantined
+	// among them.
 	Hourly []bucket
 	Max    int64
 }
@@ -52,7 +58,43 @@ type bucket struct {
 	Height, Bad float64 // bar heights in the chart's units
 }
 
+// chartRange is a span the overview's charts can cover, in buckets of
+// Bucket (24 to 28 bars).
+type chartRange struct {
+	Param, Name    string
+	Span, Bucket   time.Duration
+	Label, XFormat string // the bucket's name in bar titles; the x axis's time format
+}
+
+var chartRanges = []chartRange{
+	{"6h", "6 hours", 6 * time.Hour, 15 * time.Minute, "per 15 minutes", "15:04"},
+	{"24h", "24 hours", 24 * time.Hour, time.Hour, "per hour", "15:04"},
+	{"7d", "7 days", 7 * 24 * time.Hour, 6 * time.Hour, "per 6 hours", "Jan 2 15:04"},
+}
+
+// defaultChart is chartRanges' default: the last day by the hour.
+const defaultChart = "24h"
+
+func chartParams() []string {
+	out := make([]string, len(chartRanges))
+	for i, c := range chartRanges {
+		out[i] = c.Param
+	}
+	return out
+}
+
+func findChart(param string) chartRange {
+	for _, c := range chartRanges {
+		if c.Param == param {
+			return c
+		}
+	}
+	return chartRanges[1]
+}
+
 type overviewData struct {
+	Chart        chartRange
+	Start        time.Time // the chart's first bucket
 	Windows      []overviewWindow
 	Integrations []integrationOverview
 	At           time.Time
@@ -65,7 +107,15 @@ const overviewRefresh = 30
 func (overviewData) refresh() int { return overviewRefresh }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
-	d, err := c.loadOverview(r.Context(), c.now())
+	chart := r.URL.Query().Get("chart")
+	if err := checkChoice("chart", chart, chartParams()); err != nil {
+		c.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	if chart == "" {
+		chart = defaultChart
+	}
+	d, err := c.loadOverview(r.Context(), c.now(), findChart(chart))
 	if err != nil {
 		c.internal(w, r, "overview", err)
 		return
@@ -78,9 +128,9 @@ const chartHeight = 40
 
 // loadOverview reads the counts through the store's overview queries
 // (pkg/store/overview.go): per window, the events received, the failed and
-// quarantined, and the conflicts; then the outbox pending now and the
-// hourly chart of the last day.
-func (c *Console) loadOverview(ctx context.Context, now time.Time) (overviewData, error) {
+// quarantined, the conflicts and ingress's refusals; then the outbox
+// pending now and the chart over chart's range.
+func (c *Console) loadOverview(ctx context.Context, now time.Time, chart chartRange) (overviewData, error) {
 	o := overviewBuilder{by: map[string]*integrationOverview{}}
 	for i, win := range overviewWindows {
 		if err := o.window(ctx, c.ro.Store, i, now.Add(-win.Dur)); err != nil {
@@ -101,8 +151,9 @@ func (c *Console) loadOverview(ctx context.Context, now time.Time) (overviewData
 	for in, n := range retrying {
 		o.get(in).Retrying = int64(n)
 	}
-	start := now.Truncate(time.Hour).Add(-23 * time.Hour)
-	hours, err := c.ro.Store.HourlySince(ctx, start)
+	n := int(chart.Span / chart.Bucket)
+	start := now.Truncate(chart.Bucket).Add(-time.Duration(n-1) * chart.Bucket)
+	hours, err := c.ro.Store.BucketedSince(ctx, start, chart.Bucket)
 	if err != nil {
 		return overviewData{}, fmt.Errorf("overview: %w", err)
 	}
@@ -110,7 +161,8 @@ func (c *Console) loadOverview(ctx context.Context, now time.Time) (overviewData
 	if err != nil {
 		return overviewData{}, fmt.Errorf("overview: %w", err)
 	}
-	return overviewData{Windows: overviewWindows, At: now, Integrations: o.charted(start, hours), Stream: st.Stream}, nil
+	return overviewData{Chart: chart, Start: start, Windows: overviewWindows, At: now,
+		Integrations: o.charted(start, chart, hours), Stream: st.Stream}, nil
 }
 
 // overviewBuilder gathers the overview's counts by integration.
@@ -156,13 +208,23 @@ func (o *overviewBuilder) window(ctx context.Context, st *store.Store, i int, si
 	for _, c := range conflicts {
 		o.get(c.Integration).Windows[i].Conflicts = c.Count
 	}
+	refused, err := st.RefusalsSince(ctx, since)
+	if err != nil {
+		return fmt.Errorf("overview: %w", err)
+	}
+	for _, r := range refused {
+		s := &o.get(r.Integration).Windows[i]
+		s.Refused += r.Count
+		s.Refusals = append(s.Refusals, r)
+	}
 	return nil
 }
 
-// charted lays each integration's last 24 hours from start out as bars
-// (an hour without events is a zero bar) and returns the integrations by
+// charted lays each integration's chart range from start out as bars (a
+// bucket without events is a zero bar) and returns the integrations by
 // name.
-func (o *overviewBuilder) charted(start time.Time, hours []store.HourCount) []integrationOverview {
+func (o *overviewBuilder) charted(start time.Time, chart chartRange, hours []store.HourCount) []integrationOverview {
+	n := int(chart.Span / chart.Bucket)
 	hourly := map[string]map[int64]bucket{}
 	for _, h := range hours {
 		o.get(h.Integration)
@@ -173,8 +235,8 @@ func (o *overviewBuilder) charted(start time.Time, hours []store.HourCount) []in
 	}
 	var out []integrationOverview
 	for name, io := range o.by {
-		for h := range 24 {
-			at := start.Add(time.Duration(h) * time.Hour)
+		for h := range n {
+			at := start.Add(time.Duration(h) * chart.Bucket)
 			b := hourly[name][at.Unix()]
 			b.At = at
 			io.Hourly = append(io.Hourly, b)
@@ -194,7 +256,19 @@ func (o *overviewBuilder) charted(start time.Time, hours []store.HourCount) []in
 
 func (d overviewData) write(w *writer, _ page) {
 	w.m(`<p class="quick" id="checks-links">Also: <a href="/ui/rejections?since=24h">messages rejected in the last day</a> · <a href="/ui/gaps">gap check</a> · <a href="/ui/redrive">re-drive passes</a> · <a href="/ui/replays">replays</a></p>` + "\n")
-	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection; processing lag is first receipt to processed (p50 / p95), replays left out; retrying (a handler failed, the next attempt is due) and outbox pending are now.</p>
+	w.m(`<p class="quick" id="chart-ranges">Charts: `)
+	for i, cr := range chartRanges {
+		if i > 0 {
+			w.m(` · `)
+		}
+		if cr.Param == d.Chart.Param {
+			w.m(`<b>`).t(cr.Name).m(`</b>`)
+		} else {
+			w.m(`<a href="`).u(listLink("/ui/", url.Values{"chart": {cr.Param}})).m(`">`).t(cr.Name).m(`</a>`)
+		}
+	}
+	w.m("</p>\n")
+	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection; processing lag is first receipt to processed (p50 / p95), replays left out; refused are the requests ingress refused, by status code and reason (sent every 10 s); retrying (a handler failed, the next attempt is due) and outbox pending are now.</p>
 `)
 	st := d.Stream
 	w.m(`<p id="backlog">INTAKE_IN (durable `).t(st.Durable).m(`): <b>`).un(st.Pending).m(`</b> undelivered, <b>`).n0(st.AckPending).
@@ -232,27 +306,63 @@ func (d overviewData) write(w *writer, _ page) {
 		row("failed", func(s stats) { w.n(s.Failed) })
 		row("quarantined", func(s stats) { w.n(s.Quarantined) })
 		row("processing lag", func(s stats) { w.t(s.LagP50.String()).m(` / `).t(s.LagP95.String()) })
+		row(`<span title="requests ingress refused: 401 bad signature, 413 too large, 429 rate limited, 503 busy or the stream away, 400 malformed">refused</span>`,
+			func(s stats) { writeRefusals(w, s) })
 		w.m(`<tr><td><a href="`).u(listLink("/ui/events", url.Values{"integration": {o.Name}, "status": {string(store.StatusRetrying)}})).
 			m(`">retrying</a> now</td><td colspan="2" class="retrying">`).n(o.Retrying).m(`</td></tr>
 <tr><td>outbox pending</td><td colspan="2">`).n(o.Pending).m(`</td></tr>
 </tbody></table>
-<svg class="spark" viewBox="0 0 240 40" preserveAspectRatio="none" role="img" aria-label="events per hour, last 24 hours (max `).n(o.Max).m(`)">
 `)
-		for i, b := range o.Hourly {
-			x := int64(i * 10)
-			w.m(`<rect class="bar" x="`).n(x).m(`" y="`).f(chartHeight - b.Height).m(`" width="8" height="`).f(b.Height).m(`"><title>`).
-				t(ts(b.At)).m(`: `).n(b.Accepted).m(` events, `).n(b.FailedOrQ).m(` failed or quarantined</title></rect>`)
-			if b.Bad != 0 {
-				w.m(`<rect class="bad" x="`).n(x).m(`" y="`).f(chartHeight - b.Bad).m(`" width="8" height="`).f(b.Bad).m(`"></rect>`)
-			}
-			w.m("\n")
-		}
-		w.m(`</svg>
-<p class="hint">events per hour, last 24 h (max `).n(o.Max).m(`); red: failed or quarantined</p>
-</section>`)
+		writeChart(w, d, o)
+		w.m(`</section>`)
 	}
 	if len(d.Integrations) == 0 {
 		w.m(`<p>No events in the last day.</p>`)
 	}
 	w.m("\n</div>\n")
+}
+
+// writeRefusals writes a window's refusals: the total, then each status
+// code and reason with its count.
+func writeRefusals(w *writer, s stats) {
+	w.m(`<span class="refused">`).n(s.Refused).m(`</span>`)
+	if len(s.Refusals) == 0 {
+		return
+	}
+	w.m(`<ul class="refusals">`)
+	for _, r := range s.Refusals {
+		w.m(`<li><code>`).n(int64(r.StatusCode)).m(`</code> `).t(r.Reason).m(` `).n(r.Count).m(`</li>`)
+	}
+	w.m(`</ul>`)
+}
+
+// writeChart writes an integration's bars over d.Chart with their axes:
+// the y axis from 0 to the busiest bucket, the x axis's first, middle and
+// last bucket times (UTC), and a bar's own figures in its title.
+func writeChart(w *writer, d overviewData, o integrationOverview) {
+	n := int64(len(o.Hourly))
+	w.m(`<figure class="chart">
+<div class="yaxis" aria-hidden="true"><span>`).n(o.Max).m(`</span><span>`).t(strconv.FormatFloat(float64(o.Max)/2, 'f', -1, 64)).m(`</span><span>0</span></div>
+<svg class="spark" viewBox="0 0 `).n(n * 10).m(` 40" preserveAspectRatio="none" role="img" aria-label="events `).t(d.Chart.Label).m(`, last `).t(d.Chart.Name).m(` (max `).n(o.Max).m(`)">
+`)
+	for i, b := range o.Hourly {
+		x := int64(i * 10)
+		w.m(`<rect class="bar" x="`).n(x).m(`" y="`).f(chartHeight - b.Height).m(`" width="8" height="`).f(b.Height).m(`"><title>`).
+			t(ts(b.At)).m(`: `).n(b.Accepted).m(` events, `).n(b.FailedOrQ).m(` failed or quarantined</title></rect>`)
+		if b.Bad != 0 {
+			w.m(`<rect class="bad" x="`).n(x).m(`" y="`).f(chartHeight - b.Bad).m(`" width="8" height="`).f(b.Bad).m(`"></rect>`)
+		}
+		w.m("\n")
+	}
+	w.m(`</svg>
+<div class="xaxis" aria-hidden="true">`)
+	if len(o.Hourly) > 0 {
+		for _, i := range []int{0, len(o.Hourly) / 2, len(o.Hourly) - 1} {
+			w.m(`<span>`).t(o.Hourly[i].At.UTC().Format(d.Chart.XFormat)).m(`</span>`)
+		}
+	}
+	w.m(`</div>
+<figcaption class="hint">events `).t(d.Chart.Label).m(`, last `).t(d.Chart.Name).m(`, UTC (max `).n(o.Max).m(`); red: failed or quarantined</figcaption>
+</figure>
+`)
 }

@@ -52,7 +52,7 @@ func pages(d func(string) string) map[string]content {
 		"replay":  replayData{Replay: rep, Selector: d(`{"keys": []}`)},
 		"reconcile": reconcileData{FromSeq: d("1"), ToSeq: d("2"), Since: d("since"), Until: d("until"), Integration: d("demo"), Ran: true,
 			Result: replayer.ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Missing: missing, LostConflicts: missing}}, FixJSON: d(`{"keys":["demo/main/evt_2"]}`)},
-		"overview": overviewData{Windows: overviewWindows, At: at, Integrations: []integrationOverview{{Name: d("demo"),
+		"overview": overviewData{Chart: findChart(defaultChart), Windows: overviewWindows, At: at, Integrations: []integrationOverview{{Name: d("demo"),
 			Windows: make([]stats, len(overviewWindows)), Hourly: []bucket{{At: at, Accepted: 3, FailedOrQ: 1, Height: 40, Bad: 13.3}}, Max: 3}}},
 	}
 }
@@ -178,7 +178,8 @@ var (
 		"h2": true, "h3": true, "p": true, "code": true, "table": true, "thead": true, "tbody": true, "tr": true, "th": true, "td": true,
 		"colgroup": true, "col": true, "dl": true, "dt": true, "dd": true, "label": true, "select": true, "option": true,
 		"textarea": true, "ol": true, "li": true, "time": true, "b": true, "br": true, "small": true, "pre": true, "div": true,
-		"progress": true, "noscript": true, "section": true, "svg": true, "rect": true}
+		"progress": true, "noscript": true, "section": true, "svg": true, "rect": true, "figure": true,
+		"figcaption": true, "ul": true}
 	void = map[string]bool{"meta": true, "link": true, "input": true, "br": true, "col": true}
 )
 

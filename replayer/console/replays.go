@@ -433,6 +433,11 @@ func (d dryRunData) write(w *writer, p page) {
 	if len(rp.Sample) > 0 {
 		w.m(`<p class="hint">Sample: `).t(strings.Join(rp.Sample, ", ")).m("</p>\n")
 	}
+	if len(rp.UnknownKeys) > 0 {
+		w.m(`<p class="err" id="unknown-keys">`).n(int64(len(rp.UnknownKeys))).
+			m(` of the keys name no event Intake has seen (no inbox row, no refusal record): check the integration, account and event id, or search for the event id alone. `).
+			t(strings.Join(rp.UnknownKeys, ", ")).m("</p>\n")
+	}
 	if !p.Operator || rp.Matched == 0 {
 		return
 	}
