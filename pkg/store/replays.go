@@ -66,8 +66,8 @@ type Replay struct {
 	// the answer to the request that planned the replay only; not stored.
 	UnknownKeys []string
 	CancelledBy *string
-	Error               *string
-	FinishedAt          *time.Time
+	Error       *string
+	FinishedAt  *time.Time
 	// ApprovedBy and ApprovedAt: the second operator who approved a
 	// replay that awaited approval, and when.
 	ApprovedBy *string

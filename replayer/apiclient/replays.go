@@ -36,18 +36,18 @@ type Replay struct {
 	// Outcomes counts the selected events by predicted outcome
 	// (would_deduplicate, would_retry, … and OutcomeMissing); Counts splits
 	// them by tenant, integration and type; Sample names some keys.
-	Outcomes    map[string]int64 `json:"outcomes"`
-	Counts      []OutcomeCount   `json:"counts"`
-	Sample      []string         `json:"sample"`
+	Outcomes map[string]int64 `json:"outcomes"`
+	Counts   []OutcomeCount   `json:"counts"`
+	Sample   []string         `json:"sample"`
 	// UnknownKeys are the selected keys that name no event Intake has
 	// seen (no inbox row, no refusal record: a typo, another account, an
 	// event that never arrived), at most 100; counted in Outcomes as
 	// missing. Only on the answer to the POST that planned the replay or
 	// dry run.
-	UnknownKeys []string `json:"unknown_keys,omitempty"`
-	CancelledBy *string  `json:"cancelled_by,omitempty"`
-	Error       *string          `json:"error,omitempty"`
-	FinishedAt  *time.Time       `json:"finished_at"`
+	UnknownKeys []string   `json:"unknown_keys,omitempty"`
+	CancelledBy *string    `json:"cancelled_by,omitempty"`
+	Error       *string    `json:"error,omitempty"`
+	FinishedAt  *time.Time `json:"finished_at"`
 	// ApprovedBy and ApprovedAt: the operator (another than RequestedBy)
 	// who approved a replay that was ReplayAwaitingApproval, and when.
 	ApprovedBy *string    `json:"approved_by,omitempty"`
