@@ -90,6 +90,14 @@ func (s *Store) ConflictsSince(ctx context.Context, since time.Time) ([]Integrat
 		`SELECT integration, count(*) FROM intake.conflicts WHERE detected_at >= $1 GROUP BY integration`, since)
 }
 
+// RejectedSince counts the messages the processor rejected (before the
+// inbox decision: intake.rejected_messages) at or after since, by
+// integration.
+func (s *Store) RejectedSince(ctx context.Context, since time.Time) ([]IntegrationCount, error) {
+	return s.integrationCounts(ctx, "rejected since",
+		`SELECT integration, count(*) FROM intake.rejected_messages WHERE rejected_at >= $1 GROUP BY integration`, since)
+}
+
 // OutboxPendingByIntegration counts the outbox rows not yet published, by
 // integration.
 func (s *Store) OutboxPendingByIntegration(ctx context.Context) ([]IntegrationCount, error) {

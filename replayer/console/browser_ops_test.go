@@ -104,6 +104,12 @@ func TestBrowserReplayResultsRejectionsGapsRedrive(t *testing.T) {
 	run(t, b, "overview → rejections",
 		chromedp.Navigate(r.base+"/ui/"),
 		chromedp.WaitVisible(chromedp.CSS("#checks-links")),
+	)
+	// Counted on the overview per integration, linked to the list.
+	if n := text(t, b, `section[data-integration="demo"] td.rejected`); n != "2" {
+		t.Errorf("overview: %q rejected in the last hour, want 2", n)
+	}
+	run(t, b, "overview → rejections (the links)",
 		chromedp.Click(chromedp.CSS(`#checks-links a[href^="/ui/rejections"]`)),
 		urlHas("/ui/rejections"),
 		chromedp.WaitVisible(chromedp.CSS("#rejections")),

@@ -488,6 +488,9 @@ func TestBrowserRetryingEventIsVisible(t *testing.T) {
 	if l := text(t, ctx, `section[data-integration="demo"] ul.refusals`); !strings.Contains(l, "401 bad_signature 3") || !strings.Contains(l, "429 rate_limited 2") {
 		t.Errorf("overview: refusals by reason %q", l)
 	}
+	if n := text(t, ctx, `section[data-integration="demo"] td.rejected`); n != "0" {
+		t.Errorf("overview: rejected %q in the last hour, want 0", n)
+	}
 	if y := text(t, ctx, `section[data-integration="demo"] .yaxis`); !strings.Contains(y, "0") {
 		t.Errorf("overview chart without a y axis: %q", y)
 	}

@@ -22,10 +22,16 @@ type overviewWindow struct {
 
 var overviewWindows = []overviewWindow{{"last hour", time.Hour}, {"last day", 24 * time.Hour}}
 
+// windowSince are overviewWindows as the lists' since filter.
+var windowSince = []string{"1h", "24h"}
+
 // stats are one integration's counts over one window, from Postgres.
 type stats struct {
 	Accepted, Duplicates, Conflicts, Failed, Quarantined int64
-	PerSecond                                            float64 // Accepted over the window
+	// Rejected: messages the processor refused before the inbox decision
+	// (a claim it could not trust, a replayed body), by rejected_at.
+	Rejected  int64
+	PerSecond float64 // Accepted over the window
 	// Accepted and Duplicates: events first received in the window and
 	// their extra deliveries. Failed and Quarantined: by last delivery.
 	// LagP50, LagP95: first receipt to processed, of the window's events.
@@ -208,6 +214,13 @@ func (o *overviewBuilder) window(ctx context.Context, st *store.Store, i int, si
 	for _, c := range conflicts {
 		o.get(c.Integration).Windows[i].Conflicts = c.Count
 	}
+	rejected, err := st.RejectedSince(ctx, since)
+	if err != nil {
+		return fmt.Errorf("overview: %w", err)
+	}
+	for _, r := range rejected {
+		o.get(r.Integration).Windows[i].Rejected = r.Count
+	}
 	refused, err := st.RefusalsSince(ctx, since)
 	if err != nil {
 		return fmt.Errorf("overview: %w", err)
@@ -268,7 +281,7 @@ func (d overviewData) write(w *writer, _ page) {
 		}
 	}
 	w.m("</p>\n")
-	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection; processing lag is first receipt to processed (p50 / p95), replays left out; refused are the requests ingress refused, by status code and reason (sent every 10 s); retrying (a handler failed, the next attempt is due) and outbox pending are now.</p>
+	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection, rejected (messages the processor refused before the inbox decision) by rejection; processing lag is first receipt to processed (p50 / p95), replays left out; refused are the requests ingress refused, by status code and reason (sent every 10 s); retrying (a handler failed, the next attempt is due) and outbox pending are now.</p>
 `)
 	st := d.Stream
 	w.m(`<p id="backlog">INTAKE_IN (durable `).t(st.Durable).m(`): <b>`).un(st.Pending).m(`</b> undelivered, <b>`).n0(st.AckPending).
@@ -305,6 +318,11 @@ func (d overviewData) write(w *writer, _ page) {
 		row("conflicts", func(s stats) { w.n(s.Conflicts) })
 		row("failed", func(s stats) { w.n(s.Failed) })
 		row("quarantined", func(s stats) { w.n(s.Quarantined) })
+		w.m(`<tr><td><a href="`).u(listLink("/ui/rejections", url.Values{"integration": {o.Name}, "since": {"24h"}})).m(`">rejected</a></td>`)
+		for i, s := range o.Windows {
+			w.m(`<td class="rejected"><a href="`).u(listLink("/ui/rejections", url.Values{"integration": {o.Name}, "since": {windowSince[i]}})).m(`">`).n(s.Rejected).m(`</a></td>`)
+		}
+		w.m("</tr>\n")
 		row("processing lag", func(s stats) { w.t(s.LagP50.String()).m(` / `).t(s.LagP95.String()) })
 		row(`<span title="requests ingress refused: 401 bad signature, 413 too large, 429 rate limited, 503 busy or the stream away, 400 malformed">refused</span>`,
 			func(s stats) { writeRefusals(w, s) })
