@@ -90,6 +90,11 @@ func (r *Replayer) Status(ctx context.Context, now time.Time) (apiclient.Status,
 		x.Refused += c.Count
 		x.Refusals = append(x.Refusals, apiclient.Refusal{StatusCode: c.StatusCode, Reason: c.Reason, Count: c.Count})
 	}
+	for name, at := range s.Stream.OldestByIntegration {
+		x := get(name)
+		t := at
+		x.OldestUnprocessedAt, x.OldestAgeSeconds = &t, now.Sub(at).Seconds()
+	}
 	for name, x := range by {
 		if r.mine(name) {
 			s.Integrations = append(s.Integrations, *x)
@@ -120,20 +125,40 @@ func (r *Replayer) streamStatus(ctx context.Context, now time.Time) (apiclient.S
 	if err != nil {
 		return st, fmt.Errorf("stream %s: %w", envelope.StreamIn, err)
 	}
-	subjects := r.inSubjects("")
-	if subjects == nil {
-		subjects = []string{envelope.SubjectInAll}
+	// Per integration where they are known (the oldest of each is on the
+	// overview and in `intake status`), else the shard's or every subject.
+	type probe struct{ integration, subject string }
+	var probes []probe
+	for _, name := range r.o.Integrations {
+		if r.mine(name) {
+			probes = append(probes, probe{name, envelope.SubjectInPrefix(name) + ">"})
+		}
 	}
-	for _, subj := range subjects {
-		m, err := s.GetMsg(ctx, st.AckFloor+1, jetstream.WithGetMsgSubject(subj))
+	if len(probes) == 0 {
+		subjects := r.inSubjects("")
+		if subjects == nil {
+			subjects = []string{envelope.SubjectInAll}
+		}
+		for _, subj := range subjects {
+			probes = append(probes, probe{"", subj})
+		}
+	}
+	for _, pr := range probes {
+		m, err := s.GetMsg(ctx, st.AckFloor+1, jetstream.WithGetMsgSubject(pr.subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}
 		if err != nil {
 			return st, fmt.Errorf("stream %s: oldest unprocessed message: %w", envelope.StreamIn, err)
 		}
-		if st.OldestUnprocessedAt == nil || m.Time.Before(*st.OldestUnprocessedAt) {
-			t := m.Time.UTC()
+		t := m.Time.UTC()
+		if pr.integration != "" {
+			if st.OldestByIntegration == nil {
+				st.OldestByIntegration = map[string]time.Time{}
+			}
+			st.OldestByIntegration[pr.integration] = t
+		}
+		if st.OldestUnprocessedAt == nil || t.Before(*st.OldestUnprocessedAt) {
 			st.OldestUnprocessedAt = &t
 		}
 	}

@@ -67,10 +67,14 @@ func printStatus(w io.Writer, af *apiFlags, s apiclient.Status) error {
 	fmt.Fprintf(w, "status at %s\nINTAKE_IN (durable %s): %d undelivered, %d unacknowledged, ack floor %d, delivered up to %d; %s\n",
 		fmtTime(s.At), st.Durable, st.Pending, st.AckPending, st.AckFloor, st.Delivered, oldest)
 	tw := af.table(w)
-	fmt.Fprintf(tw, "INTEGRATION\tACCEPTED (%s)\tPER SECOND\tDUPLICATES\tFAILED\tQUARANTINED\tRETRYING NOW\tLAG P50 / P95\tREFUSED\n", s.Window)
+	fmt.Fprintf(tw, "INTEGRATION\tACCEPTED (%s)\tPER SECOND\tDUPLICATES\tFAILED\tQUARANTINED\tRETRYING NOW\tLAG P50 / P95\tOLDEST WAITING\tREFUSED\n", s.Window)
 	for _, x := range s.Integrations {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%s / %s\t%s\n", x.Name, x.Accepted, x.PerSecond, x.Duplicates, x.Failed, x.Quarantined,
-			x.Retrying, x.LagP50, x.LagP95, refusalsText(x))
+		waiting := "-"
+		if x.OldestUnprocessedAt != nil {
+			waiting = (time.Duration(x.OldestAgeSeconds) * time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%s / %s\t%s\t%s\n", x.Name, x.Accepted, x.PerSecond, x.Duplicates, x.Failed, x.Quarantined,
+			x.Retrying, x.LagP50, x.LagP95, waiting, refusalsText(x))
 	}
 	return tw.Flush()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -24,9 +25,18 @@ func TestStatusCommand(t *testing.T) {
 		s.Integrations[0].PerSecond <= 0 || s.Stream.Durable != "processor" || s.Window != "1h0m0s" {
 		t.Fatalf("status = %+v", s)
 	}
+	// Ingress's refusals as the receipt folder stores them (the summaries'
+	// path: TestRejectionsPublishNothing).
+	if _, err := r.db.Exec(context.Background(), `INSERT INTO intake.ingress_refusals
+			(summary_id, integration, instance, window_start, window_end, status_code, reason, refusals)
+		VALUES ('s-1', 'demo', 'ingress-0', now() - interval '20 seconds', now() - interval '10 seconds', 401, 'bad_signature', 9),
+		       ('s-1', 'demo', 'ingress-0', now() - interval '20 seconds', now() - interval '10 seconds', 429, 'rate_limited', 3)`); err != nil {
+		t.Fatal(err)
+	}
 	out, _, code = r.cli("", cliViewer, "status")
 	if code != 0 || !strings.Contains(out, "INTAKE_IN (durable processor)") || !strings.Contains(out, "RETRYING NOW") ||
-		!strings.Contains(out, "demo") {
+		!strings.Contains(out, "demo") || !strings.Contains(out, "OLDEST WAITING") ||
+		!strings.Contains(out, "12 (401 bad_signature 9, 429 rate_limited 3)") {
 		t.Fatalf("status: exit %d\n%s", code, out)
 	}
 }

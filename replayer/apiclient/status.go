@@ -31,6 +31,9 @@ type StreamStatus struct {
 	// was stored (null when none waits); OldestAgeSeconds its age.
 	OldestUnprocessedAt *time.Time `json:"oldest_unprocessed_at"`
 	OldestAgeSeconds    float64    `json:"oldest_age_seconds"`
+	// OldestByIntegration is each integration's oldest message past the
+	// ack floor (IntegrationStatus carries it); not in the JSON here.
+	OldestByIntegration map[string]time.Time `json:"-"`
 }
 
 // IntegrationStatus is one integration over the status window.
@@ -54,8 +57,14 @@ type IntegrationStatus struct {
 	// away, 400 malformed); Refusals the same by status code and reason,
 	// the most first. Ingress sends its counts every 10 s, so the last
 	// seconds are not in them yet.
-	Refused  int64     `json:"refused"`
-	Refusals []Refusal `json:"refusals"`
+	// OldestUnprocessedAt is when the integration's oldest INTAKE_IN
+	// message past the processors' ack floor was stored (null when none
+	// waits: its backlog is empty); OldestAgeSeconds its age. NATS counts
+	// the backlog per durable only (Status.Stream), not per subject.
+	OldestUnprocessedAt *time.Time `json:"oldest_unprocessed_at"`
+	OldestAgeSeconds    float64    `json:"oldest_age_seconds"`
+	Refused             int64      `json:"refused"`
+	Refusals            []Refusal  `json:"refusals"`
 }
 
 // Refusal is one status code and reason's count of refused requests.

@@ -469,6 +469,11 @@ func TestBrowserRetryingEventIsVisible(t *testing.T) {
 		st.Stream.OldestUnprocessedAt == nil || st.Stream.AckPending < 1 {
 		t.Errorf("status while retrying = %+v", st)
 	}
+	// The integration's own oldest message waiting: the retrying one.
+	if len(st.Integrations) == 1 && (st.Integrations[0].OldestUnprocessedAt == nil ||
+		!st.Integrations[0].OldestUnprocessedAt.Equal(*st.Stream.OldestUnprocessedAt)) {
+		t.Errorf("demo's oldest waiting %v, want the stream's %v", st.Integrations[0].OldestUnprocessedAt, st.Stream.OldestUnprocessedAt)
+	}
 
 	// Ingress's refusals as the receipt folder stores them (the fold
 	// itself: TestRejectionsPublishNothing, TestRefusalSummariesFold…).
@@ -499,6 +504,9 @@ func TestBrowserRetryingEventIsVisible(t *testing.T) {
 	}
 	if n := text(t, ctx, `section[data-integration="demo"] td.retrying`); n != "1" {
 		t.Errorf("overview: retrying %q, want 1", n)
+	}
+	if w := text(t, ctx, `section[data-integration="demo"] td.waiting`); w == "none" || w == "" {
+		t.Errorf("overview: demo's oldest waiting %q, want the retrying message's age", w)
 	}
 	if b := text(t, ctx, "#backlog"); !strings.Contains(b, "oldest unprocessed") || !strings.Contains(b, "reloads every 30 s") {
 		t.Errorf("overview backlog %q, want the oldest unprocessed message's age", b)
@@ -568,7 +576,11 @@ func TestBrowserFindBox(t *testing.T) {
 	if h := text(t, ctx, "h1"); h != "demo/main/evt_found" {
 		t.Errorf("find evt_found opened %q", h)
 	}
+	// Each search starts from the overview: typed on the event page the
+	// previous search opened, the next one raced that page's load (the URL
+	// and #status already matched) and its keys could be lost.
 	run(t, ctx, "find by sequence",
+		chromedp.Navigate(r.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#overview")),
 		chromedp.SendKeys(chromedp.CSS("#find"), fmt.Sprintf("in:%d\n", seq)),
 		urlHas("/ui/event?"),
 		chromedp.WaitVisible(chromedp.CSS("#status")),
@@ -577,6 +589,7 @@ func TestBrowserFindBox(t *testing.T) {
 		t.Errorf("find in:%d opened %q", seq, h)
 	}
 	run(t, ctx, "find nothing",
+		chromedp.Navigate(r.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#overview")),
 		chromedp.SendKeys(chromedp.CSS("#find"), "evt_nope\n"),
 		urlHas("/ui/find?"),
 		chromedp.WaitVisible(chromedp.CSS("#nothing")),

@@ -50,6 +50,9 @@ type integrationOverview struct {
 	// Retrying are the events whose handler failed and that wait for their
 	// next attempt, now (no inbox row yet: store.RetryingCounts).
 	Retrying int64
+	// Waiting is the age of the integration's oldest INTAKE_IN message
+	// past the processors' ack floor, now; nil when none waits.
+	Waiting *time.Duration
 	// Hourly are the events first received per bucket of the chart's
 	// range (chartRange), oldest first, with the failed and quarantined
 	// among them.
@@ -166,6 +169,12 @@ func (c *Console) loadOverview(ctx context.Context, now time.Time, chart chartRa
 	st, err := c.rp.Status(ctx, now)
 	if err != nil {
 		return overviewData{}, fmt.Errorf("overview: %w", err)
+	}
+	for _, x := range st.Integrations {
+		if x.OldestUnprocessedAt != nil {
+			age := (time.Duration(x.OldestAgeSeconds) * time.Second)
+			o.get(x.Name).Waiting = &age
+		}
 	}
 	return overviewData{Chart: chart, Start: start, Windows: overviewWindows, At: now,
 		Integrations: o.charted(start, chart, hours), Stream: st.Stream}, nil
@@ -328,6 +337,13 @@ func (d overviewData) write(w *writer, _ page) {
 			func(s stats) { writeRefusals(w, s) })
 		w.m(`<tr><td><a href="`).u(listLink("/ui/events", url.Values{"integration": {o.Name}, "status": {string(store.StatusRetrying)}})).
 			m(`">retrying</a> now</td><td colspan="2" class="retrying">`).n(o.Retrying).m(`</td></tr>
+<tr><td>oldest waiting in INTAKE_IN</td><td colspan="2" class="waiting">`)
+		if o.Waiting != nil {
+			w.t(o.Waiting.String())
+		} else {
+			w.m(`none`)
+		}
+		w.m(`</td></tr>
 <tr><td>outbox pending</td><td colspan="2">`).n(o.Pending).m(`</td></tr>
 </tbody></table>
 `)
