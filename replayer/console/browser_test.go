@@ -505,6 +505,9 @@ func TestBrowserRetryingEventIsVisible(t *testing.T) {
 	if n := text(t, ctx, `section[data-integration="demo"] td.retrying`); n != "1" {
 		t.Errorf("overview: retrying %q, want 1", n)
 	}
+	if b := text(t, ctx, "#backlog"); !strings.Contains(b, "0 undelivered, 1 unacknowledged") {
+		t.Errorf("overview backlog %q, want the retrying message unacknowledged", b)
+	}
 	if w := text(t, ctx, `section[data-integration="demo"] td.waiting`); w == "none" || w == "" {
 		t.Errorf("overview: demo's oldest waiting %q, want the retrying message's age", w)
 	}

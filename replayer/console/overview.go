@@ -293,14 +293,14 @@ func (d overviewData) write(w *writer, _ page) {
 	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection, rejected (messages the processor refused before the inbox decision) by rejection; processing lag is first receipt to processed (p50 / p95), replays left out; refused are the requests ingress refused, by status code and reason (sent every 10 s); retrying (a handler failed, the next attempt is due) and outbox pending are now.</p>
 `)
 	st := d.Stream
-	w.m(`<p id="backlog">INTAKE_IN (durable `).t(st.Durable).m(`): <b>`).un(st.Pending).m(`</b> undelivered, <b>`).n0(st.AckPending).
+	w.m(`<p id="backlog">INTAKE_IN (durable `).t(st.Durable).m(`): <b>`).un(st.Pending).m(`</b> undelivered, <b>`).n(int64(st.AckPending)).
 		m(`</b> unacknowledged (in a batch or waiting out a retry), `)
 	if st.OldestUnprocessedAt != nil {
 		w.m(`oldest unprocessed <b id="oldest">`).t((time.Duration(st.OldestAgeSeconds) * time.Second).String()).m(`</b> old`)
 	} else {
 		w.m(`nothing waiting`)
 	}
-	w.m(`. This page reloads every `).n0(overviewRefresh).m(` s.</p>
+	w.m(`. This page reloads every `).n(int64(overviewRefresh)).m(` s.</p>
 <div class="cards" id="overview">
 `)
 	for _, o := range d.Integrations {
@@ -376,7 +376,13 @@ func writeRefusals(w *writer, s stats) {
 func writeChart(w *writer, d overviewData, o integrationOverview) {
 	n := int64(len(o.Hourly))
 	w.m(`<figure class="chart">
-<div class="yaxis" aria-hidden="true"><span>`).n(o.Max).m(`</span><span>`).t(strconv.FormatFloat(float64(o.Max)/2, 'f', -1, 64)).m(`</span><span>0</span></div>
+<div class="yaxis" aria-hidden="true"><span>`)
+	if o.Max > 0 { // an empty chart's axis is its 0 only
+		w.n(o.Max).m(`</span><span>`).t(strconv.FormatFloat(float64(o.Max)/2, 'f', -1, 64))
+	} else {
+		w.m(`</span><span>`)
+	}
+	w.m(`</span><span>0</span></div>
 <svg class="spark" viewBox="0 0 `).n(n * 10).m(` 40" preserveAspectRatio="none" role="img" aria-label="events `).t(d.Chart.Label).m(`, last `).t(d.Chart.Name).m(` (max `).n(o.Max).m(`)">
 `)
 	for i, b := range o.Hourly {
