@@ -90,7 +90,7 @@ func TestDryRunPredictsTheReplayGuard(t *testing.T) {
 }
 
 // TestDryRunNamesKeysThatNameNoEvent (issue 34 item 7): a dry run by keys
-// that name no event Intake has seen — no inbox row, no refusal record —
+// with no inbox row and no refusal record — nothing to replay by key —
 // says which, instead of only counting them missing; a key whose message
 // is gone is missing, not unknown.
 func TestDryRunNamesKeysThatNameNoEvent(t *testing.T) {

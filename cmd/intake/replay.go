@@ -329,7 +329,7 @@ func printReplay(w io.Writer, af *apiFlags, rep apiclient.Replay) error {
 		fmt.Fprintf(w, "  sample %s\n", strings.Join(rep.Sample, ", "))
 	}
 	if len(rep.UnknownKeys) > 0 {
-		fmt.Fprintf(w, "  %d keys name no event Intake has seen (no inbox row, no refusal record; check the key, or intake events find EVENT_ID): %s\n",
+		fmt.Fprintf(w, "  %d keys have no inbox row and no refusal record, nothing to replay by key (check the key, or intake events find EVENT_ID; an event never processed: intake reconcile): %s\n",
 			len(rep.UnknownKeys), strings.Join(rep.UnknownKeys, ", "))
 	}
 	return printResults(w, rep.Results)

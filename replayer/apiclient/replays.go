@@ -39,10 +39,10 @@ type Replay struct {
 	Outcomes map[string]int64 `json:"outcomes"`
 	Counts   []OutcomeCount   `json:"counts"`
 	Sample   []string         `json:"sample"`
-	// UnknownKeys are the selected keys that name no event Intake has
-	// seen (no inbox row, no refusal record: a typo, another account, an
-	// event that never arrived), at most 100; counted in Outcomes as
-	// missing. Only on the answer to the POST that planned the replay or
+	// UnknownKeys are the selected keys with no inbox row and no refusal
+	// record, so nothing to replay by key (a typo, another account, an
+	// event that never arrived, or one never processed: a range replay
+	// finds its message), at most 100; counted in Outcomes as missing. Only on the answer to the POST that planned the replay or
 	// dry run.
 	UnknownKeys []string   `json:"unknown_keys,omitempty"`
 	CancelledBy *string    `json:"cancelled_by,omitempty"`

@@ -46,7 +46,7 @@ func pages(d func(string) string) map[string]content {
 			Diff: []diffRow{{Op: "same", Left: d("{"), Right: d("{"), LN: 1, RN: 1}, {Op: "change", Left: d("a"), Right: d("b"), LN: 2, RN: 2}}},
 		"conflict-missing": conflictData{Conflict: cf, Original: payload{Missing: d("gone")}},
 		"failed":           failedData{Filter: f, Query: q, Events: []store.EventRecord{ev}, Next: d("cursor")},
-		"dryrun": dryRunData{Replay: rep, Form: replayForm{SelectorJSON: d(`{"keys":["demo/main/evt_1"]}`), Mode: d("exact"), Reason: d("why")},
+		"dryrun": dryRunData{Replay: withUnknown(rep, d("demo/main/evt_typo")), Form: replayForm{SelectorJSON: d(`{"keys":["demo/main/evt_1"]}`), Mode: d("exact"), Reason: d("why")},
 			Modes: []string{"exact", "reexecute"}},
 		"replays": replaysData{Replays: []store.Replay{rep}, Next: d("cursor")},
 		"replay":  replayData{Replay: rep, Selector: d(`{"keys": []}`)},
@@ -223,4 +223,10 @@ func checkMarkup(out string) string {
 
 func around(s string, i int) string {
 	return s[max(0, i-80):min(len(s), i+80)]
+}
+
+// withUnknown is rep with an unknown key, as a dry run by key answers.
+func withUnknown(rep store.Replay, key string) store.Replay {
+	rep.UnknownKeys = []string{key}
+	return rep
 }

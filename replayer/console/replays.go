@@ -435,7 +435,7 @@ func (d dryRunData) write(w *writer, p page) {
 	}
 	if len(rp.UnknownKeys) > 0 {
 		w.m(`<p class="err" id="unknown-keys">`).n(int64(len(rp.UnknownKeys))).
-			m(` of the keys name no event Intake has seen (no inbox row, no refusal record): check the integration, account and event id, or search for the event id alone. `).
+			m(` of the keys have no inbox row and no refusal record, so nothing to replay by key: check the integration, account and event id, or search for the event id alone; an event never processed is replayed by range (Reconcile). `).
 			t(strings.Join(rp.UnknownKeys, ", ")).m("</p>\n")
 	}
 	if !p.Operator || rp.Matched == 0 {
