@@ -17,7 +17,8 @@ func attachPerf(cmd *cobra.Command, g *globals) {
 same run (bare HTTP, raw JetStream publish, the Postgres batched-insert limit, one
 transaction per event) and prints figures and ratios, and Postgres's cost per event
 (WAL, CPU, rows, index entries, bytes) while the processor drains. --quick finishes in
-under a minute. --durability, --replication, --processors and --prefill each run one comparison instead.
+under a minute. --durability, --replication, --processors, --prefill and --system each run one comparison instead
+(--system: the whole pipeline as intake dev deploys it, CPU per event, issue 35).
 Subcommands run other harnesses.`
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -40,6 +41,7 @@ Subcommands run other harnesses.`
 	f.BoolVar(&c.Replication, "replication", false, "only compare the processor's Postgres writes with a synchronous and an asynchronous standby")
 	f.IntSliceVar(&c.Processors, "processors", nil, "only drain the same backlog with each of these numbers of processor processes (e.g. 1,2,4): committed rate, shares, Postgres per event")
 	f.IntVar(&c.Prefill, "prefill", 0, "only compare one processor on empty tables with one on tables already holding this many events' rows (e.g. 10000000, spread over 90 days), and the purge's rate")
+	f.BoolVar(&c.System, "system", false, "only measure the whole pipeline as `intake dev` deploys it (default 20s of load): CPU per event of the system under test (postgres included, the generator not), against bare HTTP")
 	f.StringVar(&c.ProfileDir, "profile-dir", "", "write CPU profiles of ingress and processor here (go tool pprof)")
 
 	var addr string
