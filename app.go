@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/intakehq/intake/dispatcher"
 	"github.com/intakehq/intake/ingress"
 	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/pkg/config"
@@ -35,6 +36,9 @@ type Roles struct {
 	Ingress   bool
 	Processor bool // with the outbox relay and the receipt folder
 	Replayer  bool // the operator API (/api/v1), the console and the replay engine; its config is the api section
+	// Dispatcher pushes processed events from INTAKE_OUT to the config's
+	// HTTP destinations (docs/destinations.md).
+	Dispatcher bool
 }
 
 // Options configure an App.
@@ -72,7 +76,7 @@ type Options struct {
 
 // NewMetrics builds the metrics of the roles r selects (telemetry.NewMetricsFor).
 func NewMetrics(r Roles) *telemetry.Metrics {
-	return telemetry.NewMetricsFor(telemetry.Roles{Ingress: r.Ingress, Processor: r.Processor, Replayer: r.Replayer})
+	return telemetry.NewMetricsFor(telemetry.Roles{Ingress: r.Ingress, Processor: r.Processor, Replayer: r.Replayer, Dispatcher: r.Dispatcher})
 }
 
 const (
@@ -106,6 +110,7 @@ type App struct {
 	purger *processor.Purger
 	folder *processor.ReceiptFolder
 	rp     *replayer.Replayer
+	disp   *dispatcher.Dispatcher
 
 	maxConns  int          // ingress.max_connections on every role's public listener; 0: no cap
 	ln        net.Listener // set by Start
@@ -113,7 +118,7 @@ type App struct {
 	stopWork  context.CancelFunc
 	stopRelay context.CancelFunc
 	serving   sync.WaitGroup // the HTTP servers
-	working   sync.WaitGroup // ingress's refusal counts, processor, receipt folder, replayer
+	working   sync.WaitGroup // ingress's refusal counts, processor, receipt folder, replayer, dispatcher
 	relaying  sync.WaitGroup // the outbox relay, stopped after the processor drained
 
 	failed   chan struct{}
@@ -203,13 +208,20 @@ func New(ctx context.Context, cfg *config.Config, o Options) (_ *App, err error)
 			return nil, err
 		}
 	}
+	if o.Roles.Dispatcher {
+		if a.disp, err = dispatcher.New(dispatcher.Options{Destinations: cfg.Destinations, Store: a.st, JS: js,
+			Metrics: o.Metrics, Log: a.log}); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
 }
 
 // Secrets are the config's secrets the roles r use: ingress the
 // integrations' (it verifies deliveries) and the envelope keys (it signs),
 // the processor the envelope keys (it verifies), the replayer the API
-// tokens. A role's process loads only these (config.LoadFor).
+// tokens, the dispatcher the destinations' secrets (it signs). A role's
+// process loads only these (config.LoadFor).
 func (r Roles) Secrets() config.Secrets {
 	var s config.Secrets
 	if r.Ingress {
@@ -220,6 +232,9 @@ func (r Roles) Secrets() config.Secrets {
 	}
 	if r.Replayer {
 		s |= config.APITokens
+	}
+	if r.Dispatcher {
+		s |= config.DestinationSecrets
 	}
 	return s
 }
@@ -262,7 +277,7 @@ func (a *App) connect(ctx context.Context, cfg *config.Config) (jetstream.JetStr
 	if err := stream.Check(ctx, js, cfg.NATS.Stream, a.log, a.o.Roles.streams()...); err != nil {
 		return nil, err
 	}
-	if a.o.Roles.Processor || a.o.Roles.Replayer {
+	if a.o.Roles.Processor || a.o.Roles.Replayer || a.o.Roles.Dispatcher {
 		if a.st, err = openStore(ctx, cfg.Postgres, a.log); err != nil {
 			return nil, err
 		}
@@ -470,6 +485,10 @@ func (a *App) Start(ctx context.Context) error {
 	if a.rp != nil {
 		// Publishes new replays and resumes those a stopped replayer left running.
 		a.runRole(&a.working, workCtx, "replayer", a.rp.Run)
+	}
+	if a.disp != nil {
+		// Its deliveries in flight end within their timeouts; Stop waits for them.
+		a.runRole(&a.working, workCtx, "dispatcher", a.disp.Run)
 	}
 	if a.o.Listening != nil {
 		a.o.Listening(ln.Addr())

@@ -9,7 +9,7 @@ import (
 
 // natsRole names the process to NATS: its inbox prefix ends in it, so the
 // server can allow each role its own replies only. One role is its own
-// name ("ingress", "processor", "replayer"); several are joined with "_".
+// name ("ingress", "processor", "replayer", "dispatcher"); several are joined with "_".
 func (r Roles) natsRole() string {
 	var names []string
 	if r.Ingress {
@@ -20,6 +20,9 @@ func (r Roles) natsRole() string {
 	}
 	if r.Replayer {
 		names = append(names, "replayer")
+	}
+	if r.Dispatcher {
+		names = append(names, "dispatcher")
 	}
 	return strings.Join(names, "_")
 }
@@ -43,6 +46,9 @@ func (r Roles) streams() []string {
 	}
 	if r.Replayer {
 		add(envelope.StreamIn, envelope.StreamOut)
+	}
+	if r.Dispatcher {
+		add(envelope.StreamOut)
 	}
 	return s
 }

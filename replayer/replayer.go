@@ -23,15 +23,11 @@ import (
 	"github.com/intakehq/intake/replayer/apiclient"
 )
 
-// Headers the replayer adds to redelivered messages on INTAKE_OUT.
+// Headers the replayer adds to redelivered messages on INTAKE_OUT (the
+// shared vocabulary's: envelope.HeaderRedeliveryID, HeaderOriginalMsgID).
 const (
-	// HeaderRedeliveryID names the redelivery that published the copy.
-	HeaderRedeliveryID = "Intake-Redelivery-Id"
-	// HeaderOriginalMsgID carries the Nats-Msg-Id the message was first
-	// published with (the outbox row's, store.OutboxRow.NatsMsgID):
-	// subscribers that deduplicate by message id use it (or Intake-Key)
-	// rather than Nats-Msg-Id.
-	HeaderOriginalMsgID = "Intake-Original-Msg-Id"
+	HeaderRedeliveryID  = envelope.HeaderRedeliveryID
+	HeaderOriginalMsgID = envelope.HeaderOriginalMsgID
 )
 
 // Options configure a Replayer.

@@ -78,6 +78,7 @@ func newRootWith(g *globals) *cobra.Command {
 		newIngressCmd(g),
 		newProcessorCmd(g),
 		newReplayerCmd(g),
+		newDispatcherCmd(g),
 		newMigrateCmd(g),
 		newPurgeCmd(g),
 		newSendCmd(g),

@@ -36,6 +36,9 @@ type Config struct {
 	// Handlers are SQL handlers run in the inbox transaction, first match
 	// wins; none (the default): every event is forwarded.
 	Handlers []Handler `yaml:"handlers"`
+	// Destinations are the HTTP services the dispatcher pushes processed
+	// events to (docs/destinations.md); none (the default): no pushes.
+	Destinations []Destination `yaml:"destinations"`
 
 	// omitted are the secrets ParseFor left out (Holds).
 	omitted Secrets
@@ -108,6 +111,9 @@ func ParseFor(raw []byte, lookup func(string) (string, bool), want Secrets) (*Co
 		cfg.Integrations[i].secretsOmitted = !cfg.Holds(WebhookSecrets)
 	}
 	cfg.Envelope.omitted = !cfg.Holds(EnvelopeKeys)
+	for i := range cfg.Destinations {
+		cfg.Destinations[i].secretsOmitted = !cfg.Holds(DestinationSecrets)
+	}
 	if v, ok := lookup("DATABASE_URL"); ok && v != "" {
 		cfg.Postgres.URL = v
 	}
@@ -185,6 +191,7 @@ func (c Config) WithDefaults() Config {
 	c.Retention = c.Retention.WithDefaults()
 	c.Envelope = c.Envelope.WithDefaults()
 	c.Integrations = integrationsWithDefaults(c.Integrations, c.Ingress)
+	c.Destinations = destinationsWithDefaults(c.Destinations)
 	return c
 }
 
@@ -207,6 +214,7 @@ func (c *Config) Validate() error {
 	p.also(c.Outbox.Validate(c.NATS.Stream.DuplicateWindow))
 	p.also(validateIntegrations(c.Integrations))
 	p.also(validateHandlers(c.Handlers, c.Integrations))
+	p.also(validateDestinations(c.Destinations, c.Integrations))
 	p.also(c.Retention.Validate(c.NATS.Stream.MaxAge, c.Integrations))
 	p.also(c.Envelope.Validate())
 	if c.Processor.Shard != "" && len(c.Integrations) == 0 {

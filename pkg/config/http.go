@@ -19,11 +19,13 @@ type HTTP struct {
 }
 
 // The public listener of the roles whose address is not in the file:
-// `intake processor` and `intake replayer` listen here unless --http-addr
-// says otherwise (ingress listens on ingress.addr, DefaultIngressAddr).
+// `intake processor`, `intake replayer` and `intake dispatcher` listen here
+// unless --http-addr says otherwise (ingress listens on ingress.addr,
+// DefaultIngressAddr).
 const (
-	DefaultProcessorHTTPAddr = ":9090"
-	DefaultReplayerHTTPAddr  = ":8081"
+	DefaultProcessorHTTPAddr  = ":9090"
+	DefaultReplayerHTTPAddr   = ":8081"
+	DefaultDispatcherHTTPAddr = ":9091"
 )
 
 // TLS names a PEM certificate (chain) and its key. Both or neither are set.

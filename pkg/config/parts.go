@@ -24,12 +24,15 @@ const (
 	// EnvelopeKeys are envelope.keys: ingress signs envelopes with them,
 	// the processor verifies them.
 	EnvelopeKeys
+	// DestinationSecrets are destinations[].secrets: the dispatcher signs
+	// deliveries with them.
+	DestinationSecrets
 
 	// NoSecrets is what `intake migrate` loads.
 	NoSecrets Secrets = 0
 	// AllSecrets is what Load loads (`intake dev`, one process of every
 	// role).
-	AllSecrets = WebhookSecrets | APITokens | EnvelopeKeys
+	AllSecrets = WebhookSecrets | APITokens | EnvelopeKeys | DestinationSecrets
 )
 
 // String names the secrets in s the way the Go code spells them.
@@ -44,7 +47,7 @@ func (s Secrets) String() string {
 	for _, k := range []struct {
 		s    Secrets
 		name string
-	}{{WebhookSecrets, "config.WebhookSecrets"}, {APITokens, "config.APITokens"}, {EnvelopeKeys, "config.EnvelopeKeys"}} {
+	}{{WebhookSecrets, "config.WebhookSecrets"}, {APITokens, "config.APITokens"}, {EnvelopeKeys, "config.EnvelopeKeys"}, {DestinationSecrets, "config.DestinationSecrets"}} {
 		if s&k.s != 0 {
 			names = append(names, k.name)
 		}
@@ -97,6 +100,12 @@ func omitSecrets(doc *yaml.Node, want Secrets) {
 			if want&WebhookSecrets == 0 && v.Kind == yaml.SequenceNode {
 				for _, in := range v.Content {
 					deleteKey(in, "secrets")
+				}
+			}
+		case "destinations":
+			if want&DestinationSecrets == 0 && v.Kind == yaml.SequenceNode {
+				for _, d := range v.Content {
+					deleteKey(d, "secrets")
 				}
 			}
 		}

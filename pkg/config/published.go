@@ -67,6 +67,11 @@ func (c *Config) checkPublished(published Published) error {
 			}
 		}
 	}
+	for i, d := range c.Destinations {
+		for j, s := range d.Secrets {
+			check(fmt.Sprintf("destinations[%d] (%s).secrets[%d]", i, d.Name, j), s)
+		}
+	}
 	for i, k := range c.Envelope.Keys {
 		check(fmt.Sprintf("envelope.keys[%d]", i), k)
 	}

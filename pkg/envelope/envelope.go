@@ -38,6 +38,13 @@ const (
 	// telemetry.InjectNATS). It is no part of the message's identity: not in
 	// the Nats-Msg-Id, not in the payload hash.
 	HeaderTraceparent = "traceparent"
+	// HeaderRedeliveryID names the redelivery (an operator's) that
+	// published a copy on INTAKE_OUT; HeaderOriginalMsgID carries the
+	// Nats-Msg-Id the message was first published with (the outbox row's):
+	// subscribers and HTTP destinations that deduplicate by message id use
+	// it rather than the copy's Nats-Msg-Id.
+	HeaderRedeliveryID  = "Intake-Redelivery-Id"
+	HeaderOriginalMsgID = "Intake-Original-Msg-Id"
 )
 
 // MaxTraceparentBytes bounds a traceparent read from a message: version 00

@@ -26,7 +26,8 @@ type Cutoffs struct {
 	InboxFor map[string]time.Time
 	// History applies to delivery receipts of events the inbox does not
 	// hold (answered duplicate or unavailable, never processed): the rest
-	// of the history, and every execution, goes with its inbox row.
+	// of the history, and every execution, goes with its inbox row; the
+	// ingress refusal counts and the HTTP destinations' delivery log too.
 	History time.Time
 	// Evidence applies to failed and quarantined inbox rows (with their
 	// history), conflicts, rejected messages, failed handler attempts,
@@ -107,6 +108,7 @@ func purgeSteps(c Cutoffs) []purgeStep {
 	steps = append(steps,
 		byTime("deliveries", "receipts of events not in the inbox", "receipt_id", "received_at", c.History, noInbox, nil),
 		byTime("ingress_refusals", "ingress refusal counts", "id", "window_end", c.History, filter, arg),
+		byTime("dispatch_attempts", "delivery log of HTTP destinations", "id", "attempted_at", c.History, filter, arg),
 		byTime("conflicts", "conflicts", "id", "detected_at", c.Evidence, filter, arg),
 		byTime("rejected_messages", "rejected messages", "id", "rejected_at", c.Evidence, filter, arg),
 		byTime("handler_attempts", "failed handler attempts", "id", "failed_at", c.Evidence, filter, arg),

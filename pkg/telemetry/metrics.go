@@ -18,11 +18,13 @@ type Roles struct {
 	Ingress   bool
 	Processor bool // with the outbox relay and the receipt folder
 	Replayer  bool
+	// Dispatcher pushes processed events to HTTP destinations.
+	Dispatcher bool
 }
 
 // AllRoles is every role: `intake dev`, and the private registry a
 // service builds when it is given none.
-func AllRoles() Roles { return Roles{Ingress: true, Processor: true, Replayer: true} }
+func AllRoles() Roles { return Roles{Ingress: true, Processor: true, Replayer: true, Dispatcher: true} }
 
 // Metrics are the counters and histograms the roles update. Every field is
 // set whatever the roles; only the selected roles' fields are registered,
@@ -132,6 +134,9 @@ type Metrics struct {
 	// PostgresServerChanges counts changes of the Postgres server behind a
 	// role's pool (store.ServerWatcher): a failover, a promotion, a restart.
 	PostgresServerChanges prometheus.Counter
+
+	// Dispatch are the dispatcher's (HTTP destinations).
+	Dispatch DispatcherMetrics
 }
 
 // NewPostgresServerChanges is Metrics.PostgresServerChanges, for a role
@@ -238,6 +243,7 @@ func NewMetricsFor(roles Roles) *Metrics {
 		OutboxPartitionsAhead: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "outbox",
 			Name: "partitions_ahead_seconds", Help: "How far ahead of now the outbox's last daily partition ends, at this processor's last look (every minute): an outbox row created past it cannot be written."}),
 		PostgresServerChanges: NewPostgresServerChanges(),
+		Dispatch:              newDispatcherMetrics(),
 	}
 	for _, c := range m.collectors(roles) {
 		reg.MustRegister(c)
@@ -263,6 +269,9 @@ func (m *Metrics) collectors(roles Roles) []prometheus.Collector {
 			m.UncoveredMessages, m.WindowFull, m.ReceiptsFolded, m.ReceiptsRefused,
 			m.OutboxPublished, m.OutboxRelayed, m.OutboxMarkSkipped, m.OutboxPending, m.OutboxLag, m.OutboxPartitionsAhead,
 			m.PurgeRows, m.PurgePasses, m.PurgeLastDone, m.PurgePassSeconds, m.RetentionOldest, m.RetentionOverdue, m.RetentionTableSize)
+	}
+	if roles.Dispatcher {
+		cs = append(cs, m.Dispatch.collectors()...)
 	}
 	if roles.Processor || roles.Replayer {
 		// The roles with a Postgres pool.

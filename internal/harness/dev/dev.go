@@ -174,7 +174,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		return err
 	}
 
-	o.Roles = intake.Roles{Ingress: true, Processor: true, Replayer: true}
+	o.Roles = intake.Roles{Ingress: true, Processor: true, Replayer: true, Dispatcher: true}
 	listening := o.Listening
 	o.Listening = func(addr net.Addr) {
 		info.HTTPURL = "http://" + addr.String()

@@ -1,0 +1,181 @@
+package dispatcher
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/intakehq/intake/pkg/envelope"
+)
+
+// MaxResponseBytes is the most of an answer's body a dispatcher reads: a
+// body up to it is drained so the connection is reused, a longer one is
+// cut and the connection closed. The delivery log keeps the first
+// store.MaxDispatchResponse bytes.
+const MaxResponseBytes = 64 << 10
+
+// maxResponseHeaderBytes bounds an answer's headers.
+const maxResponseHeaderBytes = 64 << 10
+
+// Headers of a delivery besides the Standard Webhooks ones and the
+// message's own Intake-* identity.
+const (
+	HeaderWebhookID        = "webhook-id"
+	HeaderWebhookTimestamp = "webhook-timestamp"
+	HeaderWebhookSignature = "webhook-signature"
+	HeaderIdempotencyKey   = "Idempotency-Key"
+	HeaderDestination      = "Intake-Destination"
+	HeaderAttempt          = "Intake-Attempt"
+	userAgent              = "Intake-Dispatcher"
+)
+
+// identityHeaders are the message headers a delivery carries as they are.
+var identityHeaders = []string{envelope.HeaderKey, envelope.HeaderIntegration, envelope.HeaderTenant,
+	envelope.HeaderAccount, envelope.HeaderEventID, envelope.HeaderEventType, envelope.HeaderExecutionID,
+	envelope.HeaderReceivedAt, envelope.HeaderRedeliveryID, envelope.HeaderTraceparent}
+
+// newClient is a destination's HTTP client: no redirects, no proxy from
+// the environment (a destination URL is the config's word), bounded
+// headers, one idle connection per delivery in flight.
+func newClient(timeout time.Duration, maxInFlight int) *http.Client {
+	t := &http.Transport{
+		DialContext:            (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           maxInFlight,
+		MaxIdleConnsPerHost:    maxInFlight,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    timeout,
+		ResponseHeaderTimeout:  timeout,
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
+		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+	}
+	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+}
+
+// webhookID is a message's webhook-id: the original's Nats-Msg-Id for a
+// redelivered copy, else its own, so retries, replays of the same
+// execution, re-drives and redeliveries all carry the id the receiver
+// recorded.
+func webhookID(h nats.Header, seq uint64) string {
+	if id := h.Get(envelope.HeaderOriginalMsgID); id != "" {
+		return id
+	}
+	if id := h.Get(envelope.HeaderMsgID); id != "" {
+		return id
+	}
+	return "intake-out-" + strconv.FormatUint(seq, 10)
+}
+
+// attemptOut is what an attempt sent and got, for the log.
+type attemptOut struct {
+	result
+	latency  time.Duration
+	response string
+}
+
+// post makes one attempt: msg's payload POSTed to the destination, signed.
+func (d *destination) post(ctx context.Context, msg jetstream.Msg, id string, attempt int) attemptOut {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	body := msg.Data()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return attemptOut{result: result{class: ClassConnect}, response: err.Error()}
+	}
+	h := msg.Headers()
+	ct := "application/octet-stream"
+	if json.Valid(body) {
+		ct = "application/json"
+	}
+	req.Header.Set("Content-Type", ct)
+	req.Header.Set("User-Agent", userAgent)
+	for _, name := range identityHeaders {
+		if v := h.Get(name); v != "" {
+			req.Header.Set(name, v)
+		}
+	}
+	if k := h.Get(envelope.HeaderKey); k != "" {
+		req.Header.Set(HeaderIdempotencyKey, k)
+	}
+	req.Header.Set(HeaderDestination, d.cfg.Name)
+	req.Header.Set(HeaderAttempt, strconv.Itoa(attempt))
+	now := time.Now()
+	req.Header.Set(HeaderWebhookID, id)
+	req.Header.Set(HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(HeaderWebhookSignature, d.signer.sign(id, now.Unix(), body))
+
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return attemptOut{result: result{class: classifyError(err)}, latency: time.Since(now)}
+	}
+	defer resp.Body.Close()
+	buf, readErr := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	out := attemptOut{result: result{status: resp.StatusCode, class: classOf(resp.StatusCode)}, latency: time.Since(now)}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		out.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
+	}
+	note := ""
+	switch {
+	case len(buf) > MaxResponseBytes:
+		buf, note = buf[:MaxResponseBytes], "[answer longer than 64 KiB: cut] "
+	case readErr != nil:
+		note = "[answer body broke off: " + classifyError(readErr) + "] "
+	}
+	out.response = note + strings.ToValidUTF8(string(buf[:min(len(buf), 2*MaxResponseBytes)]), "\uFFFD")
+	return out
+}
+
+// parseRetryAfter reads a Retry-After header, seconds or an HTTP date; 0
+// when absent or unreadable.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(min(s, int64(1<<62/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// classifyError is the class of an attempt that got no answer.
+func classifyError(err error) string {
+	var (
+		dns       *net.DNSError
+		op        *net.OpError
+		netErr    net.Error
+		record    tls.RecordHeaderError
+		verify    *tls.CertificateVerificationError
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return ClassTimeout
+	case errors.As(err, &record), errors.As(err, &verify), errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid):
+		return ClassTLS
+	case errors.As(err, &dns), errors.As(err, &op) && op.Op == "dial":
+		return ClassConnect
+	}
+	return ClassConnection
+}
