@@ -1,6 +1,7 @@
-// Package examples_test runs the example HTTP receivers (receiver-go) as
-// processes against the dispatcher's delivery contract (sender_test.go),
-// each with its own database holding the subscriber kit's table. Some ids are listed in the receiver's
+// Package examples_test runs the example HTTP receivers (receiver-go,
+// receiver-node) as processes against the dispatcher's delivery contract
+// (sender_test.go), each with its own database holding the subscriber kit's
+// table. Some ids are listed in the receiver's
 // KILL_AFTER_COMMIT: it commits their change and dies before answering; a
 // supervisor here restarts it, the sender retries with the same webhook-id,
 // and the receiver finds its claim. Every event must be one change: none
@@ -18,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -40,6 +42,18 @@ func TestGoReceiver(t *testing.T) {
 	t.Parallel()
 	bin := testenv.GoBuild(t, "github.com/intakehq/intake/examples/receiver-go")
 	testReceiver(t, func() *exec.Cmd { return exec.Command(bin) })
+}
+
+// TestNodeReceiver: examples/receiver-node, installed with npm ci from its
+// package-lock.json; skipped without node or npm.
+func TestNodeReceiver(t *testing.T) {
+	t.Parallel()
+	dir := nodeReceiver(t)
+	testReceiver(t, func() *exec.Cmd {
+		cmd := exec.Command("node", "index.js")
+		cmd.Dir = dir
+		return cmd
+	})
 }
 
 // testReceiver runs the contract's cases against the receiver that command starts.
@@ -338,4 +352,34 @@ func (r *receiver) run(command func() *exec.Cmd, addr string, env []string) (*ex
 		}
 	}
 	return cmd, exited, nil
+}
+
+// nodeReceiver installs examples/receiver-node (npm ci, from its
+// package-lock.json) in a directory of the test's and returns it; it skips
+// the test when node or npm is not installed.
+func nodeReceiver(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("examples/receiver-node is not tested: %s is not installed (%v)", tool, err)
+		}
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"package.json", "package-lock.json", "index.js"} {
+		b, err := os.ReadFile(filepath.Join("receiver-node", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--prefer-offline")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci: %v\n%s", err, out)
+	}
+	return dir
 }
