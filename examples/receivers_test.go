@@ -1,7 +1,7 @@
 // Package examples_test runs the example HTTP receivers (receiver-go,
-// receiver-node) as processes against the dispatcher's delivery contract
-// (sender_test.go), each with its own database holding the subscriber kit's
-// table. Some ids are listed in the receiver's
+// receiver-node, receiver-python) as processes against the dispatcher's
+// delivery contract (sender_test.go), each with its own database holding the
+// subscriber kit's table. Some ids are listed in the receiver's
 // KILL_AFTER_COMMIT: it commits their change and dies before answering; a
 // supervisor here restarts it, the sender retries with the same webhook-id,
 // and the receiver finds its claim. Every event must be one change: none
@@ -54,6 +54,19 @@ func TestNodeReceiver(t *testing.T) {
 		cmd.Dir = dir
 		return cmd
 	})
+}
+
+// TestPythonReceiver: examples/receiver-python with a python3 that has
+// psycopg 3 (Debian's python3-psycopg); skipped without one, except under
+// CI=true, where .ci/run installs it and its absence fails the test.
+func TestPythonReceiver(t *testing.T) {
+	t.Parallel()
+	py := pythonWithPsycopg(t)
+	script, err := filepath.Abs(filepath.Join("receiver-python", "receiver.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testReceiver(t, func() *exec.Cmd { return exec.Command(py, script) })
 }
 
 // testReceiver runs the contract's cases against the receiver that command starts.
@@ -382,4 +395,26 @@ func nodeReceiver(t *testing.T) string {
 		t.Fatalf("npm ci: %v\n%s", err, out)
 	}
 	return dir
+}
+
+// pythonWithPsycopg is a python3 that imports psycopg: Debian's
+// /usr/bin/python3 first (python3-psycopg installs there; a python3 first
+// on PATH, pyenv's say, may lack it), then the one on PATH.
+func pythonWithPsycopg(t *testing.T) string {
+	t.Helper()
+	candidates := []string{"/usr/bin/python3"}
+	if p, err := exec.LookPath("python3"); err == nil {
+		candidates = append(candidates, p)
+	}
+	for _, py := range candidates {
+		if exec.Command(py, "-c", "import psycopg").Run() == nil {
+			return py
+		}
+	}
+	msg := fmt.Sprintf("examples/receiver-python is not tested: no python3 that imports psycopg (tried %v; apt-get install python3-psycopg, as .ci/run does)", candidates)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg + "; under CI=true it must be installed")
+	}
+	t.Skip(msg)
+	return ""
 }
