@@ -1,12 +1,12 @@
 package examples_test
 
-// The sender here stands in for Intake's dispatcher in the receivers' tests:
-// it follows the delivery contract and nothing else, so that the dispatcher
-// can replace it. Each attempt is a POST of the payload with Standard
+// The receivers get their deliveries from Intake's real dispatcher
+// (dispatch); the hand-made sender beside it builds the requests the
+// dispatcher never sends (bad signatures, stale timestamps) and the
+// repeats of a delivery already answered. Each request follows the delivery
+// contract (docs/destinations.md): a POST of the payload with Standard
 // Webhooks headers (webhook-id the same on every attempt, webhook-timestamp
-// fresh, one v1 signature per secret) and Intake's identity headers; a 2xx
-// is delivered, anything else (a status, a timeout, a broken connection) is
-// tried again with the same webhook-id.
+// fresh, one v1 signature per secret) and Intake's identity headers.
 
 import (
 	"bytes"
@@ -19,9 +19,17 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/intakehq/intake/dispatcher"
+	"github.com/intakehq/intake/internal/harness/testenv"
+	"github.com/intakehq/intake/internal/harness/testenv/testrig"
+	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/store"
 )
 
 // event is one processed message as the dispatcher delivers it.
@@ -97,21 +105,83 @@ func deliver(ctx context.Context, client *http.Client, url string, secrets []str
 	return send(client, req)
 }
 
-// deliverUntil2xx retries deliver, backing off from 50ms to 1s, until the
-// receiver answers a 2xx or ctx ends. It returns the attempts made and the
-// 2xx status.
-func deliverUntil2xx(ctx context.Context, client *http.Client, url string, secrets []string, ev event) (attempts, status int, err error) {
-	wait := 50 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		status, err := deliver(ctx, client, url, secrets, ev, attempt)
-		if err == nil && status >= 200 && status < 300 {
-			return attempt, status, nil
+// dispatched is what Intake's dispatcher did with each event: its attempts
+// in the delivery log (intake.dispatch_attempts), oldest first.
+type dispatched map[string][]store.DispatchAttempt
+
+// dispatch delivers events to url through Intake's real dispatcher: an
+// embedded NATS with Intake's streams, a migrated database for its
+// delivery log, a destination at url signing with secrets and retrying
+// every 200 ms; each event is put on INTAKE_OUT as the processor publishes
+// it (its WebhookID the message's Nats-Msg-Id). It returns once every event
+// is delivered or failed, with each one's attempts.
+func dispatch(t *testing.T, ctx context.Context, url string, secrets []string, events []event) dispatched {
+	t.Helper()
+	r := testrig.New(t, testrig.Options{})
+	retry := make([]time.Duration, 50)
+	for i := range retry {
+		retry[i] = 200 * time.Millisecond
+	}
+	dest := config.Destination{Name: events[0].Destination, URL: url, Secrets: secrets, Timeout: 10 * time.Second, Retry: retry}
+	d, err := dispatcher.New(dispatcher.Options{Destinations: []config.Destination{dest}, Store: r.Store, JS: r.JS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("dispatcher: %v", err)
+		}
+	}()
+	testenv.Eventually(t, 30*time.Second, func() bool { // its consumer takes new messages from its creation on
+		_, err := r.JS.Consumer(ctx, envelope.StreamOut, dest.Durable())
+		return err == nil
+	}, "the dispatcher never created its consumer")
+	for _, ev := range events {
+		msg := nats.NewMsg(envelope.SubjectOut(ev.Tenant, ev.Integration, ev.EventType))
+		msg.Header.Set(envelope.HeaderMsgID, ev.WebhookID)
+		msg.Header.Set(envelope.HeaderKey, ev.Key)
+		msg.Header.Set(envelope.HeaderIntegration, ev.Integration)
+		msg.Header.Set(envelope.HeaderTenant, ev.Tenant)
+		msg.Header.Set(envelope.HeaderAccount, ev.Account)
+		msg.Header.Set(envelope.HeaderEventID, ev.EventID)
+		msg.Header.Set(envelope.HeaderEventType, ev.EventType)
+		msg.Header.Set(envelope.HeaderExecutionID, ev.ExecutionID)
+		msg.Data = ev.Body
+		r.Publish(t, msg)
+	}
+	out := dispatched{}
+	for {
+		rows, err := r.DB.Query(ctx, `SELECT msg_id, attempt, outcome, coalesce(status_code, 0), error_class
+			FROM intake.dispatch_attempts ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = dispatched{}
+		final := 0
+		for rows.Next() {
+			var a store.DispatchAttempt
+			if err := rows.Scan(&a.MsgID, &a.Attempt, &a.Outcome, &a.StatusCode, &a.ErrorClass); err != nil {
+				t.Fatal(err)
+			}
+			out[a.MsgID] = append(out[a.MsgID], a)
+			if a.Outcome != store.DispatchRetry {
+				final++
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if final == len(events) {
+			return out
 		}
 		select {
 		case <-ctx.Done():
-			return attempt, status, fmt.Errorf("%s not delivered after %d attempts (last: %d, %v): %w", ev.WebhookID, attempt, status, err, context.Cause(ctx))
-		case <-time.After(wait):
+			t.Fatalf("%d of %d events delivered or failed when the wait ended: %v", final, len(events), context.Cause(ctx))
+		case <-time.After(50 * time.Millisecond):
 		}
-		wait = min(2*wait, time.Second)
 	}
 }
