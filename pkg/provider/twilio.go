@@ -4,10 +4,15 @@ package provider
 // X-Twilio-Signature is base64 HMAC-SHA1, under the account's auth token,
 // of the URL Twilio was given followed by every POST parameter sorted by
 // name, each written name+value with no separator (a repeated name: its
-// values sorted, each after the name), as twilio-go's RequestValidator and
-// Twilio's documentation compute it. The URL is public_url (publicurl.go):
-// the Host header is never read. JSON bodies, which Twilio signs through a
-// bodySHA256 query parameter of the request URL, are not supported.
+// values sorted, each after the name, as twilio-node writes them), as
+// Twilio's documentation and SDKs compute it. The URL is public_url
+// (publicurl.go): the Host header is never read. Like twilio-go's and
+// twilio-node's validators, the URL is also tried with the scheme's default
+// port written when public_url has no port, or without its port when it has
+// one: Twilio's back end signs either spelling ("signature generation on the
+// back end is inconsistent", in both SDKs). JSON bodies, which Twilio signs
+// through a bodySHA256 query parameter of the request URL, are not
+// supported.
 //
 // SHA-1 is the only algorithm Twilio offers: the integration is reported by
 // the weak-algorithm warning and metric. Names and values are concatenated
@@ -25,7 +30,7 @@ import (
 )
 
 type twilio struct {
-	url      string
+	urls     []string // public_url, then its other port spelling
 	keys     [][]byte
 	identity identityReader
 }
@@ -34,7 +39,7 @@ func newTwilio(cfg Config) (Verifier, error) {
 	if cfg.PublicURL == "" {
 		return nil, fmt.Errorf("public_url: required for provider twilio (the URL exactly as configured in Twilio; the Host header is never read)")
 	}
-	t := &twilio{url: cfg.PublicURL, keys: secretKeys(cfg.Secrets)}
+	t := &twilio{urls: twilioURLs(cfg.PublicURL), keys: secretKeys(cfg.Secrets)}
 	var err error
 	if t.identity, err = newIdentity(cfg, identityFields{eventID: Field{Header: "I-Twilio-Idempotency-Token"}}); err != nil {
 		return nil, err
@@ -55,7 +60,12 @@ func (t *twilio) Verify(d *Request) (Identity, error) {
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: the body is not form-encoded", ErrBadSignature)
 	}
-	idx := firstMatch(sha1.New, t.keys, want[:sha1.Size], []byte(twilioSignedText(t.url, params)))
+	idx := -1
+	for _, u := range t.urls {
+		if idx = firstMatch(sha1.New, t.keys, want[:sha1.Size], []byte(twilioSignedText(u, params))); idx >= 0 {
+			break
+		}
+	}
 	if idx < 0 {
 		return Identity{}, fmt.Errorf("%w: X-Twilio-Signature does not match", ErrBadSignature)
 	}
@@ -65,6 +75,30 @@ func (t *twilio) Verify(d *Request) (Identity, error) {
 		return Identity{}, err
 	}
 	return ev, nil
+}
+
+// twilioURLs is public_url and its other spelling as Twilio's SDKs try it:
+// with the scheme's default port (443, 80) written when it has no port,
+// without its port when it has one. public_url is an absolute http(s) URL
+// without user info (checkPublicURL), so its host ends at the first / or ?.
+func twilioURLs(u string) []string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return []string{u}
+	}
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	host, tail := rest[:end], rest[end:]
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
+		return []string{u, scheme + "://" + host[:i] + tail}
+	}
+	port := "443"
+	if scheme == "http" {
+		port = "80"
+	}
+	return []string{u, scheme + "://" + host + ":" + port + tail}
 }
 
 // twilioSignedText is the URL and the sorted parameters, names and values
