@@ -109,9 +109,11 @@ func New(o Options) (*Dispatcher, error) {
 }
 
 // ConsumerConfig is destination d's durable consumer on INTAKE_OUT: one
-// filter per tenant and integration of its match (every message without
-// either), explicit acks, retries under the dispatcher's control (no
-// MaxDeliver), new messages only from its creation on.
+// filter per tenant and integration of its match (every processed message
+// without either) and one for the copies an operator redelivers to it
+// (envelope.SubjectDispatch), explicit acks, retries under the
+// dispatcher's control (no MaxDeliver), new messages only from its creation
+// on.
 func ConsumerConfig(d config.Destination) jetstream.ConsumerConfig {
 	d = d.WithDefaults()
 	tenants, integrations := d.Match.Tenants, d.Match.Integrations
@@ -127,21 +129,16 @@ func ConsumerConfig(d config.Destination) jetstream.ConsumerConfig {
 			filters = append(filters, envelope.SubjectOutFilter(t, in))
 		}
 	}
-	cc := jetstream.ConsumerConfig{
-		Durable:       d.Durable(),
-		Description:   "Intake dispatcher: destination " + d.Name,
-		DeliverPolicy: jetstream.DeliverNewPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       d.Timeout + ackMargin,
-		MaxDeliver:    -1,
-		MaxAckPending: maxAckPending,
+	return jetstream.ConsumerConfig{
+		Durable:        d.Durable(),
+		Description:    "Intake dispatcher: destination " + d.Name,
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        d.Timeout + ackMargin,
+		MaxDeliver:     -1,
+		MaxAckPending:  maxAckPending,
+		FilterSubjects: append(filters, envelope.SubjectDispatch(d.Name)),
 	}
-	if len(filters) == 1 {
-		cc.FilterSubject = filters[0] // the request subject then names it: the NATS user can pin it
-	} else {
-		cc.FilterSubjects = filters
-	}
-	return cc
 }
 
 // Run sets up the consumers (waiting for NATS within ctx), removes the

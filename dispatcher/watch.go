@@ -2,12 +2,10 @@ package dispatcher
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/intakehq/intake/pkg/envelope"
+	"github.com/intakehq/intake/pkg/stream"
 )
 
 // watch keeps the dispatcher in step with intake.destination_state (an
@@ -73,51 +71,23 @@ func (d *Dispatcher) readState(ctx context.Context, failing *bool) {
 }
 
 // observeBacklog sets a destination's backlog (not yet delivered, or
-// waiting out a retry) and the age of its oldest message: the first
-// message past the consumer's ack floor that its filters match.
+// waiting out a retry) and the age of its oldest message.
 func (d *Dispatcher) observeBacklog(ctx context.Context, dst *destination) {
-	if dst.cons == nil {
-		return
-	}
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	info, err := dst.cons.Info(ictx)
+	s, err := d.o.JS.Stream(ictx, envelope.StreamOut)
 	if err != nil {
 		return // the gauges keep their last values; fetching reports NATS trouble
 	}
-	m := d.o.Metrics.Dispatch
-	m.Backlog.WithLabelValues(dst.cfg.Name).Set(float64(info.NumPending) + float64(info.NumAckPending))
-	if info.NumPending == 0 && info.NumAckPending == 0 {
-		m.OldestAge.WithLabelValues(dst.cfg.Name).Set(0)
-		return
-	}
-	s, err := d.o.JS.Stream(ictx, envelope.StreamOut)
+	b, err := stream.ConsumerBacklog(ictx, s, dst.cfg.Durable())
 	if err != nil {
 		return
 	}
-	filters := info.Config.FilterSubjects
-	if info.Config.FilterSubject != "" {
-		filters = append(filters, info.Config.FilterSubject)
-	}
-	if len(filters) == 0 || len(filters) > 8 {
-		filters = []string{envelope.SubjectOutAll}
-	}
-	var oldest time.Time
-	for _, f := range filters {
-		msg, err := s.GetMsg(ictx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(f))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			return
-		}
-		if oldest.IsZero() || msg.Time.Before(oldest) {
-			oldest = msg.Time
-		}
-	}
+	m := d.o.Metrics.Dispatch
+	m.Backlog.WithLabelValues(dst.cfg.Name).Set(float64(b.Waiting()))
 	age := 0.0
-	if !oldest.IsZero() {
-		age = max(0, time.Since(oldest).Seconds())
+	if !b.Oldest.IsZero() {
+		age = max(0, time.Since(b.Oldest).Seconds())
 	}
 	m.OldestAge.WithLabelValues(dst.cfg.Name).Set(age)
 }

@@ -57,6 +57,10 @@ const (
 	StreamOut     = "INTAKE_OUT"
 	SubjectInAll  = "intake.in.>"
 	SubjectOutAll = "intake.out.>"
+	// SubjectDispatchAll holds, in INTAKE_OUT, the copies an operator
+	// redelivered to one HTTP destination: intake.dispatch.{destination}.
+	// Subscribers of intake.out.> never see them.
+	SubjectDispatchAll = "intake.dispatch.>"
 	ConsumerName  = "processor"
 	DefaultType   = "unknown"
 )
@@ -117,6 +121,10 @@ func IsSubjectIn(subject, integration string) bool {
 func SubjectOut(tenant, integration, eventType string) string {
 	return "intake.out." + Token(tenant) + "." + Token(integration) + "." + Token(eventType)
 }
+
+// SubjectDispatch is the subject of a copy redelivered to destination
+// only (SubjectDispatchAll).
+func SubjectDispatch(destination string) string { return "intake.dispatch." + Token(destination) }
 
 // SubjectOutPrefix is the start of every INTAKE_OUT subject of tenant: its
 // messages match SubjectOutPrefix(tenant) + ">".

@@ -113,6 +113,7 @@ func purgeSteps(c Cutoffs) []purgeStep {
 		byTime("rejected_messages", "rejected messages", "id", "rejected_at", c.Evidence, filter, arg),
 		byTime("handler_attempts", "failed handler attempts", "id", "failed_at", c.Evidence, filter, arg),
 		byTime("failure_resolutions", "resolutions of failure groups", "id", "resolved_at", c.Evidence, filter, arg),
+		byTime("destination_actions", "operators' pauses and resumes of destinations", "id", "at", c.Evidence, filter, arg),
 		// A replay's items go first, a batch at a time (a replay may hold
 		// millions), then the replay once it has none. Replays are few:
 		// these two start from the oldest end every batch.

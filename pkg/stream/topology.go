@@ -17,23 +17,27 @@ import (
 
 // InConfig is INTAKE_IN: every verified delivery, raw, for processing and replay.
 func InConfig(c config.Stream) jetstream.StreamConfig {
-	return logStream(envelope.StreamIn, "Intake: verified webhook deliveries, raw bytes as received", envelope.SubjectInAll, c)
+	return logStream(envelope.StreamIn, "Intake: verified webhook deliveries, raw bytes as received", c, envelope.SubjectInAll)
 }
 
-// OutConfig is INTAKE_OUT: processed events for internal subscribers.
+// OutConfig is INTAKE_OUT: processed events for internal subscribers, and
+// the copies an operator redelivered to one HTTP destination
+// (intake.dispatch.{destination}), which only that destination's consumer
+// takes.
 func OutConfig(c config.Stream) jetstream.StreamConfig {
-	return logStream(envelope.StreamOut, "Intake: processed events, one per logical event, for internal services", envelope.SubjectOutAll, c)
+	return logStream(envelope.StreamOut, "Intake: processed events, one per logical event, for internal services", c,
+		envelope.SubjectOutAll, envelope.SubjectDispatchAll)
 }
 
 // logStream is the shape both logs share: limits retention (dedup must
 // survive restarts and replay needs the log after acks), file storage, and
 // discard-new when full — refusing new messages rather than silently
 // dropping old ones, so ingress answers 503 and the provider retries.
-func logStream(name, description, subjects string, c config.Stream) jetstream.StreamConfig {
+func logStream(name, description string, c config.Stream, subjects ...string) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        name,
 		Description: description,
-		Subjects:    []string{subjects},
+		Subjects:    subjects,
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,

@@ -47,6 +47,21 @@ CREATE TABLE intake.destination_state (
     circuit_instance   text        NOT NULL DEFAULT ''
 );
 
+-- The audit of operators' actions on destinations: each pause and resume,
+-- by whom and why (redeliveries to a destination are replays: their
+-- audit is intake.replays). Kept as evidence (retention.evidence).
+CREATE TABLE intake.destination_actions (
+    id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    destination text        NOT NULL,
+    action      text        NOT NULL CHECK (action IN ('pause', 'resume')),
+    requested_by text       NOT NULL,
+    reason      text        NOT NULL,
+    at          timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX destination_actions_at_idx ON intake.destination_actions (at);
+CREATE INDEX destination_actions_destination_idx ON intake.destination_actions (destination, id);
+
 -- +goose Down
+DROP TABLE intake.destination_actions;
 DROP TABLE intake.destination_state;
 DROP TABLE intake.dispatch_attempts;
