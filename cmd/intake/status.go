@@ -73,8 +73,16 @@ func printStatus(w io.Writer, af *apiFlags, s apiclient.Status) error {
 		if x.OldestUnprocessedAt != nil {
 			waiting = (time.Duration(x.OldestAgeSeconds) * time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%s / %s\t%s\t%s\n", x.Name, x.Accepted, x.PerSecond, x.Duplicates, x.Failed, x.Quarantined,
-			x.Retrying, x.LagP50, x.LagP95, waiting, refusalsText(x))
+		lag := x.LagP50 + " / " + x.LagP95
+		if x.Accepted == 0 { // no event to measure: no lag, not a lag of 0s
+			lag = "-"
+		}
+		rate := fmt.Sprintf("%.2f", x.PerSecond)
+		if x.PerSecond > 0 && x.PerSecond < 0.005 { // 3 events in an hour are not 0.00/s
+			rate = "<0.01"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", x.Name, x.Accepted, rate, x.Duplicates, x.Failed, x.Quarantined,
+			x.Retrying, lag, waiting, refusalsText(x))
 	}
 	return tw.Flush()
 }

@@ -322,7 +322,7 @@ func (d overviewData) write(w *writer, _ page) {
 			w.m("</tr>\n")
 		}
 		row("accepted", func(s stats) { w.n(s.Accepted) })
-		row("events/s", func(s stats) { w.t(strconv.FormatFloat(s.PerSecond, 'f', 2, 64)) })
+		row("events/s", func(s stats) { w.t(perSecond(s.PerSecond)) })
 		row("duplicates", func(s stats) { w.n(s.Duplicates) })
 		row("conflicts", func(s stats) { w.n(s.Conflicts) })
 		row("failed", func(s stats) { w.n(s.Failed) })
@@ -332,7 +332,13 @@ func (d overviewData) write(w *writer, _ page) {
 			w.m(`<td class="rejected"><a href="`).u(listLink("/ui/rejections", url.Values{"integration": {o.Name}, "since": {windowSince[i]}})).m(`">`).n(s.Rejected).m(`</a></td>`)
 		}
 		w.m("</tr>\n")
-		row("processing lag", func(s stats) { w.t(s.LagP50.String()).m(` / `).t(s.LagP95.String()) })
+		row("processing lag", func(s stats) {
+			if s.Accepted == 0 { // no event to measure: no lag, not a lag of 0s
+				w.m(`–`)
+				return
+			}
+			w.t(s.LagP50.String()).m(` / `).t(s.LagP95.String())
+		})
 		row(`<span title="requests ingress refused: 401 bad signature, 413 too large, 429 rate limited, 503 busy or the stream away, 400 malformed">refused</span>`,
 			func(s stats) { writeRefusals(w, s) })
 		w.m(`<tr><td><a href="`).u(listLink("/ui/events", url.Values{"integration": {o.Name}, "status": {string(store.StatusRetrying)}})).
@@ -354,6 +360,15 @@ func (d overviewData) write(w *writer, _ page) {
 		w.m(`<p>No events in the last day.</p>`)
 	}
 	w.m("\n</div>\n")
+}
+
+// perSecond is an events/s figure: two decimals, and "<0.01" for a rate
+// above zero that they would print as 0.00 (3 events in an hour).
+func perSecond(r float64) string {
+	if r > 0 && r < 0.005 {
+		return "<0.01"
+	}
+	return strconv.FormatFloat(r, 'f', 2, 64)
 }
 
 // writeRefusals writes a window's refusals: the total, then each status
