@@ -613,6 +613,58 @@ func TestBrowserFindBox(t *testing.T) {
 	}
 }
 
+// TestBrowserPayloadSearch (issue 34 item 2): an operator searches the
+// payloads of a bounded window for a JSON field's value, from the events
+// page, and opens the match; a path that does not parse is refused naming
+// what is wrong; a viewer is refused (api.payload_search.viewers is off).
+func TestBrowserPayloadSearch(t *testing.T) {
+	path := chromium(t)
+	r := setup(t)
+	r.publish("evt_a", `{"id":"evt_a","type":"invoice.paid","data":{"customer":"cus_1"}}`)
+	r.publish("evt_b", `{"id":"evt_b","type":"invoice.paid","data":{"customer":"cus_2"}}`)
+	r.settled()
+	ctx := browser(t, path)
+	signInBrowser(t, ctx, r.base, operatorToken)
+	run(t, ctx, "search payloads",
+		chromedp.Click(chromedp.CSS("#search-payloads")),
+		urlHas("/ui/search"),
+		chromedp.WaitVisible(chromedp.CSS("#path")),
+		chromedp.SendKeys(chromedp.CSS("#path"), "data.customer"),
+		chromedp.SendKeys(chromedp.CSS("#value"), "cus_2"),
+		chromedp.SetValue(chromedp.CSS("#integration"), "demo"),
+		chromedp.SendKeys(chromedp.CSS("#since"), "1h"),
+		chromedp.Click(chromedp.CSS("#search")),
+		urlHas("value=cus_2"),
+		chromedp.WaitVisible(chromedp.CSS("#matches")),
+	)
+	if m := text(t, ctx, "#matches tbody"); !strings.Contains(m, "demo/main/evt_b") || strings.Contains(m, "evt_a") {
+		t.Errorf("matches %q, want evt_b alone", m)
+	}
+	if s := text(t, ctx, "#scanned"); !strings.Contains(s, "Read 2 messages") {
+		t.Errorf("scanned %q, want the window's 2 messages", s)
+	}
+	screenshot(t, ctx, "search")
+	run(t, ctx, "open the match", chromedp.Click(chromedp.CSS(`#matches a[href*="evt_b"]`)), urlHas("/ui/event?"),
+		chromedp.WaitVisible(chromedp.CSS("#status")))
+	if h := text(t, ctx, "h1"); h != "demo/main/evt_b" {
+		t.Errorf("the match opened %q", h)
+	}
+	run(t, ctx, "a bad path", chromedp.Navigate(r.base+"/ui/search?path=data..customer&value=x"), chromedp.WaitVisible(chromedp.CSS("#error")))
+	if e := text(t, ctx, "#error"); !strings.Contains(e, "segment 2 is empty") {
+		t.Errorf("bad path: %q", e)
+	}
+
+	vctx := incognito(t, ctx)
+	signInBrowser(t, vctx, r.base, viewerToken)
+	if n := value(t, vctx, "viewer's link", chromedp.Evaluate[int](`document.querySelectorAll("#search-payloads").length`)); n != 0 {
+		t.Errorf("a viewer is offered payload search")
+	}
+	run(t, vctx, "viewer search", chromedp.Navigate(r.base+"/ui/search?path=id&value=evt_a"), chromedp.WaitVisible(chromedp.CSS("#error")))
+	if e := text(t, vctx, "#error"); !strings.Contains(e, "api.payload_search.viewers") {
+		t.Errorf("viewer search: %q", e)
+	}
+}
+
 // TestBrowserFailureGroups (issue 34 item 5): failed events grouped by
 // cause, reached from the Failed page; an operator resolves a group with
 // a note, and it leaves the open list.

@@ -105,6 +105,8 @@ type eventsData struct {
 	Next         string
 	Statuses     []string
 	Integrations []string // the config's, offered as a choice; none: a free text input
+	// PayloadSearch: the signed-in caller may search payloads (/ui/search).
+	PayloadSearch bool
 }
 
 // statuses are the events filter's: the inbox's, and retrying (failed
@@ -113,7 +115,8 @@ var statuses = []string{"processed", "stale", "failed", "quarantined", string(st
 
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFilter(r.URL.Query(), c.ro.Integrations)
-	d := eventsData{Filter: f, Query: f.query(), Statuses: statuses, Integrations: c.ro.Integrations}
+	d := eventsData{Filter: f, Query: f.query(), Statuses: statuses, Integrations: c.ro.Integrations,
+		PayloadSearch: sessionFrom(r.Context()).operator() || c.ro.PayloadSearch.Viewers}
 	if err == nil {
 		err = checkChoice("status", f.Status, statuses)
 	}
@@ -366,6 +369,10 @@ func (d eventsData) write(w *writer, _ page) {
 	}
 	w.m(`</p>
 `)
+	if d.PayloadSearch {
+		w.m(`<p class="quick"><a href="/ui/search" id="search-payloads">Search payloads</a> for a JSON field's value, over a bounded window</p>
+`)
+	}
 	eventTable(w, d.Events)
 	if d.Next != "" {
 		w.m(`<p><a id="next" href="`).u(nextLink("/ui/events", d.Query, d.Next)).m(`">Next page →</a></p>`)
