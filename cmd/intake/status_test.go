@@ -26,7 +26,8 @@ func TestStatusCommand(t *testing.T) {
 		t.Fatalf("status -o json: exit %d\n%s%s", code, out, errOut)
 	}
 	if len(s.Integrations) != 1 || s.Integrations[0].Name != "demo" || s.Integrations[0].Accepted != 3 ||
-		s.Integrations[0].PerSecond <= 0 || s.Stream.Durable != "processor" || s.Window != "1h0m0s" {
+		s.Integrations[0].PerSecond <= 0 || s.Stream.Durable != "processor" || s.Window != "1h0m0s" ||
+		s.Integrations[0].Backlog == nil || *s.Integrations[0].Backlog != 0 {
 		t.Fatalf("status = %+v", s)
 	}
 	// Ingress's refusals as the receipt folder stores them (the summaries'
@@ -39,7 +40,7 @@ func TestStatusCommand(t *testing.T) {
 	}
 	out, _, code = r.cli("", cliViewer, "status")
 	if code != 0 || !strings.Contains(out, "INTAKE_IN (durable processor)") || !strings.Contains(out, "RETRYING NOW") ||
-		!strings.Contains(out, "demo") || !strings.Contains(out, "OLDEST WAITING") ||
+		!strings.Contains(out, "demo") || !strings.Contains(out, "OLDEST WAITING") || !strings.Contains(out, "BACKLOG") ||
 		!strings.Contains(out, "12 (401 bad_signature 9, 429 rate_limited 3)") {
 		t.Fatalf("status: exit %d\n%s", code, out)
 	}

@@ -476,6 +476,10 @@ func TestBrowserRetryingEventIsVisible(t *testing.T) {
 		!st.Integrations[0].OldestUnprocessedAt.Equal(*st.Stream.OldestUnprocessedAt)) {
 		t.Errorf("demo's oldest waiting %v, want the stream's %v", st.Integrations[0].OldestUnprocessedAt, st.Stream.OldestUnprocessedAt)
 	}
+	// And its backlog, counted on its own subjects: the retrying message.
+	if len(st.Integrations) == 1 && (st.Integrations[0].Backlog == nil || *st.Integrations[0].Backlog != 1) {
+		t.Errorf("demo's backlog %v, want 1 (the retrying message)", st.Integrations[0].Backlog)
+	}
 
 	// Ingress's refusals as the receipt folder stores them (the fold
 	// itself: TestRejectionsPublishNothing, TestRefusalSummariesFold…).
@@ -514,8 +518,11 @@ func TestBrowserRetryingEventIsVisible(t *testing.T) {
 	if b := text(t, ctx, "#backlog"); !strings.Contains(b, "0 undelivered, 1 unacknowledged") {
 		t.Errorf("overview backlog %q, want the retrying message unacknowledged", b)
 	}
-	if w := text(t, ctx, `section[data-integration="demo"] td.waiting`); w == "none" || w == "" {
-		t.Errorf("overview: demo's oldest waiting %q, want the retrying message's age", w)
+	if w := text(t, ctx, `section[data-integration="demo"] td.waiting`); w == "none" || !strings.Contains(w, "oldest") {
+		t.Errorf("overview: demo's waiting %q, want the retrying message's age", w)
+	}
+	if n := text(t, ctx, `section[data-integration="demo"] td.waiting .backlog`); n != "1" {
+		t.Errorf("overview: demo's backlog %q, want 1", n)
 	}
 	if b := text(t, ctx, "#backlog"); !strings.Contains(b, "oldest unprocessed") || !strings.Contains(b, "reloads every 30 s") {
 		t.Errorf("overview backlog %q, want the oldest unprocessed message's age", b)

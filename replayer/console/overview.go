@@ -51,8 +51,11 @@ type integrationOverview struct {
 	// next attempt, now (no inbox row yet: store.RetryingCounts).
 	Retrying int64
 	// Waiting is the age of the integration's oldest INTAKE_IN message
-	// past the processors' ack floor, now; nil when none waits.
+	// past the processors' ack floor, now; nil when none waits. Backlog
+	// is how many of its messages are past the floor; nil when they
+	// could not be counted (apiclient.IntegrationStatus.Backlog).
 	Waiting *time.Duration
+	Backlog *uint64
 	// Hourly are the events first received per bucket of the chart's
 	// range (chartRange), oldest first, with the failed and quarantined
 	// among them.
@@ -173,7 +176,7 @@ func (c *Console) loadOverview(ctx context.Context, now time.Time, chart chartRa
 	for _, x := range st.Integrations {
 		if x.OldestUnprocessedAt != nil {
 			age := (time.Duration(x.OldestAgeSeconds) * time.Second)
-			o.get(x.Name).Waiting = &age
+			o.get(x.Name).Waiting, o.get(x.Name).Backlog = &age, x.Backlog
 		}
 	}
 	return overviewData{Chart: chart, Start: start, Windows: overviewWindows, At: now,
@@ -290,7 +293,7 @@ func (d overviewData) write(w *writer, _ page) {
 		}
 	}
 	w.m("</p>\n")
-	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection, rejected (messages the processor refused before the inbox decision) by rejection; processing lag is first receipt to processed (p50 / p95), replays left out; refused are the requests ingress refused, by status code and reason (sent every 10 s); retrying (a handler failed, the next attempt is due) and outbox pending are now.</p>
+	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection, rejected (messages the processor refused before the inbox decision) by rejection; processing lag is first receipt to processed (p50 / p95), replays left out; refused are the requests ingress refused, by status code and reason (sent every 10 s); retrying (a handler failed, the next attempt is due), the messages waiting in INTAKE_IN past the processors' ack floor (how many, and the oldest's age) and outbox pending are now.</p>
 `)
 	st := d.Stream
 	w.m(`<p id="backlog">INTAKE_IN (durable `).t(st.Durable).m(`): <b>`).un(st.Pending).m(`</b> undelivered, <b>`).n(int64(st.AckPending)).
@@ -343,11 +346,14 @@ func (d overviewData) write(w *writer, _ page) {
 			func(s stats) { writeRefusals(w, s) })
 		w.m(`<tr><td><a href="`).u(listLink("/ui/events", url.Values{"integration": {o.Name}, "status": {string(store.StatusRetrying)}})).
 			m(`">retrying</a> now</td><td colspan="2" class="retrying">`).n(o.Retrying).m(`</td></tr>
-<tr><td>oldest waiting in INTAKE_IN</td><td colspan="2" class="waiting">`)
-		if o.Waiting != nil {
-			w.t(o.Waiting.String())
-		} else {
+<tr><td>waiting in INTAKE_IN</td><td colspan="2" class="waiting">`)
+		switch {
+		case o.Waiting == nil:
 			w.m(`none`)
+		case o.Backlog == nil: // every scan slot busy: not counted
+			w.m(`oldest `).t(o.Waiting.String())
+		default:
+			w.m(`<span class="backlog">`).un(*o.Backlog).m(`</span>, oldest `).t(o.Waiting.String())
 		}
 		w.m(`</td></tr>
 <tr><td>outbox pending</td><td colspan="2">`).n(o.Pending).m(`</td></tr>

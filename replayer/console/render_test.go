@@ -32,6 +32,7 @@ func pages(d func(string) string) map[string]content {
 		Matched: 2, CreatedAt: at, FinishedAt: &at, CancelledBy: &by, Error: &errMsg, Sample: []string{d("demo/main/evt_1")},
 		Counts: []store.OutcomeCount{{Tenant: d("acme"), Integration: d("demo"), EventType: d("invoice.paid"), Outcome: d("would_retry"), Count: 2}}}
 	missing := []apiclient.MissingEvent{{Key: d("demo/main/evt_2"), StreamSeq: 2}}
+	waiting, backlog := 4*time.Second, uint64(2)
 	return map[string]content{
 		"error":  errorData{},
 		"signin": signInData{Pre: d("pre"), Next: d("/ui/events")},
@@ -54,7 +55,7 @@ func pages(d func(string) string) map[string]content {
 			Result: replayer.ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Missing: missing, LostConflicts: missing}}, FixJSON: d(`{"keys":["demo/main/evt_2"]}`)},
 		"overview": overviewData{Chart: findChart(defaultChart), Windows: overviewWindows, At: at, Integrations: []integrationOverview{{Name: d("demo"),
 			Windows: []stats{{Accepted: 3, Refused: 2, Refusals: []store.RefusalCount{{Integration: d("demo"), StatusCode: 401, Reason: d("bad_signature"), Count: 2}}}, {}},
-			Hourly:  []bucket{{At: at, Accepted: 3, FailedOrQ: 1, Height: 40, Bad: 13.3}}, Max: 3}}},
+			Hourly:  []bucket{{At: at, Accepted: 3, FailedOrQ: 1, Height: 40, Bad: 13.3}}, Max: 3, Waiting: &waiting, Backlog: &backlog}}},
 		// The pages of issue 34: a replay's results, find, failure groups,
 		// rejections, the gap check, the re-drive passes, payload search.
 		"replay-results": replayData{Replay: rep, Selector: d(`{"keys": []}`), Results: &apiclient.ReplayResults{
