@@ -347,7 +347,7 @@ func TestBrowserOperatorAndViewer(t *testing.T) {
 // integration or status that cannot exist is refused, naming the allowed
 // values, instead of an empty page; the integration is a choice from the
 // config; times may be relative as in the CLI ("2d"), and the quick ranges
-// keep the other filters.
+// keep the other filters; a dry run of a key that names no event says so.
 func TestBrowserFiltersSayWhatIsWrong(t *testing.T) {
 	path := chromium(t)
 	r := setup(t)
@@ -393,6 +393,27 @@ func TestBrowserFiltersSayWhatIsWrong(t *testing.T) {
 		t.Errorf("the quick range dropped the integration filter: %s", u)
 	}
 	screenshot(t, ctx, "events-filtered")
+
+	// A dry run of a key that names no event (a typo, or an event purged
+	// since its page was loaded) says so, instead of an empty plan: the
+	// event page's replay form, with its key changed.
+	octx := incognito(t, ctx)
+	signInBrowser(t, octx, r.base, operatorToken)
+	run(t, octx, "dry run of an unknown key",
+		chromedp.Evaluate[chromedp.Void](`(() => {
+			const f = document.createElement("form");
+			f.method = "post"; f.action = "/ui/replays/dry-run";
+			for (const [k, v] of [["csrf", document.querySelector("input[name=csrf]").value], ["key", "demo/main/evt_typo"]]) {
+				const i = document.createElement("input"); i.type = "hidden"; i.name = k; i.value = v; f.appendChild(i);
+			}
+			document.body.appendChild(f); f.submit();
+		})()`),
+		urlHas("/ui/replays/dry-run"),
+		chromedp.WaitVisible(chromedp.CSS("#unknown-keys")),
+	)
+	if u := text(t, octx, "#unknown-keys"); !strings.Contains(u, "no inbox row and no refusal record") || !strings.Contains(u, "demo/main/evt_typo") {
+		t.Errorf("dry run of an unknown key: %q", u)
+	}
 }
 
 // TestBrowserNarrowAndNotFound (issue 34 item 8): at 420 px every nav link
