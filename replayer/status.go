@@ -32,8 +32,9 @@ func (r *Replayer) status(w http.ResponseWriter, req *http.Request) {
 // console's overview): INTAKE_IN's backlog as the processors' durable sees
 // it, and per integration over the last hour the events accepted (and per
 // second), duplicates, failed and quarantined, processing lag without
-// replays, the events retrying now, and the requests ingress refused by
-// status code and reason.
+// replays, the events retrying now, its messages waiting in INTAKE_IN (how
+// many, the oldest's age), and the requests ingress refused by status code
+// and reason.
 func (r *Replayer) Status(ctx context.Context, now time.Time) (apiclient.Status, error) {
 	s := apiclient.Status{At: now.UTC(), Window: statusWindow.String()}
 	var err error
@@ -46,7 +47,7 @@ func (r *Replayer) Status(ctx context.Context, now time.Time) (apiclient.Status,
 		if x, ok := by[name]; ok {
 			return x
 		}
-		x := &apiclient.IntegrationStatus{Name: name, LagP50: "0s", LagP95: "0s", Refusals: []apiclient.Refusal{}}
+		x := &apiclient.IntegrationStatus{Name: name, LagP50: "0s", LagP95: "0s", Refusals: []apiclient.Refusal{}, Backlog: new(uint64)}
 		by[name] = x
 		return x
 	}
@@ -94,6 +95,10 @@ func (r *Replayer) Status(ctx context.Context, now time.Time) (apiclient.Status,
 		x := get(name)
 		t := at
 		x.OldestUnprocessedAt, x.OldestAgeSeconds = &t, now.Sub(at).Seconds()
+		x.Backlog = nil // uncounted, unless counted below
+		if n, ok := s.Stream.BacklogByIntegration[name]; ok {
+			x.Backlog = &n
+		}
 	}
 	for name, x := range by {
 		if r.mine(name) {
@@ -102,6 +107,26 @@ func (r *Replayer) Status(ctx context.Context, now time.Time) (apiclient.Status,
 	}
 	slices.SortFunc(s.Integrations, func(a, b apiclient.IntegrationStatus) int { return strings.Compare(a.Name, b.Name) })
 	return s, nil
+}
+
+// backlogSlotWait bounds how long GET /api/v1/status waits for a scan
+// slot to count an integration's backlog: past it, the count is null.
+const backlogSlotWait = 2 * time.Second
+
+// countBacklog counts the messages on subject from sequence from on: the
+// pending count of a scan slot's consumer as created (nothing is pulled),
+// deleted at once. NATS counts a durable's backlog, not a subject's.
+func (r *Replayer) countBacklog(ctx context.Context, s jetstream.Stream, subject string, from uint64) (uint64, error) {
+	wctx, cancel := context.WithTimeout(ctx, backlogSlotWait)
+	defer cancel()
+	cons, err := createScanConsumer(wctx, s, scanConfig(scanRange{From: from, Subjects: []string{subject}}))
+	if err != nil {
+		return 0, err
+	}
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer dcancel()
+	_ = s.DeleteConsumer(dctx, cons.CachedInfo().Name) // else the server deletes it after scanInactiveThreshold
+	return cons.CachedInfo().NumPending, nil
 }
 
 // streamStatus reads the processors' durable: undelivered and unacked
@@ -154,9 +179,15 @@ func (r *Replayer) streamStatus(ctx context.Context, now time.Time) (apiclient.S
 		t := m.Time.UTC()
 		if pr.integration != "" {
 			if st.OldestByIntegration == nil {
-				st.OldestByIntegration = map[string]time.Time{}
+				st.OldestByIntegration, st.BacklogByIntegration = map[string]time.Time{}, map[string]uint64{}
 			}
 			st.OldestByIntegration[pr.integration] = t
+			// The oldest is at m.Sequence: count from there.
+			if n, err := r.countBacklog(ctx, s, pr.subject, m.Sequence); err == nil {
+				st.BacklogByIntegration[pr.integration] = n
+			} else {
+				r.o.Log.Warn("status: backlog of an integration not counted", "integration", pr.integration, "err", err)
+			}
 		}
 		if st.OldestUnprocessedAt == nil || t.Before(*st.OldestUnprocessedAt) {
 			st.OldestUnprocessedAt = &t

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/intakehq/intake/internal/harness/testenv"
 )
 
 // TestLoginSavesAContext (issue 34 item 9): `intake login` checks the token
@@ -92,8 +95,8 @@ func TestFlagCompletion(t *testing.T) {
 }
 
 // TestOutputFormats (issue 34 item 9): -o yaml has the API's field names,
-// -o wide adds columns, --no-headers drops the header row, and an unknown
-// -o names the choices.
+// -o wide adds columns, --no-headers drops the header row, an unknown -o
+// names the choices, and the next page's hint goes to stderr.
 func TestOutputFormats(t *testing.T) {
 	t.Parallel()
 	r := startOperatorRig(t)
@@ -113,5 +116,12 @@ func TestOutputFormats(t *testing.T) {
 	_, errOut, code := r.cli("", cliViewer, "events", "-o", "xml")
 	if code != 1 || !strings.Contains(errOut, "table, wide, json, yaml") {
 		t.Errorf("-o xml: exit %d\n%s", code, errOut)
+	}
+	// The way to the next page is a hint on stderr: stdout stays the table.
+	r.publish("evt_2")
+	testenv.Eventually(t, 30*time.Second, func() bool { return r.count(`SELECT count(*) FROM intake.inbox`) == 2 }, "evt_2 never processed")
+	out, errOut, code = r.cli("", cliViewer, "events", "--limit", "1", "--no-headers")
+	if code != 0 || strings.Count(out, "\n") != 1 || strings.Contains(out, "cursor") || !strings.Contains(errOut, "more: add --cursor ") {
+		t.Errorf("a page's hint: exit %d\nstdout %q\nstderr %q", code, out, errOut)
 	}
 }

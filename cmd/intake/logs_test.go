@@ -47,8 +47,15 @@ func TestFatalStartErrorIsAJSONLine(t *testing.T) {
 			t.Errorf("%s = %v, want %q in %s", k, line[k], want, last)
 		}
 	}
-	if e, _ := line["error"].(string); !strings.Contains(e, "nosuch") {
-		t.Errorf("error = %q, want the config error naming the provider", e)
+	if e, _ := line["err"].(string); !strings.Contains(e, "nosuch") {
+		t.Errorf("err = %q, want the config error naming the provider", e)
+	}
+	// role and instance on every line, once each (a second "role" — a
+	// token's, a sub-role's — would overwrite the process's in a parser).
+	for _, l := range lines {
+		if bytes.Count(l, []byte(`"role":`)) != 1 || bytes.Count(l, []byte(`"instance":`)) != 1 {
+			t.Errorf("a line without its role and instance, or with two: %s", l)
+		}
 	}
 
 	text := run("text")

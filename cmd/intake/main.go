@@ -39,7 +39,7 @@ func main() {
 // a log pipeline sees why a pod stopped; otherwise "intake: <error>".
 func (g *globals) fatal(err error) {
 	if g.logFormat == "json" {
-		g.logger().Error("intake: exiting", "error", err.Error())
+		g.logger().Error("intake: exiting", "err", err.Error()) // err, as on every other line
 		return
 	}
 	fmt.Fprintln(os.Stderr, "intake:", err)

@@ -29,7 +29,7 @@ import (
 // Exit codes of the operator commands. Scripts tell "the API said no" from
 // "it ran but not fully".
 const (
-	codeError    = 1 // usage, connection, a declined confirmation, or nothing found (events find)
+	codeError    = 1 // usage, connection, a declined confirmation, or nothing matched (events find, events search, conflicts show)
 	codeRefused  = 2 // the API answered an error (4xx/5xx)
 	codePartial  = 3 // finished, but not everything: events missing from the stream, cancelled; reconcile found missing events
 	codeFailed   = 4 // the replay failed

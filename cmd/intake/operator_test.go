@@ -117,7 +117,7 @@ func TestReplayCommand(t *testing.T) {
 
 	// A key that names no event says so (issue 34 item 7).
 	out, _, code = r.cli("", cliOperator, "replay", "--key", "demo/main/evt_typo", "--dry-run")
-	if code != 0 || !strings.Contains(out, "1 keys have no inbox row and no refusal record") || !strings.Contains(out, "demo/main/evt_typo") {
+	if code != 0 || !strings.Contains(out, "1 key has no inbox row and no refusal record") || !strings.Contains(out, "demo/main/evt_typo") {
 		t.Fatalf("dry run of an unknown key: exit %d\n%s", code, out)
 	}
 

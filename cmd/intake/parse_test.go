@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -49,6 +51,33 @@ func TestShellQuote(t *testing.T) {
 	} {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestSelfFitsHowItWasStarted (issue 34 item 8): dev's banner and send's
+// "again" hint start with the command that started this one — the binary
+// as it was named, or `go run ./cmd/intake` for a go-run build — and carry
+// --config when one was given. Not parallel: it sets os.Args[0].
+func TestSelfFitsHowItWasStarted(t *testing.T) {
+	argv0 := os.Args[0]
+	t.Cleanup(func() { os.Args[0] = argv0 })
+	for _, c := range []struct {
+		argv0, config string
+		want          string
+	}{
+		{"intake", "", "intake"},
+		{"./bin/intake", "my config.yaml", "./bin/intake --config 'my config.yaml'"},
+		{"/tmp/go-build123/b001/exe/intake", "", "go run ./cmd/intake"},
+		{"/tmp/go-build123/b001/exe/intake", "intake.yaml", "go run ./cmd/intake --config intake.yaml"},
+	} {
+		os.Args[0] = c.argv0
+		g := &globals{configPath: c.config}
+		if got := g.self(true); got != c.want {
+			t.Errorf("started as %q with --config %q: self = %q, want %q", c.argv0, c.config, got, c.want)
+		}
+		if got, want := g.self(false), strings.Split(c.want, " --config")[0]; got != want {
+			t.Errorf("started as %q: self without config = %q, want %q", c.argv0, got, want)
 		}
 	}
 }

@@ -328,9 +328,13 @@ func printReplay(w io.Writer, af *apiFlags, rep apiclient.Replay) error {
 	if len(rep.Sample) > 0 {
 		fmt.Fprintf(w, "  sample %s\n", strings.Join(rep.Sample, ", "))
 	}
-	if len(rep.UnknownKeys) > 0 {
-		fmt.Fprintf(w, "  %d keys have no inbox row and no refusal record, nothing to replay by key (check the key, or intake events find EVENT_ID; an event never processed: intake reconcile): %s\n",
-			len(rep.UnknownKeys), strings.Join(rep.UnknownKeys, ", "))
+	if n := len(rep.UnknownKeys); n > 0 {
+		have := fmt.Sprintf("%d keys have", n)
+		if n == 1 {
+			have = "1 key has"
+		}
+		fmt.Fprintf(w, "  %s no inbox row and no refusal record, nothing to replay by key (check the key, or intake events find EVENT_ID; an event never processed: intake reconcile): %s\n",
+			have, strings.Join(rep.UnknownKeys, ", "))
 	}
 	return printResults(w, rep.Results)
 }

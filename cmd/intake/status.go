@@ -20,7 +20,8 @@ func newStatusCmd() *cobra.Command {
 unacknowledged, and the age of the oldest message past the ack floor) and, per
 integration over the last hour, events accepted and per second, duplicate deliveries,
 failed and quarantined events, events retrying now, the processing lag (p50 / p95,
-replays left out), and the requests ingress refused by status code and reason (401 bad
+replays left out), its messages waiting in INTAKE_IN past the ack floor (BACKLOG) and the
+oldest one's age, and the requests ingress refused by status code and reason (401 bad
 signature, 413 too large, 429 rate limited, 503 busy; ingress sends its counts every
 10 s). --watch repeats it.`,
 		Example: `  intake status
@@ -67,14 +68,25 @@ func printStatus(w io.Writer, af *apiFlags, s apiclient.Status) error {
 	fmt.Fprintf(w, "status at %s\nINTAKE_IN (durable %s): %d undelivered, %d unacknowledged, ack floor %d, delivered up to %d; %s\n",
 		fmtTime(s.At), st.Durable, st.Pending, st.AckPending, st.AckFloor, st.Delivered, oldest)
 	tw := af.table(w)
-	fmt.Fprintf(tw, "INTEGRATION\tACCEPTED (%s)\tPER SECOND\tDUPLICATES\tFAILED\tQUARANTINED\tRETRYING NOW\tLAG P50 / P95\tOLDEST WAITING\tREFUSED\n", s.Window)
+	fmt.Fprintf(tw, "INTEGRATION\tACCEPTED (%s)\tPER SECOND\tDUPLICATES\tFAILED\tQUARANTINED\tRETRYING NOW\tLAG P50 / P95\tBACKLOG\tOLDEST WAITING\tREFUSED\n", s.Window)
 	for _, x := range s.Integrations {
-		waiting := "-"
+		waiting, backlog := "-", "?" // ?: not counted (every scan slot busy)
 		if x.OldestUnprocessedAt != nil {
 			waiting = (time.Duration(x.OldestAgeSeconds) * time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%s / %s\t%s\t%s\n", x.Name, x.Accepted, x.PerSecond, x.Duplicates, x.Failed, x.Quarantined,
-			x.Retrying, x.LagP50, x.LagP95, waiting, refusalsText(x))
+		if x.Backlog != nil {
+			backlog = fmt.Sprint(*x.Backlog)
+		}
+		lag := x.LagP50 + " / " + x.LagP95
+		if x.Accepted == 0 { // no event to measure: no lag, not a lag of 0s
+			lag = "-"
+		}
+		rate := fmt.Sprintf("%.2f", x.PerSecond)
+		if x.PerSecond > 0 && x.PerSecond < 0.005 { // 3 events in an hour are not 0.00/s
+			rate = "<0.01"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", x.Name, x.Accepted, rate, x.Duplicates, x.Failed, x.Quarantined,
+			x.Retrying, lag, backlog, waiting, refusalsText(x))
 	}
 	return tw.Flush()
 }

@@ -42,6 +42,11 @@ func TestOverviewAggregates(t *testing.T) {
 	inbox("demo", "failed", now.Add(-2*time.Hour), now.Add(-time.Minute), 1, 0)                  // received before the window, failed in it
 	inbox("demo", "quarantined", now.Add(-3*time.Hour), now.Add(-2*time.Hour), 1, 0)             // both before the window
 	inbox("gh", "processed", now.Add(-90*time.Minute), now.Add(-90*time.Minute), 2, time.Second) // before the window
+	// Failed, then processed by a re-execution 35 minutes later: an
+	// operator's replay, not processing lag (issue 34 item 3).
+	inbox("demo", "processed", now.Add(-40*time.Minute), now.Add(-40*time.Minute), 1, 35*time.Minute)
+	exec(`INSERT INTO intake.executions (integration, account, event_id, mode, replay_id, stream_seq)
+		VALUES ('demo', 'a', $1, 'reexecute', 'r-1', $2)`, fmt.Sprint("e", seq), seq)
 	for i, at := range []time.Time{now.Add(-time.Minute), now.Add(-2 * time.Hour)} {
 		exec(`INSERT INTO intake.conflicts (integration, account, event_id, tenant, original_sha256, conflicting_sha256,
 			original_stream_seq, conflicting_stream_seq, received_at, detected_at) VALUES ('gh', 'a', 'e', 't', 'h1', 'h2', 1, $1, $2, $2)`, i+2, at)
@@ -51,9 +56,9 @@ func TestOverviewAggregates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(received) != 1 || received[0].Integration != "demo" || received[0].Events != 2 || received[0].Duplicates != 2 ||
+	if len(received) != 1 || received[0].Integration != "demo" || received[0].Events != 3 || received[0].Duplicates != 2 ||
 		received[0].LagP50 != 200*time.Millisecond || received[0].LagP95 != 290*time.Millisecond {
-		t.Errorf("ReceivedSince = %+v; want demo: 2 events, 2 duplicates, lag p50 200ms p95 290ms", received)
+		t.Errorf("ReceivedSince = %+v; want demo: 3 events, 2 duplicates, lag p50 200ms p95 290ms (the replayed one left out)", received)
 	}
 	unresolved, err := st.UnresolvedSince(ctx, hourAgo)
 	if err != nil {
@@ -81,12 +86,12 @@ func TestOverviewAggregates(t *testing.T) {
 	for _, h := range hours {
 		byHour[fmt.Sprint(h.Integration, " ", now.Sub(h.Hour).Round(time.Minute))] = h
 	}
-	for k, want := range map[string][2]int64{"demo 30m0s": {2, 0}, "demo 2h30m0s": {1, 1}, "demo 3h30m0s": {1, 1}, "gh 1h30m0s": {1, 0}} {
+	for k, want := range map[string][2]int64{"demo 30m0s": {2, 0}, "demo 1h30m0s": {1, 0}, "demo 2h30m0s": {1, 1}, "demo 3h30m0s": {1, 1}, "gh 1h30m0s": {1, 0}} {
 		if h := byHour[k]; h.Events != want[0] || h.Unresolved != want[1] {
 			t.Errorf("HourlySince %s = %+v; want %d events, %d unresolved", k, h, want[0], want[1])
 		}
 	}
-	if len(hours) != 4 {
-		t.Errorf("HourlySince: %d buckets, want 4: %+v", len(hours), hours)
+	if len(hours) != 5 {
+		t.Errorf("HourlySince: %d buckets, want 5: %+v", len(hours), hours)
 	}
 }

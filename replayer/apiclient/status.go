@@ -32,8 +32,10 @@ type StreamStatus struct {
 	OldestUnprocessedAt *time.Time `json:"oldest_unprocessed_at"`
 	OldestAgeSeconds    float64    `json:"oldest_age_seconds"`
 	// OldestByIntegration is each integration's oldest message past the
-	// ack floor (IntegrationStatus carries it); not in the JSON here.
-	OldestByIntegration map[string]time.Time `json:"-"`
+	// ack floor, BacklogByIntegration how many of its messages are past it
+	// (IntegrationStatus carries them); not in the JSON here.
+	OldestByIntegration  map[string]time.Time `json:"-"`
+	BacklogByIntegration map[string]uint64    `json:"-"`
 }
 
 // IntegrationStatus is one integration over the status window.
@@ -59,10 +61,16 @@ type IntegrationStatus struct {
 	// seconds are not in them yet.
 	// OldestUnprocessedAt is when the integration's oldest INTAKE_IN
 	// message past the processors' ack floor was stored (null when none
-	// waits: its backlog is empty); OldestAgeSeconds its age. NATS counts
-	// the backlog per durable only (Status.Stream), not per subject.
+	// waits: its backlog is empty); OldestAgeSeconds its age. Backlog is
+	// how many of its messages are past the ack floor (undelivered, in a
+	// batch or waiting out a retry; one acknowledged out of order above
+	// the floor counts too): 0 when none waits, null when it could not be
+	// counted (every scan slot busy). NATS counts a durable's backlog
+	// (Status.Stream), not a subject's: this is counted by a scan slot's
+	// consumer on the integration's subjects from the ack floor on.
 	OldestUnprocessedAt *time.Time `json:"oldest_unprocessed_at"`
 	OldestAgeSeconds    float64    `json:"oldest_age_seconds"`
+	Backlog             *uint64    `json:"backlog"`
 	Refused             int64      `json:"refused"`
 	Refusals            []Refusal  `json:"refusals"`
 }

@@ -158,7 +158,8 @@ func signInBrowser(t *testing.T, ctx context.Context, base, token string) {
 }
 
 // TestBrowserOperatorAndViewer is the console's scenario in a real headless
-// Chromium: an operator signs in, finds an event, opens a conflict's diff,
+// Chromium: an operator signs in, finds an event, opens a conflict's diff
+// (the changed field by path, a moved one no change),
 // dry-runs a replay of a failed event, confirms it and sees the audit row
 // and the event processed; a viewer sees no mutating control, reads with
 // JavaScript off, and a forged POST from its page is refused 403.
@@ -170,7 +171,8 @@ func TestBrowserOperatorAndViewer(t *testing.T) {
 	r.publish("evt_bad", `{"id":"evt_bad","type":"invoice.paid","amount":7}`)
 	r.publish("evt_conf", `{"id":"evt_conf","type":"invoice.paid","amount":100,"currency":"eur"}`)
 	r.settled()
-	r.publish("evt_conf", `{"id":"evt_conf","type":"invoice.paid","amount":250,"currency":"eur"}`)
+	// Another amount, and currency moved to the front: a moved field is no change.
+	r.publish("evt_conf", `{"currency":"eur","id":"evt_conf","type":"invoice.paid","amount":250}`)
 	r.settled()
 	if n := r.tr.Count(t, `SELECT count(*) FROM intake.inbox WHERE status = 'failed'`); n != 1 {
 		t.Fatalf("%d failed events, want 1 (evt_bad)", n)
@@ -214,8 +216,8 @@ func TestBrowserOperatorAndViewer(t *testing.T) {
 	if d := text(t, ctx, "#diff tr.change"); !strings.Contains(d, `"amount": 100`) || !strings.Contains(d, `"amount": 250`) {
 		t.Errorf("changed row %q, want both amounts", d)
 	}
-	if f := text(t, ctx, "#fields"); !strings.Contains(f, "$.amount") || strings.Contains(f, "$.currency") {
-		t.Errorf("changed fields %q, want $.amount only", f)
+	if f := text(t, ctx, "#fields"); !strings.Contains(f, "$.amount") || strings.Contains(f, "$.currency") || strings.Contains(f, "$.id") {
+		t.Errorf("changed fields %q, want $.amount only (currency only moved)", f)
 	}
 	screenshot(t, ctx, "conflict")
 
@@ -345,7 +347,7 @@ func TestBrowserOperatorAndViewer(t *testing.T) {
 // integration or status that cannot exist is refused, naming the allowed
 // values, instead of an empty page; the integration is a choice from the
 // config; times may be relative as in the CLI ("2d"), and the quick ranges
-// keep the other filters.
+// keep the other filters; a dry run of a key that names no event says so.
 func TestBrowserFiltersSayWhatIsWrong(t *testing.T) {
 	path := chromium(t)
 	r := setup(t)
@@ -391,6 +393,27 @@ func TestBrowserFiltersSayWhatIsWrong(t *testing.T) {
 		t.Errorf("the quick range dropped the integration filter: %s", u)
 	}
 	screenshot(t, ctx, "events-filtered")
+
+	// A dry run of a key that names no event (a typo, or an event purged
+	// since its page was loaded) says so, instead of an empty plan: the
+	// event page's replay form, with its key changed.
+	octx := incognito(t, ctx)
+	signInBrowser(t, octx, r.base, operatorToken)
+	run(t, octx, "dry run of an unknown key",
+		chromedp.Evaluate[chromedp.Void](`(() => {
+			const f = document.createElement("form");
+			f.method = "post"; f.action = "/ui/replays/dry-run";
+			for (const [k, v] of [["csrf", document.querySelector("input[name=csrf]").value], ["key", "demo/main/evt_typo"]]) {
+				const i = document.createElement("input"); i.type = "hidden"; i.name = k; i.value = v; f.appendChild(i);
+			}
+			document.body.appendChild(f); f.submit();
+		})()`),
+		urlHas("/ui/replays/dry-run"),
+		chromedp.WaitVisible(chromedp.CSS("#unknown-keys")),
+	)
+	if u := text(t, octx, "#unknown-keys"); !strings.Contains(u, "no inbox row and no refusal record") || !strings.Contains(u, "demo/main/evt_typo") {
+		t.Errorf("dry run of an unknown key: %q", u)
+	}
 }
 
 // TestBrowserNarrowAndNotFound (issue 34 item 8): at 420 px every nav link
@@ -474,6 +497,10 @@ func TestBrowserRetryingEventIsVisible(t *testing.T) {
 		!st.Integrations[0].OldestUnprocessedAt.Equal(*st.Stream.OldestUnprocessedAt)) {
 		t.Errorf("demo's oldest waiting %v, want the stream's %v", st.Integrations[0].OldestUnprocessedAt, st.Stream.OldestUnprocessedAt)
 	}
+	// And its backlog, counted on its own subjects: the retrying message.
+	if len(st.Integrations) == 1 && (st.Integrations[0].Backlog == nil || *st.Integrations[0].Backlog != 1) {
+		t.Errorf("demo's backlog %v, want 1 (the retrying message)", st.Integrations[0].Backlog)
+	}
 
 	// Ingress's refusals as the receipt folder stores them (the fold
 	// itself: TestRejectionsPublishNothing, TestRefusalSummariesFold…).
@@ -505,11 +532,18 @@ func TestBrowserRetryingEventIsVisible(t *testing.T) {
 	if n := text(t, ctx, `section[data-integration="demo"] td.retrying`); n != "1" {
 		t.Errorf("overview: retrying %q, want 1", n)
 	}
+	// Nothing decided in the window: no lag to show, rather than 0s.
+	if c := text(t, ctx, `section[data-integration="demo"]`); strings.Contains(c, "0s / 0s") {
+		t.Errorf("overview: a processing lag of 0s with no event decided: %q", c)
+	}
 	if b := text(t, ctx, "#backlog"); !strings.Contains(b, "0 undelivered, 1 unacknowledged") {
 		t.Errorf("overview backlog %q, want the retrying message unacknowledged", b)
 	}
-	if w := text(t, ctx, `section[data-integration="demo"] td.waiting`); w == "none" || w == "" {
-		t.Errorf("overview: demo's oldest waiting %q, want the retrying message's age", w)
+	if w := text(t, ctx, `section[data-integration="demo"] td.waiting`); w == "none" || !strings.Contains(w, "oldest") {
+		t.Errorf("overview: demo's waiting %q, want the retrying message's age", w)
+	}
+	if n := text(t, ctx, `section[data-integration="demo"] td.waiting .backlog`); n != "1" {
+		t.Errorf("overview: demo's backlog %q, want 1", n)
 	}
 	if b := text(t, ctx, "#backlog"); !strings.Contains(b, "oldest unprocessed") || !strings.Contains(b, "reloads every 30 s") {
 		t.Errorf("overview backlog %q, want the oldest unprocessed message's age", b)
@@ -541,6 +575,11 @@ func TestBrowserRetryingEventIsVisible(t *testing.T) {
 	}
 	if tl := text(t, ctx, "#timeline"); !strings.Contains(tl, "of 4 failed (error): billing API answered 503") {
 		t.Errorf("timeline lacks the failed attempt: %q", tl)
+	}
+	// No inbox row to compare with: the payload's hash is checked against
+	// the attempts' record, and no delivery count stands in for one.
+	if m := text(t, ctx, "main"); !strings.Contains(m, "(matches the failed attempts' record)") || strings.Contains(m, "inbox row)") {
+		t.Errorf("retrying event page: the payload's hash is said to match an inbox row: %q", m)
 	}
 	screenshot(t, ctx, "event-retrying")
 
@@ -599,6 +638,58 @@ func TestBrowserFindBox(t *testing.T) {
 	)
 	if s := text(t, ctx, "#nothing"); !strings.Contains(s, `event id "evt_nope" in integration demo`) {
 		t.Errorf("nothing found says %q, want where it looked", s)
+	}
+}
+
+// TestBrowserPayloadSearch (issue 34 item 2): an operator searches the
+// payloads of a bounded window for a JSON field's value, from the events
+// page, and opens the match; a path that does not parse is refused naming
+// what is wrong; a viewer is refused (api.payload_search.viewers is off).
+func TestBrowserPayloadSearch(t *testing.T) {
+	path := chromium(t)
+	r := setup(t)
+	r.publish("evt_a", `{"id":"evt_a","type":"invoice.paid","data":{"customer":"cus_1"}}`)
+	r.publish("evt_b", `{"id":"evt_b","type":"invoice.paid","data":{"customer":"cus_2"}}`)
+	r.settled()
+	ctx := browser(t, path)
+	signInBrowser(t, ctx, r.base, operatorToken)
+	run(t, ctx, "search payloads",
+		chromedp.Click(chromedp.CSS("#search-payloads")),
+		urlHas("/ui/search"),
+		chromedp.WaitVisible(chromedp.CSS("#path")),
+		chromedp.SendKeys(chromedp.CSS("#path"), "data.customer"),
+		chromedp.SendKeys(chromedp.CSS("#value"), "cus_2"),
+		chromedp.SetValue(chromedp.CSS("#integration"), "demo"),
+		chromedp.SendKeys(chromedp.CSS("#since"), "1h"),
+		chromedp.Click(chromedp.CSS("#search")),
+		urlHas("value=cus_2"),
+		chromedp.WaitVisible(chromedp.CSS("#matches")),
+	)
+	if m := text(t, ctx, "#matches tbody"); !strings.Contains(m, "demo/main/evt_b") || strings.Contains(m, "evt_a") {
+		t.Errorf("matches %q, want evt_b alone", m)
+	}
+	if s := text(t, ctx, "#scanned"); !strings.Contains(s, "Read 2 messages") {
+		t.Errorf("scanned %q, want the window's 2 messages", s)
+	}
+	screenshot(t, ctx, "search")
+	run(t, ctx, "open the match", chromedp.Click(chromedp.CSS(`#matches a[href*="evt_b"]`)), urlHas("/ui/event?"),
+		chromedp.WaitVisible(chromedp.CSS("#status")))
+	if h := text(t, ctx, "h1"); h != "demo/main/evt_b" {
+		t.Errorf("the match opened %q", h)
+	}
+	run(t, ctx, "a bad path", chromedp.Navigate(r.base+"/ui/search?path=data..customer&value=x"), chromedp.WaitVisible(chromedp.CSS("#error")))
+	if e := text(t, ctx, "#error"); !strings.Contains(e, "segment 2 is empty") {
+		t.Errorf("bad path: %q", e)
+	}
+
+	vctx := incognito(t, ctx)
+	signInBrowser(t, vctx, r.base, viewerToken)
+	if n := value(t, vctx, "viewer's link", chromedp.Evaluate[int](`document.querySelectorAll("#search-payloads").length`)); n != 0 {
+		t.Errorf("a viewer is offered payload search")
+	}
+	run(t, vctx, "viewer search", chromedp.Navigate(r.base+"/ui/search?path=id&value=evt_a"), chromedp.WaitVisible(chromedp.CSS("#error")))
+	if e := text(t, vctx, "#error"); !strings.Contains(e, "api.payload_search.viewers") {
+		t.Errorf("viewer search: %q", e)
 	}
 }
 

@@ -110,6 +110,7 @@ func (c *Console) Mount(r chi.Router) {
 			r.Get("/replays/{id}", c.replay)
 			r.Get("/reconcile", c.reconcile)
 			r.Get("/find", c.find)
+			r.Get("/search", c.search)
 			r.Get("/failures", c.failures)
 			r.Get("/rejections", c.rejections)
 			r.Get("/gaps", c.gaps)
@@ -293,7 +294,7 @@ var nav = []struct {
 	pages       []string
 }{
 	{"/ui/", "Overview", []string{"overview"}},
-	{"/ui/events", "Events", []string{"events", "event"}},
+	{"/ui/events", "Events", []string{"events", "event", "search"}},
 	{"/ui/conflicts", "Conflicts", []string{"conflicts", "conflict"}},
 	{"/ui/failed", "Failed", []string{"failed", "failures"}},
 	{"/ui/replays", "Replays", []string{"replays", "replay", "dryrun"}},

@@ -105,6 +105,8 @@ type eventsData struct {
 	Next         string
 	Statuses     []string
 	Integrations []string // the config's, offered as a choice; none: a free text input
+	// PayloadSearch: the signed-in caller may search payloads (/ui/search).
+	PayloadSearch bool
 }
 
 // statuses are the events filter's: the inbox's, and retrying (failed
@@ -113,7 +115,8 @@ var statuses = []string{"processed", "stale", "failed", "quarantined", string(st
 
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFilter(r.URL.Query(), c.ro.Integrations)
-	d := eventsData{Filter: f, Query: f.query(), Statuses: statuses, Integrations: c.ro.Integrations}
+	d := eventsData{Filter: f, Query: f.query(), Statuses: statuses, Integrations: c.ro.Integrations,
+		PayloadSearch: sessionFrom(r.Context()).operator() || c.ro.PayloadSearch.Viewers}
 	if err == nil {
 		err = checkChoice("status", f.Status, statuses)
 	}
@@ -366,6 +369,10 @@ func (d eventsData) write(w *writer, _ page) {
 	}
 	w.m(`</p>
 `)
+	if d.PayloadSearch {
+		w.m(`<p class="quick"><a href="/ui/search" id="search-payloads">Search payloads</a> for a JSON field's value, over a bounded window</p>
+`)
+	}
 	eventTable(w, d.Events)
 	if d.Next != "" {
 		w.m(`<p><a id="next" href="`).u(nextLink("/ui/events", d.Query, d.Next)).m(`">Next page →</a></p>`)
@@ -403,7 +410,15 @@ func (d eventData) write(w *writer, p page) {
   <dt>Integration / account / event id</dt><dd>`).t(e.Integration).m(` / `).t(e.Account).m(` / `).t(e.EventID).m(`</dd>
   <dt>Tenant</dt><dd>`).t(e.Tenant).m(`</dd>
   <dt>Type</dt><dd>`).t(e.EventType).m(`</dd>
-  <dt>Deliveries / attempts</dt><dd>`).n(int64(e.DeliveryCount)).m(` / <span id="attempts">`).n(int64(e.Attempts)).m(`</span>`)
+  <dt>Deliveries / attempts</dt><dd>`)
+	// A retrying event is read from its failed attempts (no inbox row,
+	// whose delivery_count it would be): none counted yet, not zero.
+	if e.Status == store.StatusRetrying {
+		w.m(`–`)
+	} else {
+		w.n(int64(e.DeliveryCount))
+	}
+	w.m(` / <span id="attempts">`).n(int64(e.Attempts)).m(`</span>`)
 	if e.MaxDeliver > 0 {
 		w.m(` of `).n(int64(e.MaxDeliver))
 	}
@@ -456,10 +471,16 @@ func (d eventData) write(w *writer, p page) {
 		return
 	}
 	w.m(`<p class="hint">INTAKE_IN message `).n(pl.Seq).m(`, SHA-256 <code>`).t(pl.SHA256).m(`</code> `)
+	// A retrying event has no inbox row yet: its hash is its failed
+	// attempts' record (intake.handler_attempts).
+	record := markup("the inbox row")
+	if e.Status == store.StatusRetrying {
+		record = "the failed attempts' record"
+	}
 	if pl.Matches {
-		w.m(`(matches the inbox row)`)
+		w.m(`(matches `).m(record).m(`)`)
 	} else {
-		w.m(`<b class="warn">(differs from the inbox row's)</b>`)
+		w.m(`<b class="warn">(differs from `).m(record).m(`)</b>`)
 	}
 	w.m(`
  <button type="button" class="copy" data-copy="payload">Copy</button></p>

@@ -51,8 +51,11 @@ type integrationOverview struct {
 	// next attempt, now (no inbox row yet: store.RetryingCounts).
 	Retrying int64
 	// Waiting is the age of the integration's oldest INTAKE_IN message
-	// past the processors' ack floor, now; nil when none waits.
+	// past the processors' ack floor, now; nil when none waits. Backlog
+	// is how many of its messages are past the floor; nil when they
+	// could not be counted (apiclient.IntegrationStatus.Backlog).
 	Waiting *time.Duration
+	Backlog *uint64
 	// Hourly are the events first received per bucket of the chart's
 	// range (chartRange), oldest first, with the failed and quarantined
 	// among them.
@@ -173,7 +176,7 @@ func (c *Console) loadOverview(ctx context.Context, now time.Time, chart chartRa
 	for _, x := range st.Integrations {
 		if x.OldestUnprocessedAt != nil {
 			age := (time.Duration(x.OldestAgeSeconds) * time.Second)
-			o.get(x.Name).Waiting = &age
+			o.get(x.Name).Waiting, o.get(x.Name).Backlog = &age, x.Backlog
 		}
 	}
 	return overviewData{Chart: chart, Start: start, Windows: overviewWindows, At: now,
@@ -290,7 +293,7 @@ func (d overviewData) write(w *writer, _ page) {
 		}
 	}
 	w.m("</p>\n")
-	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection, rejected (messages the processor refused before the inbox decision) by rejection; processing lag is first receipt to processed (p50 / p95), replays left out; refused are the requests ingress refused, by status code and reason (sent every 10 s); retrying (a handler failed, the next attempt is due) and outbox pending are now.</p>
+	w.m(`<p class="hint">From Postgres at `).t(ts(d.At)).m(`: accepted events (and their duplicate deliveries) by first receipt, failed and quarantined by last delivery, conflicts by detection, rejected (messages the processor refused before the inbox decision) by rejection; processing lag is first receipt to processed (p50 / p95), replays left out; refused are the requests ingress refused, by status code and reason (sent every 10 s); retrying (a handler failed, the next attempt is due), the messages waiting in INTAKE_IN past the processors' ack floor (how many, and the oldest's age) and outbox pending are now.</p>
 `)
 	st := d.Stream
 	w.m(`<p id="backlog">INTAKE_IN (durable `).t(st.Durable).m(`): <b>`).un(st.Pending).m(`</b> undelivered, <b>`).n(int64(st.AckPending)).
@@ -322,7 +325,7 @@ func (d overviewData) write(w *writer, _ page) {
 			w.m("</tr>\n")
 		}
 		row("accepted", func(s stats) { w.n(s.Accepted) })
-		row("events/s", func(s stats) { w.t(strconv.FormatFloat(s.PerSecond, 'f', 2, 64)) })
+		row("events/s", func(s stats) { w.t(perSecond(s.PerSecond)) })
 		row("duplicates", func(s stats) { w.n(s.Duplicates) })
 		row("conflicts", func(s stats) { w.n(s.Conflicts) })
 		row("failed", func(s stats) { w.n(s.Failed) })
@@ -332,16 +335,25 @@ func (d overviewData) write(w *writer, _ page) {
 			w.m(`<td class="rejected"><a href="`).u(listLink("/ui/rejections", url.Values{"integration": {o.Name}, "since": {windowSince[i]}})).m(`">`).n(s.Rejected).m(`</a></td>`)
 		}
 		w.m("</tr>\n")
-		row("processing lag", func(s stats) { w.t(s.LagP50.String()).m(` / `).t(s.LagP95.String()) })
+		row("processing lag", func(s stats) {
+			if s.Accepted == 0 { // no event to measure: no lag, not a lag of 0s
+				w.m(`–`)
+				return
+			}
+			w.t(s.LagP50.String()).m(` / `).t(s.LagP95.String())
+		})
 		row(`<span title="requests ingress refused: 401 bad signature, 413 too large, 429 rate limited, 503 busy or the stream away, 400 malformed">refused</span>`,
 			func(s stats) { writeRefusals(w, s) })
 		w.m(`<tr><td><a href="`).u(listLink("/ui/events", url.Values{"integration": {o.Name}, "status": {string(store.StatusRetrying)}})).
 			m(`">retrying</a> now</td><td colspan="2" class="retrying">`).n(o.Retrying).m(`</td></tr>
-<tr><td>oldest waiting in INTAKE_IN</td><td colspan="2" class="waiting">`)
-		if o.Waiting != nil {
-			w.t(o.Waiting.String())
-		} else {
+<tr><td>waiting in INTAKE_IN</td><td colspan="2" class="waiting">`)
+		switch {
+		case o.Waiting == nil:
 			w.m(`none`)
+		case o.Backlog == nil: // every scan slot busy: not counted
+			w.m(`oldest `).t(o.Waiting.String())
+		default:
+			w.m(`<span class="backlog">`).un(*o.Backlog).m(`</span>, oldest `).t(o.Waiting.String())
 		}
 		w.m(`</td></tr>
 <tr><td>outbox pending</td><td colspan="2">`).n(o.Pending).m(`</td></tr>
@@ -354,6 +366,15 @@ func (d overviewData) write(w *writer, _ page) {
 		w.m(`<p>No events in the last day.</p>`)
 	}
 	w.m("\n</div>\n")
+}
+
+// perSecond is an events/s figure: two decimals, and "<0.01" for a rate
+// above zero that they would print as 0.00 (3 events in an hour).
+func perSecond(r float64) string {
+	if r > 0 && r < 0.005 {
+		return "<0.01"
+	}
+	return strconv.FormatFloat(r, 'f', 2, 64)
 }
 
 // writeRefusals writes a window's refusals: the total, then each status

@@ -106,7 +106,7 @@ func (d rejectionsData) write(w *writer, _ page) {
   <label>Integration <input name="integration" id="integration" list="integrations" value="`).t(f.Integration).m(`"></label>
   <datalist id="integrations">`)
 	for _, in := range d.Integrations {
-		w.m(`<option value="`).t(in).m(`">`)
+		w.m(`<option value="`).t(in).m(`"></option>`)
 	}
 	w.m(`</datalist>
   <label>Tenant <input name="tenant" value="`).t(f.Tenant).m(`"></label>

@@ -32,6 +32,7 @@ func pages(d func(string) string) map[string]content {
 		Matched: 2, CreatedAt: at, FinishedAt: &at, CancelledBy: &by, Error: &errMsg, Sample: []string{d("demo/main/evt_1")},
 		Counts: []store.OutcomeCount{{Tenant: d("acme"), Integration: d("demo"), EventType: d("invoice.paid"), Outcome: d("would_retry"), Count: 2}}}
 	missing := []apiclient.MissingEvent{{Key: d("demo/main/evt_2"), StreamSeq: 2}}
+	waiting, backlog := 4*time.Second, uint64(2)
 	return map[string]content{
 		"error":  errorData{},
 		"signin": signInData{Pre: d("pre"), Next: d("/ui/events")},
@@ -53,7 +54,32 @@ func pages(d func(string) string) map[string]content {
 		"reconcile": reconcileData{FromSeq: d("1"), ToSeq: d("2"), Since: d("since"), Until: d("until"), Integration: d("demo"), Ran: true,
 			Result: replayer.ReconcileResult{ReconcileResult: apiclient.ReconcileResult{Missing: missing, LostConflicts: missing}}, FixJSON: d(`{"keys":["demo/main/evt_2"]}`)},
 		"overview": overviewData{Chart: findChart(defaultChart), Windows: overviewWindows, At: at, Integrations: []integrationOverview{{Name: d("demo"),
-			Windows: make([]stats, len(overviewWindows)), Hourly: []bucket{{At: at, Accepted: 3, FailedOrQ: 1, Height: 40, Bad: 13.3}}, Max: 3}}},
+			Windows: []stats{{Accepted: 3, Refused: 2, Refusals: []store.RefusalCount{{Integration: d("demo"), StatusCode: 401, Reason: d("bad_signature"), Count: 2}}}, {}},
+			Hourly:  []bucket{{At: at, Accepted: 3, FailedOrQ: 1, Height: 40, Bad: 13.3}}, Max: 3, Waiting: &waiting, Backlog: &backlog}}},
+		// The pages of issue 34: a replay's results, find, failure groups,
+		// rejections, the gap check, the re-drive passes, payload search.
+		"replay-results": replayData{Replay: rep, Selector: d(`{"keys": []}`), Results: &apiclient.ReplayResults{
+			Counts:       map[string]int64{d("processed"): 1},
+			ByPrediction: []apiclient.ResultCount{{Predicted: d("would_retry"), Result: d("failed_again"), Count: 1}}}},
+		"find": findData{Result: apiclient.FindResult{Query: d("evt_1"), Searched: []string{d("event id")}, Matches: []apiclient.FindMatch{
+			{How: d("event_id"), Key: d("demo/main/evt_1"), Event: &apiclient.Event{Status: inbox.Status(d("failed")), EventType: d("invoice.paid")}},
+			{How: d("stream_seq"), Key: d("demo/main/evt_2"), Note: d("in the stream, not in the inbox yet")}}}},
+		"find-nothing": findData{Result: apiclient.FindResult{Query: d("evt_1"), Searched: []string{d("event id")}}},
+		"failures": failuresData{Integration: d("demo"), Groups: []store.FailureGroup{{ID: d("3f9a"), Integration: d("demo"), Status: d("failed"),
+			ErrorClass: d("permanent"), Signature: d("bad input #"), Events: 2, FirstSeen: at, LastSeen: at, SampleKeys: []string{d("demo/main/evt_1")},
+			ResolvedBy: &by, ResolvedAt: &at, Note: &errMsg, Resolved: true}}},
+		"rejections": rejectionsData{Filter: rejectionFilter{Integration: d("demo"), Reason: d("replayed_body"), ReplayID: d("replay-id")},
+			Query: url.Values{"reason": {d("replayed_body")}}, Next: d("cursor"), Reasons: []string{d("replayed_body")}, Integrations: []string{d("demo")},
+			Rejections: []store.Rejection{{Key: d("demo/main/evt_2"), Tenant: d("acme"), EventType: d("invoice.paid"), StreamSeq: 4, ReplayID: &errMsg,
+				ReplayMode: &by, Reason: d("replayed_body"), Detail: d("detail"), RejectedAt: at, OriginalKey: d("demo/main/evt_1")}}},
+		"gaps": gapsData{Gaps: apiclient.Gaps{CheckedAt: at, Stream: d("INTAKE_IN"), FirstSeq: 1, LastSeq: 9, Deleted: 1, DeletedSample: []uint64{4},
+			InboxMaxSeq: 10, RolledBack: 1, ReceiptsWithoutEvent: 1, ReceiptsSample: []string{d("demo/main/evt_3")}}},
+		"redrive": redriveData{Status: apiclient.RedriveStatus{Enabled: true, Interval: d("1h"), Lookback: d("24h"), Passes: []apiclient.Redrive{{
+			Trigger: apiclient.RedriveTrigger(d("start")), At: at, FromSeq: 1, ToSeq: 9, Missing: 1, Redriven: 1, ReplayIDs: []string{d("replay-id")}, Error: d("error")}}}},
+		"search": searchData{Path: d("data.customer"), Value: d("cus_1"), Integration: d("demo"), Since: d("1h"), Until: d("now"),
+			Integrations: []string{d("demo")}, MaxWindow: 24 * time.Hour, Ran: true, Result: apiclient.SearchResult{Path: d("data.customer"),
+				Since: at, Until: at, Scanned: 2, Truncated: true, Matches: []apiclient.SearchMatch{{Key: d("demo/main/evt_1"), StreamSeq: 1, StoredAt: at,
+					EventType: d("invoice.paid")}}}},
 	}
 }
 
@@ -80,6 +106,8 @@ func TestPagesRender(t *testing.T) {
 		"error": errorData{}, "signin": signInData{}, "events": eventsData{}, "event": eventData{}, "conflicts": conflictsData{},
 		"conflict": conflictData{}, "failed": failedData{}, "dryrun": dryRunData{}, "replays": replaysData{}, "replay": replayData{},
 		"reconcile": reconcileData{Ran: true}, "overview": overviewData{},
+		"replay-results": replayData{}, "find": findData{}, "find-nothing": findData{}, "failures": failuresData{}, "rejections": rejectionsData{},
+		"gaps": gapsData{}, "redrive": redriveData{}, "search": searchData{}, "search-ran": searchData{Ran: true},
 	}
 	same := func(s string) string { return s }
 	for name := range pages(same) {
@@ -179,7 +207,7 @@ var (
 		"colgroup": true, "col": true, "dl": true, "dt": true, "dd": true, "label": true, "select": true, "option": true,
 		"textarea": true, "ol": true, "li": true, "time": true, "b": true, "br": true, "small": true, "pre": true, "div": true,
 		"progress": true, "noscript": true, "section": true, "svg": true, "rect": true, "figure": true,
-		"figcaption": true, "ul": true}
+		"figcaption": true, "ul": true, "datalist": true}
 	void = map[string]bool{"meta": true, "link": true, "input": true, "br": true, "col": true}
 )
 

@@ -69,7 +69,8 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	setCookie(w, r, preCookie, "", c.now())
 	setCookie(w, r, sessionCookie, v, expires)
-	c.log.Info("console: signed in", "token_name", caller.Name, "role", caller.Role)
+	// token_role, not role: role is the process's on every JSON line.
+	c.log.Info("console: signed in", "token_name", caller.Name, "token_role", caller.Role)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
