@@ -513,7 +513,7 @@ func (a *App) runRole(wg *sync.WaitGroup, ctx context.Context, role string, run 
 // fail records that a role cannot run any more: /readyz reports it from now
 // on, and Failed is closed.
 func (a *App) fail(role string, err error) {
-	a.log.Error("role cannot run any more; shutting down", "role", role, "err", err)
+	a.log.Error("role cannot run any more; shutting down", "part", role, "err", err)
 	a.health.set(role, err)
 	err = fmt.Errorf("%s: %w", role, err)
 	a.mu.Lock()

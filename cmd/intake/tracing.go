@@ -22,7 +22,7 @@ func runTraced(ctx context.Context, role string, log *slog.Logger, run func(trac
 		return err
 	}
 	if tr.Enabled() {
-		log.Info("tracing on: exporting spans over OTLP", "role", role)
+		log.Info("tracing on: exporting spans over OTLP", "service", role)
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingShutdownTimeout)

@@ -103,7 +103,7 @@ func InboxPrefix(prefix, role string) string { return prefix + "_" + role }
 // (the server drops a refused publish and tells the client on the side).
 func asyncErrors(role string, log *slog.Logger) nats.ErrHandler {
 	return func(_ *nats.Conn, sub *nats.Subscription, err error) {
-		attrs := []any{"role", role, "err", err}
+		attrs := []any{"nats_user_role", role, "err", err}
 		if sub != nil {
 			attrs = append(attrs, "subject", sub.Subject)
 		}
