@@ -646,7 +646,7 @@ func replayerOptions(cfg *config.Config) replayer.Options {
 		MaxReconciles: api.Reconcile.MaxRunning, PayloadSearch: api.PayloadSearch,
 		StatsInterval: api.StatsInterval, GapCheckInterval: api.GapCheckInterval,
 		RedriveInterval: api.RedriveInterval, RedriveLookback: api.RedriveLookback,
-		Shard: cfg.Processor.Shard, Integrations: integrationNames(cfg.Integrations)}
+		Shard: cfg.Processor.Shard, Integrations: integrationNames(cfg.Integrations), Destinations: cfg.Destinations}
 }
 
 func integrationNames(ins []config.Integration) []string {

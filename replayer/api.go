@@ -45,6 +45,9 @@ func (r *Replayer) Mount(router chi.Router) {
 			g.Get("/reconcile", r.reconcile)
 			g.Get("/gaps", r.gaps)
 			g.Get("/redrive", r.redriveStatus)
+			g.Get("/destinations", r.listDestinations)
+			g.Get("/destinations/{name}", r.getDestination)
+			g.Get("/destinations/{name}/attempts", r.listDestinationAttempts)
 		})
 		api.Group(func(g chi.Router) {
 			g.Use(RequireRole(config.RoleOperator))
@@ -54,6 +57,8 @@ func (r *Replayer) Mount(router chi.Router) {
 			g.Post("/replays/{id}/approve", r.approveReplay)
 			g.Post("/redeliveries", r.postRedelivery)
 			g.Post("/redeliveries/{id}/cancel", r.cancelReplay)
+			g.Post("/destinations/{name}/pause", r.pauseDestination(true))
+			g.Post("/destinations/{name}/resume", r.pauseDestination(false))
 		})
 	})
 }
@@ -97,7 +102,9 @@ func (r *Replayer) getEvent(w http.ResponseWriter, req *http.Request) {
 			if d.Executions, err = r.o.Store.EventExecutions(ctx, k); err == nil {
 				if d.Replays, err = r.o.Store.ReplaysOfEvent(ctx, k); err == nil {
 					if d.Rejections, err = r.o.Store.EventRejections(ctx, k); err == nil {
-						d.ReplayedBodies, err = r.o.Store.EventReplayedBodies(ctx, k)
+						if d.ReplayedBodies, err = r.o.Store.EventReplayedBodies(ctx, k); err == nil {
+							d.DispatchAttempts, err = r.o.Store.DispatchAttemptsOf(ctx, k.String())
+						}
 					}
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
@@ -31,6 +32,12 @@ var (
 	pinMode     = "reexecute"
 	pinSeq      = int64(42)
 )
+
+func fullDispatchAttempt() store.DispatchAttempt {
+	return store.DispatchAttempt{ID: 5, Destination: "billing", MsgID: "0b3c6a1e-6d0f-5b8a-9f1e-2c7a3d1e9f10", Key: "demo/main/evt_1",
+		Integration: "demo", Tenant: "acme", EventType: "invoice.paid", StreamSeq: 12, Attempt: 2, Outcome: store.DispatchRetry,
+		StatusCode: 503, ErrorClass: "server_error", Latency: 120 * time.Millisecond, Response: "busy", AttemptedAt: pinAt, NextAttemptAt: &pinLater}
+}
 
 func fullEvent() store.EventRecord {
 	return store.EventRecord{Key: "demo/main/evt_1", Integration: "demo", Account: "main", EventID: "evt_1", Tenant: "acme",
@@ -85,6 +92,7 @@ func apiJSON() map[string]func(w http.ResponseWriter) {
 				ReplayedBodies: []store.Rejection{{}},
 				Attempts: []store.Attempt{{StreamSeq: 7, Delivery: 1, MaxDeliver: 5, Handler: "invoices", ErrorClass: "sql 23505",
 					Error: "duplicate key", FailedAt: pinAt, NextAttemptAt: &pinLater}, {}},
+				DispatchAttempts: []store.DispatchAttempt{fullDispatchAttempt(), {}},
 			}.wire())
 		},
 		"find": func(w http.ResponseWriter) {
@@ -109,7 +117,28 @@ func apiJSON() map[string]func(w http.ResponseWriter) {
 		"event_detail_empty": func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusOK, eventHistory{EventRecord: store.EventRecord{}, ConflictRecords: []store.Conflict{},
 				Deliveries: []store.DeliveryRecord{}, Executions: []store.ExecutionRecord{}, Replays: []store.ReplayRef{},
-				Rejections: []store.Rejection{}, ReplayedBodies: []store.Rejection{}, Attempts: []store.Attempt{}}.wire())
+				Rejections: []store.Rejection{}, ReplayedBodies: []store.Rejection{}, Attempts: []store.Attempt{},
+				DispatchAttempts: []store.DispatchAttempt{}}.wire())
+		},
+		"destination_attempts": func(w http.ResponseWriter) {
+			writeJSON(w, http.StatusOK, apiclient.DispatchAttemptPage{
+				Attempts: wireAll([]store.DispatchAttempt{fullDispatchAttempt(), {}}, wireDispatchAttempt), NextCursor: "c1"})
+		},
+		"destinations": func(w http.ResponseWriter) {
+			full := wireDestination(config.Destination{Name: "billing", URL: "https://u:p@billing.internal/in?token=x",
+				Match: config.DestinationMatch{Integrations: []string{"demo"}}},
+				store.DestinationState{Paused: true, PausedBy: "ops", PausedReason: "migrating", PausedAt: &pinAt, CircuitOpen: true, CircuitChanged: &pinLater},
+				store.DestinationStats{Attempts: 4, Delivered: 1, Retried: 2, Failed: 1, LastAt: &pinLater, LastOutcome: "failed", LastStatus: 422, LastClass: "client_error"},
+				15*time.Minute)
+			backlog, age := uint64(3), 42.5
+			full.Backlog, full.OldestUndeliveredAgeSeconds = &backlog, &age
+			writeJSON(w, http.StatusOK, apiclient.DestinationDetail{Destination: full, RecentAttempts: wireAll([]store.DispatchAttempt{fullDispatchAttempt()}, wireDispatchAttempt),
+				Actions: []apiclient.DestinationAction{{Action: "pause", RequestedBy: "ops", Reason: "migrating", At: pinAt}}})
+		},
+		"destination_list_empty": func(w http.ResponseWriter) {
+			writeJSON(w, http.StatusOK, apiclient.DestinationList{Destinations: []apiclient.Destination{
+				wireDestination(config.Destination{Name: "crm", URL: "http://127.0.0.1:9/hook"},
+					store.DestinationState{}, store.DestinationStats{}, time.Hour)}})
 		},
 		"event_detail_nil": func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusOK, eventHistory{EventRecord: fullEvent()}.wire())

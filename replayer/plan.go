@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -410,10 +411,47 @@ func choose(cands []candidate, row store.InboxState, hasRow bool) candidate {
 // planRedelivery resolves a redelivery's selector against INTAKE_OUT or the
 // published outbox rows.
 func (r *Replayer) planRedelivery(ctx context.Context, id string, req apiclient.RedeliveryRequest) (*plan, error) {
-	if req.Source == apiclient.SourceOutbox {
+	switch req.Source {
+	case apiclient.SourceOutbox:
 		return r.planRedeliveryFromOutbox(ctx, id, req.Selector)
+	case apiclient.SourceFailed:
+		return r.planRedeliveryOfFailed(ctx, id, req.Destination, req.Selector)
 	}
 	return r.planRedeliveryFromStream(ctx, id, req.Selector)
+}
+
+// planRedeliveryOfFailed picks the messages whose delivery to destination
+// failed (the delivery log's last word on them) within s's since/until, by
+// their INTAKE_OUT sequence.
+func (r *Replayer) planRedeliveryOfFailed(ctx context.Context, id, destination string, s apiclient.RedeliverySelector) (*plan, error) {
+	last, err := lastSeq(ctx, r.o.JS, envelope.StreamOut)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{lastSeq: last}
+	var since, until time.Time
+	if s.Since != nil {
+		since = *s.Since
+	}
+	if s.Until != nil {
+		until = *s.Until
+	}
+	err = r.o.Store.FailedDeliveries(ctx, destination, since, until, func(a store.DispatchAttempt) error {
+		k, ok := envelope.ParseKey(a.Key)
+		if !ok || !r.mine(k.Integration) {
+			return nil
+		}
+		if len(p.items) >= r.o.MaxMatched {
+			return ErrTooMany
+		}
+		p.add(store.ReplayItem{Key: k, Tenant: a.Tenant, EventType: a.EventType, StreamSeq: a.StreamSeq,
+			MsgID: envelope.RedeliveryMsgID(id, a.MsgID), Outcome: WouldRedeliver})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // planRedeliveryFromOutbox picks the published outbox rows s matches, one

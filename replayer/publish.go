@@ -2,6 +2,7 @@ package replayer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -42,6 +43,12 @@ func (r *Replayer) publish(ctx context.Context, lock *store.ReplayLock) (ended b
 	log := r.o.Log.With("replay_id", rep.ID, "mode", rep.Mode)
 	j := &job{r: r, lock: lock, rep: rep, stream: streamOf(rep.Mode), resumeFrom: rep.ResumeFromSeq,
 		tracer: telemetry.Tracer(r.o.TracerProvider), faults: faults.From(ctx)}
+	if rep.Mode == store.ReplayRedeliver {
+		var rec recordedRedelivery
+		if json.Unmarshal(rep.Selector, &rec) == nil {
+			j.destination = rec.Destination
+		}
+	}
 	if err := j.recover(ctx); err != nil {
 		if ctx.Err() == nil {
 			log.Warn("replay: resume scan failed; retrying later", "err", err)
@@ -115,6 +122,17 @@ type job struct {
 	unconfirmed map[string]bool
 	tracer      trace.Tracer // nil: tracing off
 	faults      faults.Hooks // from Run's context: tests only
+	// destination, for a redelivery to one HTTP destination, is its name:
+	// the copies go to intake.dispatch.{destination}.
+	destination string
+}
+
+// subject is where a copy of a message first published on subject goes.
+func (j *job) subject(subject string) string {
+	if j.destination != "" {
+		return envelope.SubjectDispatch(j.destination)
+	}
+	return subject
 }
 
 // recover finds copies of this replay that a previous replayer published
@@ -278,7 +296,7 @@ func (j *job) build(ctx context.Context, it store.ReplayItem) (*nats.Msg, error)
 		if err != nil {
 			return nil, err
 		}
-		return redelivered(row.Subject, nats.Header(row.Headers), row.Payload, it.MsgID, row.NatsMsgID(), j.rep.ID), nil
+		return redelivered(j.subject(row.Subject), nats.Header(row.Headers), row.Payload, it.MsgID, row.NatsMsgID(), j.rep.ID), nil
 	}
 	if j.src == nil {
 		s, err := j.r.o.JS.Stream(ctx, j.stream)
@@ -298,11 +316,14 @@ func (j *job) build(ctx context.Context, it store.ReplayItem) (*nats.Msg, error)
 		return nil, errGone // the sequence now holds another message (stream recreated)
 	}
 	if j.rep.Mode == store.ReplayRedeliver {
-		orig := raw.Header.Get(envelope.HeaderMsgID)
+		orig := raw.Header.Get(HeaderOriginalMsgID) // a copy's (a failed delivery of one): its original
+		if orig == "" {
+			orig = raw.Header.Get(envelope.HeaderMsgID)
+		}
 		if orig == "" {
 			orig = envelope.SeqMsgID(raw.Sequence)
 		}
-		return redelivered(raw.Subject, raw.Header, raw.Data, it.MsgID, orig, j.rep.ID), nil
+		return redelivered(j.subject(raw.Subject), raw.Header, raw.Data, it.MsgID, orig, j.rep.ID), nil
 	}
 	h := copyHeader(raw.Header)
 	h.Set(envelope.HeaderMsgID, it.MsgID)

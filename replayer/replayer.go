@@ -54,6 +54,11 @@ type Options struct {
 	// integration not among them is refused (400, naming them); empty (a
 	// library replayer without them), any name is taken.
 	Integrations []string
+	// Destinations are the config's HTTP destinations (their secrets need
+	// not be loaded): the API shows their state and delivery log, pauses
+	// them, and redelivers to one of them. A request naming another is
+	// refused (400, naming them).
+	Destinations []config.Destination
 	// Auth bounds failed authentications per client address; its Log and
 	// Failures default to Log and the replayer's
 	// intake_api_auth_failures_total.
@@ -410,12 +415,19 @@ func (r *Replayer) Redeliver(ctx context.Context, requestedBy string, req apicli
 	if err := r.normalizeRedelivery(&req); err != nil {
 		return store.Replay{}, err
 	}
+	if d, ok := r.destination(req.Destination); ok && !*req.DryRun {
+		// The copies go to the destination's consumer, which takes new
+		// messages from its creation on: without it they would wait unseen.
+		if _, err := r.backlog(ctx, d); errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return store.Replay{}, badRequest("destination: %s has no consumer yet: start a dispatcher with it in its config first", d.Name)
+		}
+	}
 	id := uuid.NewString()
 	p, err := r.planRedelivery(ctx, id, req)
 	if err != nil {
 		return store.Replay{}, err
 	}
-	sel, err := json.Marshal(recordedRedelivery{Source: req.Source, RedeliverySelector: req.Selector})
+	sel, err := json.Marshal(recordedRedelivery{Source: req.Source, Destination: req.Destination, RedeliverySelector: req.Selector})
 	if err != nil {
 		return store.Replay{}, err
 	}

@@ -17,7 +17,8 @@ import (
 // redelivery: the source next to the selector, so the audit says where the
 // messages came from.
 type recordedRedelivery struct {
-	Source string `json:"source"`
+	Source      string `json:"source"`
+	Destination string `json:"destination,omitempty"`
 	apiclient.RedeliverySelector
 }
 
@@ -125,8 +126,20 @@ func (r *Replayer) normalizeRedelivery(req *apiclient.RedeliveryRequest) error {
 		if len(s.Keys) == 0 && s.Since == nil && s.Until == nil {
 			return badRequest("selector: a redelivery from the outbox needs keys or since/until")
 		}
+	case apiclient.SourceFailed:
+		if req.Destination == "" {
+			return badRequest("destination: required with source failed (whose failed deliveries to retry)")
+		}
+		if s.StreamSeq != nil || s.Subject != "" || len(s.Keys) > 0 || s.Integration != "" || s.Tenant != "" || s.EventType != "" {
+			return badRequest("selector: source failed takes since/until only (when the deliveries failed)")
+		}
 	default:
-		return badRequest("source: must be stream or outbox, got %q", req.Source)
+		return badRequest("source: must be stream, outbox or failed, got %q", req.Source)
+	}
+	if req.Destination != "" {
+		if err := r.checkDestination("destination", req.Destination); err != nil {
+			return err
+		}
 	}
 	return nil
 }

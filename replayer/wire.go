@@ -20,18 +20,21 @@ type eventHistory struct {
 	Rejections      []store.Rejection
 	ReplayedBodies  []store.Rejection
 	Attempts        []store.Attempt
+	// DispatchAttempts are the deliveries of its messages to HTTP destinations.
+	DispatchAttempts []store.DispatchAttempt
 }
 
 func (h eventHistory) wire() apiclient.EventDetail {
 	return apiclient.EventDetail{
-		Event:           apiclient.Event(h.EventRecord),
-		ConflictRecords: wireAll(h.ConflictRecords, wireConflict),
-		Deliveries:      wireAll(h.Deliveries, wireDelivery),
-		Executions:      wireAll(h.Executions, wireExecution),
-		Replays:         wireAll(h.Replays, wireReplayRef),
-		Rejections:      wireAll(h.Rejections, wireRejection),
-		ReplayedBodies:  wireAll(h.ReplayedBodies, wireRejection),
-		HandlerAttempts: wireAll(h.Attempts, wireAttempt),
+		Event:            apiclient.Event(h.EventRecord),
+		ConflictRecords:  wireAll(h.ConflictRecords, wireConflict),
+		Deliveries:       wireAll(h.Deliveries, wireDelivery),
+		Executions:       wireAll(h.Executions, wireExecution),
+		Replays:          wireAll(h.Replays, wireReplayRef),
+		Rejections:       wireAll(h.Rejections, wireRejection),
+		ReplayedBodies:   wireAll(h.ReplayedBodies, wireRejection),
+		HandlerAttempts:  wireAll(h.Attempts, wireAttempt),
+		DispatchAttempts: wireAll(h.DispatchAttempts, wireDispatchAttempt),
 	}
 }
 

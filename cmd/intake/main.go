@@ -89,6 +89,7 @@ func newRootWith(g *globals) *cobra.Command {
 		newConflictsCmd(),
 		newStatusCmd(),
 		newFailuresCmd(),
+		newDestinationsCmd(),
 		newLoginCmd(),
 		newLogoutCmd(),
 		newBenchCmd(g),

@@ -11,12 +11,13 @@ import (
 
 func newRedeliverCmd() *cobra.Command {
 	var (
-		sel     rangeFlags
-		run     = runOptions{what: "redelivery"}
-		source  string
-		subject string
-		reason  string
-		rate    int
+		sel         rangeFlags
+		run         = runOptions{what: "redelivery"}
+		source      string
+		destination string
+		subject     string
+		reason      string
+		rate        int
 	)
 	cmd := &cobra.Command{
 		Use:   "redeliver",
@@ -33,6 +34,11 @@ From the stream (default) select an INTAKE_OUT range (--from-seq/--to-seq,
 --key. From the outbox (--source outbox) select --key or --since/--until (rows are kept
 for outbox.retention).
 
+--destination NAME sends the copies to that HTTP destination only
+(intake.dispatch.NAME, which subscribers of intake.out.> never see), under their
+original webhook-id. --source failed --destination NAME takes the messages whose
+delivery to it failed (--since/--until: when they failed): intake destinations retry.
+
 Exit codes as for replay.`,
 		Args: cobra.NoArgs,
 	}
@@ -40,7 +46,8 @@ Exit codes as for replay.`,
 	sel.add(cmd, "INTAKE_OUT")
 	run.add(cmd)
 	f := cmd.Flags()
-	f.StringVar(&source, "source", "stream", "stream (INTAKE_OUT) or outbox")
+	f.StringVar(&source, "source", "stream", "stream (INTAKE_OUT), outbox, or failed (a destination's failed deliveries)")
+	f.StringVar(&destination, "destination", "", "send the copies to this HTTP destination only")
 	f.StringVar(&subject, "subject", "", "INTAKE_OUT subject filter, e.g. 'intake.out.acme.>'")
 	f.StringVar(&reason, "reason", "", "why: recorded in the audit log")
 	f.IntVar(&rate, "rate", 0, "messages per second (default: the replayer's, 100)")
@@ -54,7 +61,7 @@ Exit codes as for replay.`,
 			return err
 		}
 		req := apiclient.RedeliveryRequest{
-			Source: source,
+			Source: source, Destination: destination,
 			Selector: apiclient.RedeliverySelector{Keys: keys, Integration: sel.integration, Tenant: sel.tenant,
 				EventType: sel.eventType, Subject: subject, StreamSeq: seq, Since: since, Until: until},
 			Reason: reason, Rate: rate,

@@ -59,6 +59,9 @@ type EventDetail struct {
 	// HandlerAttempts are the event's failed handler runs, oldest first:
 	// while it retries (status "retrying") and after, as its history.
 	HandlerAttempts []HandlerAttempt `json:"handler_attempts"`
+	// DispatchAttempts are the attempts to deliver the event's processed
+	// messages to HTTP destinations, oldest first.
+	DispatchAttempts []DispatchAttempt `json:"dispatch_attempts"`
 }
 
 // HandlerAttempt is one failed handler run of an event.

@@ -205,13 +205,22 @@ type RedeliverySelector struct {
 const (
 	SourceStream = "stream"
 	SourceOutbox = "outbox"
+	// SourceFailed is the delivery log's failed deliveries to the
+	// request's Destination (failed with since/until in range): "retry
+	// its failed deliveries".
+	SourceFailed = "failed"
 )
 
 // RedeliveryRequest is the body of POST /api/v1/redeliveries.
 type RedeliveryRequest struct {
-	// Source is stream (INTAKE_OUT, the default) or outbox.
-	Source   string             `json:"source,omitempty"`
-	Selector RedeliverySelector `json:"selector"`
+	// Source is stream (INTAKE_OUT, the default), outbox, or failed (with
+	// Destination).
+	Source string `json:"source,omitempty"`
+	// Destination, when set, sends the copies to that HTTP destination
+	// only (intake.dispatch.{destination}, which NATS subscribers do not
+	// see), with the original's webhook-id. Required with source failed.
+	Destination string             `json:"destination,omitempty"`
+	Selector    RedeliverySelector `json:"selector"`
 	// DryRun defaults to true, as for replays.
 	DryRun *bool  `json:"dry_run,omitempty"`
 	Reason string `json:"reason,omitempty"`

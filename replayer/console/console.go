@@ -115,12 +115,17 @@ func (c *Console) Mount(r chi.Router) {
 			r.Get("/rejections", c.rejections)
 			r.Get("/gaps", c.gaps)
 			r.Get("/redrive", c.redrive)
+			r.Get("/destinations", c.destinations)
+			r.Get("/destination", c.destination)
 			r.Group(func(r chi.Router) {
 				r.Use(readForm(maxForm), c.checkCSRF)
 				r.Post("/signout", c.signOut)
 				r.With(requireOperator).Post("/replays/{id}/cancel", c.cancel)
 				r.With(requireOperator).Post("/replays/{id}/approve", c.approve)
 				r.With(requireOperator).Post("/failures/{id}/resolve", c.resolveFailure)
+				r.With(requireOperator).Post("/destinations/{name}/pause", c.pauseDestination(true))
+				r.With(requireOperator).Post("/destinations/{name}/resume", c.pauseDestination(false))
+				r.With(requireOperator).Post("/destinations/{name}/retry", c.retryDestination)
 			})
 			r.Group(func(r chi.Router) {
 				r.Use(requireOperator, readForm(maxKeyListForm), c.checkCSRF)
@@ -300,6 +305,7 @@ var nav = []struct {
 	{"/ui/replays", "Replays", []string{"replays", "replay", "dryrun"}},
 	{"/ui/reconcile", "Reconcile", []string{"reconcile"}},
 	{"/ui/rejections", "Rejected", []string{"rejections"}},
+	{"/ui/destinations", "Destinations", []string{"destinations", "destination"}},
 }
 
 // layout writes the page around p's content: head, header (nav and who is

@@ -275,6 +275,30 @@ func (c *Console) timeline(ctx context.Context, ev store.EventRecord, k envelope
 	if ev.ProcessedAt != nil {
 		out = append(out, entry{At: *ev.ProcessedAt, Kind: "processed", What: "inbox row " + string(ev.Status)})
 	}
+	dispatched, err := st.DispatchAttemptsOf(ctx, k.String())
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range dispatched {
+		en := entry{At: a.AttemptedAt, Kind: "dispatch", Link: destinationLink(a.Destination),
+			Detail: fmt.Sprintf("webhook-id %s, attempt %d, %d ms", a.MsgID, a.Attempt, a.Latency.Milliseconds())}
+		answer := a.ErrorClass
+		if a.StatusCode != 0 {
+			answer = fmt.Sprintf("%d %s", a.StatusCode, a.ErrorClass)
+		}
+		switch a.Outcome {
+		case store.DispatchDelivered:
+			en.What = fmt.Sprintf("delivered to %s (%d)", a.Destination, a.StatusCode)
+		case store.DispatchRetry:
+			en.What = fmt.Sprintf("delivery to %s will be retried (%s)", a.Destination, answer)
+			if a.NextAttemptAt != nil {
+				en.Detail += ", next attempt at " + ts(*a.NextAttemptAt)
+			}
+		default:
+			en.What = fmt.Sprintf("delivery to %s failed (%s)", a.Destination, answer)
+		}
+		out = append(out, en)
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out, nil
 }

@@ -33,6 +33,7 @@ func pages(d func(string) string) map[string]content {
 		Counts: []store.OutcomeCount{{Tenant: d("acme"), Integration: d("demo"), EventType: d("invoice.paid"), Outcome: d("would_retry"), Count: 2}}}
 	missing := []apiclient.MissingEvent{{Key: d("demo/main/evt_2"), StreamSeq: 2}}
 	waiting, backlog := 4*time.Second, uint64(2)
+	code, matched := 422, int64(3)
 	return map[string]content{
 		"error":  errorData{},
 		"signin": signInData{Pre: d("pre"), Next: d("/ui/events")},
@@ -76,11 +77,26 @@ func pages(d func(string) string) map[string]content {
 			InboxMaxSeq: 10, RolledBack: 1, ReceiptsWithoutEvent: 1, ReceiptsSample: []string{d("demo/main/evt_3")}}},
 		"redrive": redriveData{Status: apiclient.RedriveStatus{Enabled: true, Interval: d("1h"), Lookback: d("24h"), Passes: []apiclient.Redrive{{
 			Trigger: apiclient.RedriveTrigger(d("start")), At: at, FromSeq: 1, ToSeq: 9, Missing: 1, Redriven: 1, ReplayIDs: []string{d("replay-id")}, Error: d("error")}}}},
+		"destinations": destinationsData{List: []apiclient.Destination{dest(d, at)}},
+		"destination": destinationData{DestinationDetail: apiclient.DestinationDetail{Destination: dest(d, at),
+			RecentAttempts: []apiclient.DispatchAttempt{{Destination: d("billing"), WebhookID: d("msg-1"), Key: d("demo/main/evt_1"), Attempt: 2,
+				Outcome: d("failed"), StatusCode: &code, ErrorClass: d("client_error"), Response: d(`{"error":"no"}`), AttemptedAt: at, NextAttemptAt: &at}},
+			Actions: []apiclient.DestinationAction{{Action: d("pause"), RequestedBy: by, Reason: d("migrating"), At: at}}}, Retry: &matched},
 		"search": searchData{Path: d("data.customer"), Value: d("cus_1"), Integration: d("demo"), Since: d("1h"), Until: d("now"),
 			Integrations: []string{d("demo")}, MaxWindow: 24 * time.Hour, Ran: true, Result: apiclient.SearchResult{Path: d("data.customer"),
 				Since: at, Until: at, Scanned: 2, Truncated: true, Matches: []apiclient.SearchMatch{{Key: d("demo/main/evt_1"), StreamSeq: 1, StoredAt: at,
 					EventType: d("invoice.paid")}}}},
 	}
+}
+
+// dest is a destination with every field set (d makes each value).
+func dest(d func(string) string, at time.Time) apiclient.Destination {
+	by, reason, rate, age, backlog, code := d("ops"), d("migrating"), 0.5, 61.0, uint64(4), 503
+	return apiclient.Destination{Name: d("billing"), URL: d("https://billing.internal/in"),
+		Match: apiclient.DestinationMatch{Tenants: []string{d("acme")}, Integrations: []string{d("demo")}, Types: []string{d("invoice.*")}},
+		State: d("paused"), Paused: true, PausedBy: &by, PausedReason: &reason, PausedAt: &at, CircuitOpen: true, CircuitChangedAt: &at,
+		Backlog: &backlog, OldestUndeliveredAgeSeconds: &age, Window: d("15m"), Attempts: 4, Delivered: 2, Retried: 1, Failed: 1,
+		SuccessRate: &rate, LastAttempt: &apiclient.LastAttempt{Outcome: d("retry"), StatusCode: &code, ErrorClass: d("server_error"), AttemptedAt: at}}
 }
 
 // render writes a page as the console sends it: the layout around its
@@ -108,6 +124,7 @@ func TestPagesRender(t *testing.T) {
 		"reconcile": reconcileData{Ran: true}, "overview": overviewData{},
 		"replay-results": replayData{}, "find": findData{}, "find-nothing": findData{}, "failures": failuresData{}, "rejections": rejectionsData{},
 		"gaps": gapsData{}, "redrive": redriveData{}, "search": searchData{}, "search-ran": searchData{Ran: true},
+		"destinations": destinationsData{}, "destination": destinationData{},
 	}
 	same := func(s string) string { return s }
 	for name := range pages(same) {
