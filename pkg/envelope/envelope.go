@@ -61,8 +61,8 @@ const (
 	// redelivered to one HTTP destination: intake.dispatch.{destination}.
 	// Subscribers of intake.out.> never see them.
 	SubjectDispatchAll = "intake.dispatch.>"
-	ConsumerName  = "processor"
-	DefaultType   = "unknown"
+	ConsumerName       = "processor"
+	DefaultType        = "unknown"
 )
 
 // Key identifies one logical provider event: integration, provider account
