@@ -81,7 +81,7 @@ log "images: $INTAKE_IMAGE, ${INTAKE_NATS_IMAGE:-nats (compose default)}, ${INTA
 hex() { head -c "$1" /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 export POSTGRES_PASSWORD=$(hex 16) INTAKE_OPERATOR_TOKEN=$(hex 32) INTAKE_PARTNER_SECRET=$(hex 32) INTAKE_ENVELOPE_KEY=$(hex 32)
 export INTAKE_DEMO_SECRET=whsec_$(head -c 32 /dev/urandom | base64 | tr -d '\n')
-for u in ADMIN INGRESS PROCESSOR REPLAYER SUBSCRIBER; do export "INTAKE_NATS_${u}_PASSWORD=$(hex 16)"; done
+for u in ADMIN INGRESS PROCESSOR REPLAYER DISPATCHER SUBSCRIBER; do export "INTAKE_NATS_${u}_PASSWORD=$(hex 16)"; done
 free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 names=(NATS NATS_MONITOR PG INGRESS INGRESS_INTERNAL PROCESSOR PROCESSOR_INTERNAL REPLAYER REPLAYER_INTERNAL)
 for _ in $(seq 1 20); do
