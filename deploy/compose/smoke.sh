@@ -81,9 +81,9 @@ log "images: $INTAKE_IMAGE, ${INTAKE_NATS_IMAGE:-nats (compose default)}, ${INTA
 hex() { head -c "$1" /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 export POSTGRES_PASSWORD=$(hex 16) INTAKE_OPERATOR_TOKEN=$(hex 32) INTAKE_PARTNER_SECRET=$(hex 32) INTAKE_ENVELOPE_KEY=$(hex 32)
 export INTAKE_DEMO_SECRET=whsec_$(head -c 32 /dev/urandom | base64 | tr -d '\n')
-for u in ADMIN INGRESS PROCESSOR REPLAYER SUBSCRIBER; do export "INTAKE_NATS_${u}_PASSWORD=$(hex 16)"; done
+for u in ADMIN INGRESS PROCESSOR REPLAYER DISPATCHER SUBSCRIBER; do export "INTAKE_NATS_${u}_PASSWORD=$(hex 16)"; done
 free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-names=(NATS NATS_MONITOR PG INGRESS INGRESS_INTERNAL PROCESSOR PROCESSOR_INTERNAL REPLAYER REPLAYER_INTERNAL)
+names=(NATS NATS_MONITOR PG INGRESS INGRESS_INTERNAL PROCESSOR PROCESSOR_INTERNAL REPLAYER REPLAYER_INTERNAL DISPATCHER DISPATCHER_INTERNAL)
 for _ in $(seq 1 20); do
   base=$(( 20000 + RANDOM % 12000 )) ok=1   # below Linux's ephemeral ports (32768-)
   for i in "${!names[@]}"; do free $((base + i)) || ok=0; done
@@ -124,7 +124,7 @@ trap teardown EXIT
 log "up"
 compose up -d 2>&1 | sed 's/^/  /'
 healthy() {
-  for s in nats postgres ingress processor replayer; do
+  for s in nats postgres ingress processor replayer dispatcher; do
     id=$(compose ps -q "$s")
     [ -n "$id" ] && [ "$($DOCKER inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{end}}' "$id")" = healthy ] || return 1
   done
@@ -136,7 +136,7 @@ until healthy; do
 done
 migrate=$($DOCKER inspect -f '{{.State.ExitCode}}' "$(compose ps -q migrate)")
 [ "$migrate" = 0 ] || { log "FAILED: migrate exited $migrate"; exit 1; }
-log "healthy: nats postgres ingress processor replayer (migrate exited 0)"
+log "healthy: nats postgres ingress processor replayer dispatcher (migrate exited 0)"
 
 # ---- NATS not listening when ingress starts (the issue compose had: ingress
 # exited at once): ingress must wait for it (up to 30 s) or be restarted by

@@ -45,6 +45,7 @@ type valuesCase struct {
 	file string // relative to chartDir; "" for the defaults
 	// what the values turn on
 	optional      bool   // HPA, KEDA, ServiceMonitor, PrometheusRule
+	dispatcher    bool   // config.destinations: the dispatcher runs (dispatcher.enabled: auto)
 	processorReps int    // the config's processor.replicas
 	consumer      string // the processors' durable
 }
@@ -52,7 +53,7 @@ type valuesCase struct {
 var valuesCases = []valuesCase{
 	{name: "defaults", processorReps: 2, consumer: "processor"},
 	{name: "demo", file: "ci/demo-values.yaml", processorReps: 2, consumer: "processor"},
-	{name: "all-features", file: "ci/all-features-values.yaml", optional: true, processorReps: 6, consumer: "processor-eu"},
+	{name: "all-features", file: "ci/all-features-values.yaml", optional: true, dispatcher: true, processorReps: 6, consumer: "processor-eu"},
 }
 
 func loadValues(t *testing.T, file string) map[string]any {
@@ -197,6 +198,12 @@ func TestChartRenders(t *testing.T) {
 			if c.optional {
 				want["HorizontalPodAutoscaler"], want["ScaledObject"], want["ServiceMonitor"], want["PrometheusRule"] = 1, 1, 1, 1
 			}
+			if c.dispatcher {
+				// Its Deployment, PDB, ingress policy and egress policy for its destinations.
+				want["Deployment"]++
+				want["PodDisruptionBudget"]++
+				want["NetworkPolicy"] += 2
+			}
 			for k, n := range want {
 				if counts[k] != n {
 					t.Errorf("%d %s objects, want %d", counts[k], k, n)
@@ -219,7 +226,7 @@ func TestChartRenders(t *testing.T) {
 // migrate Job as `intake migrate` does).
 var roleSecrets = map[string]config.Secrets{
 	"ingress": config.WebhookSecrets | config.EnvelopeKeys, "replayer": config.APITokens,
-	"processor": config.EnvelopeKeys, "migrate": config.NoSecrets,
+	"processor": config.EnvelopeKeys, "dispatcher": config.DestinationSecrets, "migrate": config.NoSecrets,
 }
 
 // configFiles are the rendered config files by role: each ConfigMap's
@@ -249,7 +256,7 @@ func checkConfig(t *testing.T, c valuesCase, objs []object) {
 	t.Helper()
 	files := configFiles(t, objs)
 	if len(files) != len(roleSecrets) {
-		t.Errorf("config files for %v, want one for each of ingress, processor, replayer and migrate", slices.Sorted(maps.Keys(files)))
+		t.Errorf("config files for %v, want one for each of ingress, processor, replayer, dispatcher and migrate", slices.Sorted(maps.Keys(files)))
 	}
 	for role, raw := range files {
 		// Every ${VAR} is set, as the pods' env and Secrets would: a value
@@ -285,8 +292,9 @@ func checkConfig(t *testing.T, c valuesCase, objs []object) {
 	}
 }
 
-// checkRoleSecrets: a role's file holds api.tokens only for the replayer and
-// integrations[].secrets only for ingress (issue 30, item 6).
+// checkRoleSecrets: a role's file holds api.tokens only for the replayer,
+// integrations[].secrets only for ingress (issue 30, item 6) and
+// destinations[].secrets only for the dispatcher (issue 32).
 func checkRoleSecrets(t *testing.T, role, raw string) {
 	t.Helper()
 	var doc struct {
@@ -294,6 +302,7 @@ func checkRoleSecrets(t *testing.T, role, raw string) {
 			Tokens []any `json:"tokens"`
 		} `json:"api"`
 		Integrations []map[string]any `json:"integrations"`
+		Destinations []map[string]any `json:"destinations"`
 		Envelope     struct {
 			Keys []any `json:"keys"`
 		} `json:"envelope"`
@@ -313,6 +322,12 @@ func checkRoleSecrets(t *testing.T, role, raw string) {
 			t.Errorf("%s.yaml holds integration %v's secrets, which only ingress uses", role, in["name"])
 		}
 	}
+	for _, d := range doc.Destinations {
+		_, ok := d["secrets"]
+		if ok != (roleSecrets[role]&config.DestinationSecrets != 0) {
+			t.Errorf("%s.yaml: destination %v's secrets present %v; only the dispatcher's file holds them", role, d["name"], ok)
+		}
+	}
 }
 
 // role is what each workload must be.
@@ -321,10 +336,11 @@ var roles = map[string]struct {
 	database bool
 	probes   bool
 }{
-	"ingress":   {natsUser: "ingress", probes: true},
-	"processor": {natsUser: "processor", database: true, probes: true},
-	"replayer":  {natsUser: "replayer", database: true, probes: true},
-	"migrate":   {natsUser: "admin", database: true},
+	"ingress":    {natsUser: "ingress", probes: true},
+	"processor":  {natsUser: "processor", database: true, probes: true},
+	"replayer":   {natsUser: "replayer", database: true, probes: true},
+	"dispatcher": {natsUser: "dispatcher", database: true, probes: true},
+	"migrate":    {natsUser: "admin", database: true},
 }
 
 func checkWorkloads(t *testing.T, objs []object) {
@@ -357,7 +373,7 @@ const shutdownTimeout = 30
 
 // checkDrain: ingress and replayer (behind Services) sleep drain seconds in
 // a preStop hook, and their grace period covers that and the shutdown; the
-// processor (no Service traffic) has no hook.
+// processor and the dispatcher (no Service traffic) have no hook.
 func checkDrain(t *testing.T, d *appsv1.Deployment, drain int64) {
 	t.Helper()
 	role := d.Spec.Template.Labels["app.kubernetes.io/component"]
@@ -371,7 +387,7 @@ func checkDrain(t *testing.T, d *appsv1.Deployment, drain int64) {
 		}
 	}
 	want := drain
-	if role == "processor" {
+	if role == "processor" || role == "dispatcher" {
 		want = 0
 	}
 	if sleep != want {
@@ -624,6 +640,13 @@ func checkReferences(t *testing.T, c valuesCase, objs []object) {
 			t.Errorf("NetworkPolicy %s selects no pods", n.Name)
 		}
 		if len(n.Spec.Egress) == 0 {
+			continue
+		}
+		if n.Labels["app.kubernetes.io/component"] == "dispatcher" {
+			// The destinations' policy: the dispatcher's pods only.
+			if ds := selects(&n.Spec.PodSelector); len(ds) != 1 || ds[0].Spec.Template.Labels["app.kubernetes.io/component"] != "dispatcher" {
+				t.Errorf("NetworkPolicy %s selects %d Deployments, want the dispatcher's alone", n.Name, len(ds))
+			}
 			continue
 		}
 		// DNS, NATS and Postgres, each a rule of its own (the restore runbook

@@ -505,8 +505,8 @@ func TestNATSValuesRenderWithTheChart(t *testing.T) {
 	if got := dig(parsed, "jetstream", "sync_interval"); got != "always" {
 		t.Errorf("jetstream.sync_interval %v, want always", got)
 	}
-	if users, _ := dig(parsed, "accounts", "INTAKE", "users").([]any); len(users) != 5 {
-		t.Errorf("accounts.INTAKE has %d users, want intake.conf's 5", len(users))
+	if users, _ := dig(parsed, "accounts", "INTAKE", "users").([]any); len(users) != 6 {
+		t.Errorf("accounts.INTAKE has %d users, want intake.conf's 6", len(users))
 	}
 	// The cluster block TestRogueRouteIsRefused runs is the chart's, and the
 	// env the values expect is the rendered container's.

@@ -35,7 +35,8 @@ func TestComposeConfigHasNoDefaults(t *testing.T) {
 }
 
 // TestComposePublishesInfrastructureOnLoopback: NATS and Postgres (and the
-// processor's metrics, the operator API) are reachable from the host only.
+// processor's and the dispatcher's metrics, the operator API) are reachable
+// from the host only.
 func TestComposePublishesInfrastructureOnLoopback(t *testing.T) {
 	raw, err := os.ReadFile("../../docker-compose.yml")
 	if err != nil {
@@ -49,7 +50,7 @@ func TestComposePublishesInfrastructureOnLoopback(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &f); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"nats", "postgres", "processor", "replayer"} {
+	for _, name := range []string{"nats", "postgres", "processor", "replayer", "dispatcher"} {
 		s, ok := f.Services[name]
 		if !ok || len(s.Ports) == 0 {
 			t.Errorf("service %s: no ports", name)
@@ -89,7 +90,7 @@ func TestComposeRolesDialNATSAsTheirOwnUsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for service, user := range map[string]string{"migrate": "admin", "ingress": "ingress", "processor": "processor", "replayer": "replayer"} {
+	for service, user := range map[string]string{"migrate": "admin", "ingress": "ingress", "processor": "processor", "replayer": "replayer", "dispatcher": "dispatcher"} {
 		env := f.Services[service].Environment
 		if env["INTAKE_NATS_USER"] != user {
 			t.Errorf("service %s dials NATS as %q, want %q", service, env["INTAKE_NATS_USER"], user)
@@ -136,7 +137,7 @@ func readCompose(t *testing.T, path string) composeFile {
 	return f
 }
 
-var intakeRoles = []string{"ingress", "processor", "replayer"}
+var intakeRoles = []string{"ingress", "processor", "replayer", "dispatcher"}
 
 // TestComposeStartsInOrderAndHeals: every long-running service has a
 // healthcheck (the Intake roles' runs `intake healthcheck`: the image has no
@@ -160,10 +161,11 @@ func TestComposeStartsInOrderAndHeals(t *testing.T) {
 		}
 	}
 	want := map[string]map[string]string{
-		"migrate":   {"nats": "service_healthy", "postgres": "service_healthy"},
-		"ingress":   {"nats": "service_healthy", "migrate": "service_completed_successfully"},
-		"processor": {"nats": "service_healthy", "postgres": "service_healthy", "migrate": "service_completed_successfully"},
-		"replayer":  {"nats": "service_healthy", "postgres": "service_healthy", "migrate": "service_completed_successfully"},
+		"migrate":    {"nats": "service_healthy", "postgres": "service_healthy"},
+		"ingress":    {"nats": "service_healthy", "migrate": "service_completed_successfully"},
+		"processor":  {"nats": "service_healthy", "postgres": "service_healthy", "migrate": "service_completed_successfully"},
+		"replayer":   {"nats": "service_healthy", "postgres": "service_healthy", "migrate": "service_completed_successfully"},
+		"dispatcher": {"nats": "service_healthy", "postgres": "service_healthy", "migrate": "service_completed_successfully"},
 	}
 	for name, deps := range want {
 		got := f.Services[name].DependsOn
@@ -210,7 +212,7 @@ func TestComposeSmokeOverrideStaysOnLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := readCompose(t, "../../deploy/compose/smoke.override.yaml")
-	for _, name := range []string{"nats", "postgres", "migrate", "ingress", "processor", "replayer"} {
+	for _, name := range []string{"nats", "postgres", "migrate", "ingress", "processor", "replayer", "dispatcher"} {
 		if f.Services[name].NetworkMode != "host" {
 			t.Errorf("smoke override: service %s is not in the host's network", name)
 		}
@@ -316,7 +318,8 @@ func TestComposeGivesEachRoleOnlyItsSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for service, want := range map[string]Secrets{"ingress": WebhookSecrets | EnvelopeKeys, "replayer": APITokens, "processor": EnvelopeKeys, "migrate": NoSecrets} {
+	for service, want := range map[string]Secrets{"ingress": WebhookSecrets | EnvelopeKeys, "replayer": APITokens, "processor": EnvelopeKeys,
+		"dispatcher": DestinationSecrets, "migrate": NoSecrets} {
 		env := f.Services[service].Environment
 		referenced := map[string]bool{}
 		lookup := func(k string) (string, bool) {

@@ -24,7 +24,7 @@ const shippedNATSConfig = "deploy/nats/intake.conf"
 const harnessUser = "harness"
 
 // natsUsers are the shipped users the run gives passwords to.
-var natsUsers = []string{"admin", "ingress", "processor", "replayer", "subscriber", harnessUser}
+var natsUsers = []string{"admin", "ingress", "processor", "replayer", "dispatcher", "subscriber", harnessUser}
 
 // findNATSConfig looks for deploy/nats/intake.conf from the working
 // directory upward (a test runs in internal/harness/chaos, `intake bench chaos`

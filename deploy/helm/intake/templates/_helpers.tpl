@@ -49,6 +49,26 @@ app.kubernetes.io/component: {{ .role }}
 app.kubernetes.io/component: {{ .role }}
 {{- end }}
 
+{{/*
+"true" when a role runs, else "": (dict "ctx" $ "role" "dispatcher").
+dispatcher.enabled is true, false or "auto": on when config.destinations
+lists any (a dispatcher without destinations only removes the durables of
+destinations no longer configured).
+*/}}
+{{- define "intake.enabled" -}}
+{{- $v := get .ctx.Values .role }}
+{{- $e := toString (get $v "enabled") }}
+{{- if eq .role "dispatcher" }}
+{{- if eq $e "auto" }}
+{{- if get (.ctx.Values.config | default dict) "destinations" }}true{{ end }}
+{{- else if eq $e "true" }}true
+{{- else if ne $e "false" }}
+{{- fail (printf "dispatcher.enabled: true, false or auto (on when config.destinations lists any), got %q" $e) }}
+{{- end }}
+{{- else if eq $e "true" }}true
+{{- end }}
+{{- end }}
+
 {{- define "intake.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "intake.fullname" .) .Values.serviceAccount.name }}
@@ -194,7 +214,8 @@ repeats the value.
 One role's part of the config: (dict "ctx" $ "role" …). Each role is given
 only the secrets it loads (pkg/config LoadFor): ingress no api.tokens, the
 processor neither api.tokens nor integrations[].secrets, the replayer no
-integrations[].secrets and no envelope.keys, migrate none.
+integrations[].secrets and no envelope.keys, the dispatcher only
+destinations[].secrets (no other role has those), migrate none.
 */}}
 {{- define "intake.roleConfig" -}}
 {{- $cfg := include "intake.config" .ctx | fromYaml }}
@@ -207,12 +228,15 @@ integrations[].secrets and no envelope.keys, migrate none.
 {{- if not (has .role (list "ingress" "processor")) }}
 {{- if hasKey $cfg "envelope" }}{{ with $cfg.envelope }}{{ $_ := unset . "keys" }}{{ end }}{{ end }}
 {{- end }}
+{{- if ne .role "dispatcher" }}
+{{- range get $cfg "destinations" | default list }}{{ $_ := unset . "secrets" }}{{ end }}
+{{- end }}
 {{- toYaml $cfg }}
 {{- end }}
 
 {{/* The data of the config ConfigMap: one key per role, "<role>.yaml". */}}
 {{- define "intake.configFiles" -}}
-{{- range $role := list "ingress" "processor" "replayer" }}
+{{- range $role := list "ingress" "processor" "replayer" "dispatcher" }}
 {{ $role }}.yaml: |
   {{- include "intake.roleConfig" (dict "ctx" $ "role" $role) | nindent 2 }}
 {{- end }}
@@ -349,8 +373,8 @@ secrets.env as a map of role to Secret names; the list of earlier charts
 {{- fail "secrets.env: a list gave every Secret to every pod; since Intake 0.17 it is a map of role to Secrets: secrets.env.ingress (the integrations' signing secrets), secrets.env.replayer (the operator tokens), secrets.env.processor and secrets.env.migrate (neither, usually []). Split your Secret in two (docs/operations.md, \"Secrets per role\")" }}
 {{- end }}
 {{- range $role, $_ := $env }}
-{{- if not (has $role (list "ingress" "processor" "replayer" "migrate")) }}
-{{- fail (printf "secrets.env.%s: not a role (ingress, processor, replayer, migrate)" $role) }}
+{{- if not (has $role (list "ingress" "processor" "replayer" "dispatcher" "migrate")) }}
+{{- fail (printf "secrets.env.%s: not a role (ingress, processor, replayer, dispatcher, migrate)" $role) }}
 {{- end }}
 {{- end }}
 {{- toYaml $env }}

@@ -40,6 +40,7 @@ var passwords = map[string]string{
 	"ingress":    "ingress-test-password",
 	"processor":  "processor-test-password",
 	"replayer":   "replayer-test-password",
+	"dispatcher": "dispatcher-test-password",
 	"subscriber": "subscriber-test-password",
 }
 

@@ -249,7 +249,8 @@ func exported(t *testing.T) map[string]bool {
 	// Which are histograms: their series carry suffixes.
 	hist := map[string]bool{}
 	m := telemetry.NewMetrics()
-	for _, h := range []prometheus.Collector{m.PublishLatency, m.RequestLatency, m.TxLatency, m.HandlerLatency, m.FailureDelivery} {
+	for _, h := range []prometheus.Collector{m.PublishLatency, m.RequestLatency, m.TxLatency, m.HandlerLatency, m.FailureDelivery,
+		m.Dispatch.Latency} {
 		ch := make(chan *prometheus.Desc, 1)
 		h.Describe(ch)
 		hist[fqName.FindStringSubmatch((<-ch).String())[1]] = true
