@@ -26,6 +26,7 @@ import (
 	"github.com/intakehq/intake/pkg/provider"
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/replayer"
+	"github.com/intakehq/intake/replayer/apiclient"
 )
 
 // hook is an HTTP destination's receiver: it counts what it is sent and
@@ -129,8 +130,8 @@ func TestDispatcherWithItsOwnUser(t *testing.T) {
 			Match: config.DestinationMatch{Tenants: []string{"acme", "beta"}}},
 		{Name: "refused", URL: refusing.URL, Secrets: []string{secret}},
 	}
-	if f := dispatcher.ConsumerConfig(dests[1]).FilterSubjects; len(f) != 2 {
-		t.Fatalf("destination many has filters %v, want two (the request subject without a filter)", f)
+	if f := dispatcher.ConsumerConfig(dests[1]).FilterSubjects; len(f) != 3 {
+		t.Fatalf("destination many has filters %v, want three: two tenants and its redeliveries (the request subject without a filter)", f)
 	}
 
 	var logs testenv.Buffer
@@ -142,6 +143,7 @@ func TestDispatcherWithItsOwnUser(t *testing.T) {
 	proc := start("processor", intake.Roles{Processor: true}, nil)
 	disp := start("dispatcher", intake.Roles{Dispatcher: true}, dests)
 	ing := start("ingress", intake.Roles{Ingress: true}, nil)
+	rp := start("replayer", intake.Roles{Replayer: true}, dests)
 
 	// New messages only, from each durable's creation: wait for them.
 	testenv.Eventually(t, 30*time.Second, func() bool {
@@ -155,8 +157,8 @@ func TestDispatcherWithItsOwnUser(t *testing.T) {
 		return !stale
 	}, "the dispatcher never made its durables and removed %s:\n%s", gone.Durable(), &logs)
 	c := consumersOf(t, srv)
-	if got := c[envelope.StreamOut+"/dispatch-one"]; got.FilterSubject != "intake.out.acme.demo.>" {
-		t.Errorf("dispatch-one filters on %q, want intake.out.acme.demo.>", got.FilterSubject)
+	if got := c[envelope.StreamOut+"/dispatch-one"]; !slices.Equal(got.FilterSubjects, []string{"intake.out.acme.demo.>", "intake.dispatch.one"}) {
+		t.Errorf("dispatch-one filters on %q, want intake.out.acme.demo.> and its redeliveries", got.FilterSubjects)
 	}
 
 	body := []byte(`{"type":"invoice.paid","n":1}`)
@@ -196,6 +198,33 @@ func TestDispatcherWithItsOwnUser(t *testing.T) {
 		}
 		return true
 	}, "the durables kept messages pending:\n%s", &logs)
+	// The replayer, with its own user, reads each destination's backlog
+	// (consumer info on INTAKE_OUT) and redelivers to one destination
+	// (publish on intake.dispatch.>).
+	api := rp.Client(operatorToken)
+	list, err := api.Destinations(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range list.Destinations {
+		if d.Backlog == nil {
+			t.Errorf("destination %s: the replayer could not read its backlog:\n%s", d.Name, &logs)
+		}
+	}
+	since, no := time.Now().Add(-time.Hour), false
+	rep, err := api.StartRedelivery(ctx, apiclient.RedeliveryRequest{Destination: "one", DryRun: &no, Reason: "permissions",
+		Selector: apiclient.RedeliverySelector{Since: &since}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := testrig.WaitReplay(t, api, rep.ID, 30*time.Second); done.Published != 1 {
+		t.Fatalf("the redelivery to one destination published %d, want 1:\n%s", done.Published, &logs)
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool { return accepting.attempts() == 2 },
+		"the redelivered copy never reached destination one:\n%s", &logs)
+	if retrying.attempts() != 2 || refusing.attempts() != 1 {
+		t.Errorf("the other destinations got the copy too: %d, %d attempts", retrying.attempts(), refusing.attempts())
+	}
 	if strings.Contains(logs.String(), permDenied) {
 		t.Fatalf("a role was refused a permission:\n%s", logs.String())
 	}
