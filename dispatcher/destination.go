@@ -29,6 +29,7 @@ type destination struct {
 	breaker *breaker
 	paused  atomic.Bool // an operator's pause (intake.destination_state)
 	cons    jetstream.Consumer
+	js      jetstream.JetStream // to create cons again when it is gone
 	log     *slog.Logger
 	m       *telemetry.DispatcherMetrics
 	writer  *logWriter
@@ -88,6 +89,9 @@ func (d *destination) run(ctx context.Context) {
 			if probe {
 				d.breaker.cancelProbe()
 			}
+			if d.recreate(ctx, err) {
+				continue
+			}
 			if ctx.Err() == nil {
 				if attempt == 0 {
 					d.log.Warn("destination: cannot fetch from INTAKE_OUT; trying again", "destination", d.cfg.Name, "err", err)
@@ -112,10 +116,27 @@ func (d *destination) run(ctx context.Context) {
 		if probe && got == 0 {
 			d.breaker.cancelProbe()
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil && !d.recreate(ctx, err) {
 			d.log.Debug("destination: fetch ended", "destination", d.cfg.Name, "err", err)
 		}
 	}
+}
+
+// recreate makes the destination's consumer again when err says it is gone
+// (deleted behind the dispatcher's back: by hand, or with its stream), from
+// new messages on; it reports whether it did.
+func (d *destination) recreate(ctx context.Context, err error) bool {
+	if !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrConsumerDeleted) {
+		return false
+	}
+	cons, cerr := d.js.CreateOrUpdateConsumer(ctx, envelope.StreamOut, ConsumerConfig(d.cfg))
+	if cerr != nil {
+		return false
+	}
+	d.log.Warn("destination: its consumer was gone; created again (messages published meanwhile are not delivered)",
+		"destination", d.cfg.Name, "consumer", d.cfg.Durable())
+	d.cons = cons
+	return true
 }
 
 var fetchBackoff = backoff.Backoff{Min: 250 * time.Millisecond, Max: 5 * time.Second}

@@ -201,7 +201,7 @@ func (d *Dispatcher) ensureConsumers(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("dispatcher: consumer %s: %w", dst.cfg.Durable(), err)
 		}
-		dst.cons = cons
+		dst.cons, dst.js = cons, d.o.JS
 		want[dst.cfg.Durable()] = true
 	}
 	s, err := d.o.JS.Stream(ctx, envelope.StreamOut)

@@ -631,3 +631,26 @@ func TestRemovedDestinationsDurableIsRemoved(t *testing.T) {
 		t.Errorf("the kept destination's consumer: %v", err)
 	}
 }
+
+// A consumer deleted behind the dispatcher's back is made again: the
+// messages published after that are delivered.
+func TestDeletedConsumerIsMadeAgain(t *testing.T) {
+	r := testrig.New(t, testrig.Options{})
+	rc := newReceiver(t, nil)
+	start(t, r, dest("again", rc.URL))
+	ctx := context.Background()
+	if err := r.JS.DeleteConsumer(ctx, envelope.StreamOut, "dispatch-again"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, func() bool {
+		_, err := r.JS.Consumer(ctx, envelope.StreamOut, "dispatch-again")
+		return err == nil
+	}, "the deleted consumer was never made again")
+	ids := publish(t, r, "demo", "demo.created", 3)
+	settled(t, r, "again", 3)
+	for _, id := range ids {
+		if rc.deliveries(id) != 1 {
+			t.Errorf("%s delivered %d times, want 1", id, rc.deliveries(id))
+		}
+	}
+}
