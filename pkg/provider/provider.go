@@ -99,9 +99,15 @@ type HMACConfig struct {
 	// header is required, must lie within ± tolerance of now, and Template
 	// must sign it. Defaults to none (no timestamp check).
 	TimestampHeader string `yaml:"timestamp_header,omitempty"`
-	// TimestampFormat is the timestamp header's format: unix (seconds,
-	// the default), unix_ms or rfc3339.
+	// TimestampFormat is the timestamp header's (or field's) format: unix
+	// (seconds, the default), unix_ms or rfc3339.
 	TimestampFormat string `yaml:"timestamp_format,omitempty"`
+	// TimestampField names a JSON field of the body carrying the send time
+	// (Linear's webhookTimestamp): a number for unix and unix_ms, a string
+	// for rfc3339. It is signed with the body, read once the signature
+	// verified, and must be there and lie within ± tolerance. Not with
+	// TimestampHeader. Defaults to none.
+	TimestampField string `yaml:"timestamp_field,omitempty"`
 	// IDFormat, "uuid", says the signed {id} is a UUID, which lets the
 	// template put another placeholder right beside it (Twitch's
 	// "{id}{timestamp}{body}"). Defaults to any id.
