@@ -3,6 +3,8 @@
 // The flow of one request, in order, and why in that order:
 //
 //  1. look up the integration (404): the secret and limits come from config only;
+//     an unsigned endpoint check (Microsoft Graph's ?validationToken) is
+//     answered here, as a GET handshake is (handshake.go);
 //  2. take a token from the client address's limit (429 + Retry-After)
 //     and reserve the body's bytes in the process-wide budget (503 +
 //     Retry-After), before any read or MAC, so a flood or a crowd of slow

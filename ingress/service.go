@@ -47,7 +47,8 @@ type integration struct {
 	config.Integration
 	verifier provider.Verifier
 	splitter *provider.Splitter // nil: one delivery, one event
-	// handshaker answers GET /webhooks/{name} (okta, dropbox); nil: none.
+	// handshaker answers GET /webhooks/{name} (okta, dropbox) or Graph's
+	// POST with ?validationToken (graph); nil: none.
 	handshaker *provider.Handshaker
 	limiter    *rate.Limiter // nil: no rate limit
 	// copies is the rate limit of copies under fresh ids of a body just
@@ -206,7 +207,7 @@ func (s *Service) Integration(name string) (config.Integration, bool) {
 func (s *Service) Mount(r chi.Router) {
 	r.Post("/webhooks/{integration}", s.handleWebhook)
 	for _, in := range s.integrations {
-		if in.handshaker != nil {
+		if in.handshaker != nil && in.handshaker.Method() == http.MethodGet {
 			// Only where a sender checks the endpoint with a GET; other
 			// integrations answer GET 405 as before.
 			r.Get("/webhooks/{integration}", s.handleHandshakeGET)

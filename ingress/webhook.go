@@ -51,6 +51,12 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.m.received.Inc()
+	if hs := in.handshaker; hs != nil && hs.ClaimsPOST(r.URL.RawQuery) {
+		// Microsoft Graph's validation: unsigned, answered before any
+		// body read or signature check (handshake.go).
+		s.answerUnverified(w, r, in, start)
+		return
+	}
 	q := request{w: w, r: r, in: in, now: start}
 	code := s.traceRequest(&q)
 	latency := in.m.latencyOK

@@ -171,7 +171,8 @@ type Config struct {
 	// fetches from them (docs/security.md, egress).
 	KeyURLHosts []string `yaml:"key_url_hosts,omitempty"`
 	// Handshake answers a sender's endpoint check: twitch, zoom, discord
-	// (POST, verified first), okta or dropbox (GET) (handshake.go).
+	// (POST, verified first), okta or dropbox (GET), graph (Microsoft
+	// Graph's unsigned POST with ?validationToken) (handshake.go).
 	// Defaults to none, or the preset's.
 	Handshake string `yaml:"handshake,omitempty"`
 }
