@@ -47,6 +47,8 @@
 // one the configuration sets.
 //
 // Answers are small JSON documents that never echo input, except the
-// contract's scoped key and a handshake's signed challenge. Bodies, secrets
-// and signatures are never logged.
+// contract's scoped key and a handshake's challenge (signed, or bounded to
+// a token charset); a sender that expects its own acknowledgement of a
+// stored delivery gets that instead (Adyen's "[accepted]", writeStored).
+// Bodies, secrets and signatures are never logged.
 package ingress

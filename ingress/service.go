@@ -58,7 +58,10 @@ type integration struct {
 	// unsignedID: the event id is not signed, so a body under another id
 	// is a copy (GuardsReplays: replay_guard, else the provider's default).
 	unsignedID bool
-	m          integrationMetrics
+	// ack is the body the sender expects in the 200 to a stored delivery
+	// (Adyen's "[accepted]", provider.Acknowledgement); nil: Intake's JSON.
+	ack []byte
+	m   integrationMetrics
 }
 
 // integrationMetrics are an integration's series on the accepted path,
@@ -176,6 +179,9 @@ func New(o Options) (*Service, error) {
 			return nil, fmt.Errorf("ingress: integration %s: %w", in.Name, err)
 		}
 		it := &integration{Integration: in, verifier: v, splitter: sp, handshaker: hs, unsignedID: in.GuardsReplays(), m: newIntegrationMetrics(m, in)}
+		if ack := provider.Acknowledgement(in.Config); ack != "" {
+			it.ack = []byte(ack)
+		}
 		if rl := in.RateLimit; rl.PerSecond > 0 {
 			it.limiter = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
 			it.copies = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
