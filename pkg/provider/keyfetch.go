@@ -108,29 +108,28 @@ func (f *keyFetcher[T]) allowed(raw string) bool {
 // get returns what raw serves, cached or fetched now. The caller checked
 // allowed(raw).
 func (f *keyFetcher[T]) get(raw string, now time.Time) (T, error) {
-	v, err := f.lookup(raw, now, -1)
-	return v.val, err
+	v, _, err := f.lookup(raw, now, -1)
+	return v, err
 }
 
 // refresh fetches raw again unless what is cached was fetched less than
-// minAge before now: then it returns that.
-func (f *keyFetcher[T]) refresh(raw string, now time.Time, minAge time.Duration) (T, error) {
-	v, err := f.lookup(raw, now, minAge)
-	return v.val, err
+// minAge before now: then it returns that, with cached true.
+func (f *keyFetcher[T]) refresh(raw string, now time.Time, minAge time.Duration) (val T, cached bool, err error) {
+	return f.lookup(raw, now, minAge)
 }
 
 // lookup serves raw from the cache unless it expired or, with minAge ≥ 0,
 // it is at least minAge old; else it joins or starts the one fetch of raw.
-func (f *keyFetcher[T]) lookup(raw string, now time.Time, minAge time.Duration) (fetched[T], error) {
+func (f *keyFetcher[T]) lookup(raw string, now time.Time, minAge time.Duration) (T, bool, error) {
 	f.mu.Lock()
 	if c, ok := f.cache[raw]; ok && now.Before(c.expires) && (minAge < 0 || now.Sub(c.at) < minAge) {
 		f.mu.Unlock()
-		return c, nil
+		return c.val, true, nil
 	}
 	if call, ok := f.inflight[raw]; ok {
 		f.mu.Unlock()
 		<-call.done
-		return call.val, call.err
+		return call.val.val, false, call.err
 	}
 	// This request fetches, bounded by the timeout; others for the same
 	// URL wait for its result.
@@ -138,7 +137,7 @@ func (f *keyFetcher[T]) lookup(raw string, now time.Time, minAge time.Duration) 
 	f.inflight[raw] = call
 	f.mu.Unlock()
 	f.fetch(raw, call, now)
-	return call.val, call.err
+	return call.val.val, false, call.err
 }
 
 // fetch runs one fetch of raw and publishes its result to call's waiters.

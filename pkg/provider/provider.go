@@ -166,9 +166,10 @@ type Config struct {
 	// templates that sign it ({url}: Square, HubSpot). The Host header is
 	// never read. Defaults to none.
 	PublicURL string `yaml:"public_url,omitempty"`
-	// KeyURLHosts are the hosts a certificate URL named by a delivery may
-	// point to (provider paypal: defaults to PayPalCertHosts). Ingress
-	// fetches from them (docs/security.md, egress).
+	// KeyURLHosts are the hosts a key may be fetched from: those a
+	// certificate URL named by a delivery may point to (provider paypal:
+	// defaults to PayPalCertHosts), or pubkey.key_url's (defaults to its
+	// host). Ingress fetches from them (docs/security.md, egress).
 	KeyURLHosts []string `yaml:"key_url_hosts,omitempty"`
 	// Handshake answers a sender's endpoint check: twitch, zoom, discord
 	// (POST, verified first), okta or dropbox (GET), graph (Microsoft
@@ -194,7 +195,9 @@ func Names() []string {
 
 // New builds the Verifier for cfg, validating it. Errors name the offending field.
 func New(cfg Config) (Verifier, error) {
-	if len(cfg.Secrets) == 0 {
+	// pubkey with key_url fetches its keys; every other scheme needs one.
+	keySet := cfg.Provider == "pubkey" && cfg.PubKey.KeyURL != ""
+	if len(cfg.Secrets) == 0 && !keySet {
 		return nil, fmt.Errorf("secrets: at least one secret is required")
 	}
 	for i, s := range cfg.Secrets {
@@ -227,8 +230,8 @@ func New(cfg Config) (Verifier, error) {
 	if err := checkHandshake(cfg); err != nil {
 		return nil, err
 	}
-	if len(cfg.KeyURLHosts) > 0 && cfg.Provider != "paypal" {
-		return nil, fmt.Errorf("key_url_hosts: only for provider paypal")
+	if len(cfg.KeyURLHosts) > 0 && cfg.Provider != "paypal" && !keySet {
+		return nil, fmt.Errorf("key_url_hosts: only for provider paypal, and pubkey with pubkey.key_url")
 	}
 	if err := checkPublicURL(cfg.PublicURL); err != nil {
 		return nil, err

@@ -12,8 +12,9 @@ package provider
 // Keys are configured in secrets, one per entry (rotation as usual): PEM
 // ("PUBLIC KEY", or "RSA PUBLIC KEY"), base64 of the DER
 // SubjectPublicKeyInfo, or for ed25519 the raw 32 bytes in hex or base64.
-// No key is fetched from a URL in this version. The timestamp, template and
-// unsigned-id rules are hmac's.
+// Or they are the sender's published key set, fetched from pubkey.key_url
+// (a JWKS; jwks.go), the key picked by the id in pubkey.kid_header. The
+// timestamp, template and unsigned-id rules are hmac's.
 
 import (
 	"crypto"
@@ -29,6 +30,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/textproto"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -50,6 +52,15 @@ type PubKeyConfig struct {
 	Template        string `yaml:"template,omitempty"`
 	// AllowUnsignedID accepts an event_id.header (never signed here).
 	AllowUnsignedID bool `yaml:"allow_unsigned_id,omitempty"`
+	// KeyURL is the https URL of the sender's key set (a JWKS, RFC 7517),
+	// fetched by ingress instead of keys in secrets, which must then be
+	// empty. Its host must be on key_url_hosts, which defaults to that
+	// host. Defaults to none: the keys are the secrets.
+	KeyURL string `yaml:"key_url,omitempty"`
+	// KIDHeader names the header carrying the id (kid) of the set's key
+	// that signed the delivery. Only with key_url. Defaults to none: every
+	// key of the set is tried.
+	KIDHeader string `yaml:"kid_header,omitempty"`
 }
 
 // minRSABits refuses keys that are too short to mean anything.
@@ -65,6 +76,8 @@ type pubKeyVerifier struct {
 	template  []templatePart
 	tolerance time.Duration
 	keys      []crypto.PublicKey
+	jwks      *jwksFetcher // pubkey.key_url; nil: keys
+	kidHeader string       // canonical; "" when none
 	identity  identityReader
 }
 
@@ -89,12 +102,8 @@ func newPubKey(cfg Config) (Verifier, error) {
 	default:
 		return nil, fmt.Errorf("pubkey.encoding: unknown %q (base64 or hex)", c.Encoding)
 	}
-	for i, s := range cfg.Secrets {
-		k, err := parsePublicKey(v.alg, s)
-		if err != nil {
-			return nil, fmt.Errorf("secrets[%d]: %w", i, err)
-		}
-		v.keys = append(v.keys, k)
+	if err := v.configureKeys(cfg); err != nil {
+		return nil, err
 	}
 	var err error
 	if v.tsFormat, err = parseTimestampFormat(c.TimestampFormat); err != nil {
@@ -147,6 +156,50 @@ func newPubKey(cfg Config) (Verifier, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// configureKeys reads the keys in secrets, or sets up the key set at
+// pubkey.key_url.
+func (v *pubKeyVerifier) configureKeys(cfg Config) error {
+	c := cfg.PubKey
+	if c.KeyURL == "" {
+		if c.KIDHeader != "" {
+			return fmt.Errorf("pubkey.kid_header: needs pubkey.key_url (configured keys have no ids)")
+		}
+		for i, s := range cfg.Secrets {
+			k, err := parsePublicKey(v.alg, s)
+			if err != nil {
+				return fmt.Errorf("secrets[%d]: %w", i, err)
+			}
+			v.keys = append(v.keys, k)
+		}
+		return nil
+	}
+	if len(cfg.Secrets) > 0 {
+		return fmt.Errorf("secrets: not with pubkey.key_url (the keys come from the key set)")
+	}
+	u, err := url.Parse(c.KeyURL)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
+		return fmt.Errorf("pubkey.key_url: an https URL of a JWKS")
+	}
+	hosts := cfg.KeyURLHosts
+	if len(hosts) == 0 {
+		hosts = []string{u.Hostname()}
+	}
+	if err := checkHosts(hosts); err != nil {
+		return err
+	}
+	v.jwks = newJWKSFetcher(v.alg, c.KeyURL, hosts)
+	if !v.jwks.allowed(c.KeyURL) {
+		return fmt.Errorf("pubkey.key_url: its host is not on key_url_hosts (or the URL has user information or a fragment)")
+	}
+	if c.KIDHeader != "" {
+		if !validHeaderName(c.KIDHeader) {
+			return fmt.Errorf("pubkey.kid_header: %q is not a valid header name", c.KIDHeader)
+		}
+		v.kidHeader = textproto.CanonicalMIMEHeaderKey(c.KIDHeader)
+	}
+	return nil
 }
 
 // parsePublicKey reads one configured key for alg. Messages never quote it.
@@ -257,9 +310,13 @@ func (v *pubKeyVerifier) Verify(d *Request) (Identity, error) {
 			msg = append(msg, p.literal...)
 		}
 	}
+	keys, err := v.keysFor(d)
+	if err != nil {
+		return Identity{}, err
+	}
 	digest := sha256.Sum256(msg)
 	idx := -1
-	for i, k := range v.keys {
+	for i, k := range keys {
 		if v.verifyOne(k, msg, digest[:], raw) {
 			idx = i
 			break
@@ -268,12 +325,34 @@ func (v *pubKeyVerifier) Verify(d *Request) (Identity, error) {
 	if idx < 0 {
 		return Identity{}, fmt.Errorf("%w: %s does not verify under any configured key", ErrBadSignature, v.header)
 	}
+	if v.jwks != nil {
+		idx = 0 // a key of the set, not a secret: no rotation to report
+	}
 	ev := Identity{SecretIndex: idx}
 	body := jsonBody{raw: d.Body}
 	if err := v.identity.read(d.Header, &body, &ev); err != nil {
 		return Identity{}, err
 	}
 	return ev, nil
+}
+
+// keysFor returns the keys d may be signed with: the configured ones, or
+// those of the key set for its kid, fetched last, once everything else
+// about the request has been checked.
+func (v *pubKeyVerifier) keysFor(d *Request) ([]crypto.PublicKey, error) {
+	if v.jwks == nil {
+		return v.keys, nil
+	}
+	var kid string
+	if v.kidHeader != "" {
+		if kid = d.Header.Get(v.kidHeader); kid == "" {
+			return nil, fmt.Errorf("%w: %s", ErrMissingHeader, v.kidHeader)
+		}
+		if len(kid) > maxKIDBytes {
+			return nil, fmt.Errorf("%w: %s is too long", ErrBadSignature, v.kidHeader)
+		}
+	}
+	return v.jwks.keys(kid, d.now())
 }
 
 func (v *pubKeyVerifier) verifyOne(k crypto.PublicKey, msg, digest, sig []byte) bool {
