@@ -13,7 +13,8 @@ package provider
 // ("PUBLIC KEY", or "RSA PUBLIC KEY"), base64 of the DER
 // SubjectPublicKeyInfo, or for ed25519 the raw 32 bytes in hex or base64.
 // Or they are the sender's published key set, fetched from pubkey.key_url
-// (a JWKS; jwks.go), the key picked by the id in pubkey.kid_header. The
+// (a JWKS; jwks.go), the key picked by the id in pubkey.kid_header or, with
+// pubkey.encoding jws, in the signature's own JWS header (jws.go). The
 // timestamp, template and unsigned-id rules are hmac's.
 
 import (
@@ -41,7 +42,10 @@ type PubKeyConfig struct {
 	Algorithm string `yaml:"algorithm,omitempty"`
 	// Header carrying the signature. Required.
 	Header string `yaml:"header,omitempty"`
-	// Encoding of the signature: base64 (default) or hex.
+	// Encoding of the signature: base64 (default), hex, or jws: a compact
+	// JWS with the body as its detached payload, whose header names the
+	// algorithm and the key id (jws.go); then the signed content is the
+	// JWS's, so template and timestamp_header are not set.
 	Encoding string `yaml:"encoding,omitempty"`
 	// Prefix stripped from the header value before decoding. Defaults to none.
 	Prefix string `yaml:"prefix,omitempty"`
@@ -58,8 +62,9 @@ type PubKeyConfig struct {
 	// host. Defaults to none: the keys are the secrets.
 	KeyURL string `yaml:"key_url,omitempty"`
 	// KIDHeader names the header carrying the id (kid) of the set's key
-	// that signed the delivery. Only with key_url. Defaults to none: every
-	// key of the set is tried.
+	// that signed the delivery. Only with key_url, and not with encoding
+	// jws (the JWS header names it). Defaults to none: every key of the
+	// set is tried.
 	KIDHeader string `yaml:"kid_header,omitempty"`
 }
 
@@ -71,6 +76,7 @@ type pubKeyVerifier struct {
 	header    string
 	prefix    string
 	hexSig    bool
+	jws       bool // pubkey.encoding jws
 	tsHeader  string
 	tsFormat  timestampFormat
 	template  []templatePart
@@ -99,8 +105,16 @@ func newPubKey(cfg Config) (Verifier, error) {
 	case "", "base64":
 	case "hex":
 		v.hexSig = true
+	case "jws":
+		v.jws = true
+		switch {
+		case c.Template != "" && c.Template != "{body}" || c.TimestampHeader != "":
+			return nil, fmt.Errorf("pubkey.encoding: jws signs the body as its detached payload; pubkey.template and pubkey.timestamp_header are not for it")
+		case c.KIDHeader != "":
+			return nil, fmt.Errorf("pubkey.kid_header: not with pubkey.encoding jws (the JWS header names the key)")
+		}
 	default:
-		return nil, fmt.Errorf("pubkey.encoding: unknown %q (base64 or hex)", c.Encoding)
+		return nil, fmt.Errorf("pubkey.encoding: unknown %q (base64, hex or jws)", c.Encoding)
 	}
 	if err := v.configureKeys(cfg); err != nil {
 		return nil, err
@@ -284,33 +298,40 @@ func (v *pubKeyVerifier) Verify(d *Request) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: %s lacks the configured prefix", ErrBadSignature, v.header)
 	}
 	// A signature is at most 512 bytes (RSA-4096); anything longer is junk
-	// not worth decoding.
-	if len(rest) > 1100 {
+	// not worth decoding. A JWS adds its header.
+	if len(rest) > 1100 && !v.jws || len(rest) > 1100+maxJWSHeaderBytes*4/3+2 {
 		return Identity{}, fmt.Errorf("%w: %s is too long", ErrBadSignature, v.header)
 	}
-	var raw []byte
-	var err error
-	if v.hexSig {
-		raw, err = hex.DecodeString(rest)
+	var raw, msg []byte
+	var kid string
+	if v.jws {
+		j, err := parseDetachedJWS(rest, v.alg)
+		if err != nil {
+			return Identity{}, fmt.Errorf("%w (%s)", err, v.header)
+		}
+		raw, msg, kid = j.sig, j.signingInput(d.Body), j.kid
 	} else {
-		raw, err = base64.StdEncoding.DecodeString(rest)
-	}
-	if err != nil || len(raw) == 0 {
-		return Identity{}, fmt.Errorf("%w: %s is not valid %s", ErrBadSignature, v.header, map[bool]string{true: "hex", false: "base64"}[v.hexSig])
-	}
-
-	var msg []byte
-	for _, p := range v.template {
-		switch p.placeholder {
-		case "body":
-			msg = append(msg, d.Body...)
-		case "timestamp":
-			msg = append(msg, ts...)
-		default:
-			msg = append(msg, p.literal...)
+		var err error
+		if v.hexSig {
+			raw, err = hex.DecodeString(rest)
+		} else {
+			raw, err = base64.StdEncoding.DecodeString(rest)
+		}
+		if err != nil || len(raw) == 0 {
+			return Identity{}, fmt.Errorf("%w: %s is not valid %s", ErrBadSignature, v.header, map[bool]string{true: "hex", false: "base64"}[v.hexSig])
+		}
+		for _, p := range v.template {
+			switch p.placeholder {
+			case "body":
+				msg = append(msg, d.Body...)
+			case "timestamp":
+				msg = append(msg, ts...)
+			default:
+				msg = append(msg, p.literal...)
+			}
 		}
 	}
-	keys, err := v.keysFor(d)
+	keys, err := v.keysFor(d, kid)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -337,13 +358,13 @@ func (v *pubKeyVerifier) Verify(d *Request) (Identity, error) {
 }
 
 // keysFor returns the keys d may be signed with: the configured ones, or
-// those of the key set for its kid, fetched last, once everything else
-// about the request has been checked.
-func (v *pubKeyVerifier) keysFor(d *Request) ([]crypto.PublicKey, error) {
+// those of the key set for its kid (jwsKID: the JWS header's), fetched
+// last, once everything else about the request has been checked.
+func (v *pubKeyVerifier) keysFor(d *Request, jwsKID string) ([]crypto.PublicKey, error) {
 	if v.jwks == nil {
 		return v.keys, nil
 	}
-	var kid string
+	kid := jwsKID
 	if v.kidHeader != "" {
 		if kid = d.Header.Get(v.kidHeader); kid == "" {
 			return nil, fmt.Errorf("%w: %s", ErrMissingHeader, v.kidHeader)
