@@ -85,7 +85,11 @@ func (s *Service) receiveBatch(q *request) (int, string) {
 	if fresh == 0 && len(msgs) > 0 {
 		status = envelope.AnswerDuplicate
 	}
-	writeBatchAnswer(q.w, status, len(msgs))
+	if in.ack != nil {
+		writeAck(q.w, in.ack)
+	} else {
+		writeBatchAnswer(q.w, status, len(msgs))
+	}
 	return http.StatusOK, string(status)
 }
 

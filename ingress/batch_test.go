@@ -138,19 +138,24 @@ func TestBatchSplit(t *testing.T) {
 		t.Fatalf("the empty batch published: %d messages, want 4", n)
 	}
 
-	t.Run("adyen: the signature in each item", func(t *testing.T) {
+	t.Run("adyen: the signature in each item, answered [accepted]", func(t *testing.T) {
 		// Adyen's published worked example.
 		item := `{"NotificationRequestItem":{"additionalData":{"hmacSignature":"coqCmt/IZ4E3CzPvMY8zTjQVL5hYJUiBRg8UU+iCWo0="},"amount":{"value":1130,"currency":"EUR"},"pspReference":"7914073381342284","eventCode":"AUTHORISATION","merchantAccountCode":"TestMerchant","merchantReference":"TestPayment-1407325143704","paymentMethod":"visa","success":"true"}}`
 		body := `{"live":"false","notificationItems":[` + item + `]}`
-		if a := r.post("ady", request{header: hdr("Content-Type", "application/json"), body: []byte(body)}); a.code != 200 || batchItems(t, a) != 1 {
-			t.Fatalf("adyen answered %d %s", a.code, a.raw)
+		// Stored, and stored already (a duplicate): what Adyen expects.
+		for _, attempt := range []string{"first", "again"} {
+			code, h, got := r.postRaw("ady", request{header: hdr("Content-Type", "application/json"), body: []byte(body)})
+			if code != 200 || got != "[accepted]" || h.Get("Content-Type") != "text/plain; charset=utf-8" {
+				t.Fatalf("adyen %s: answered %d %q %v", attempt, code, got, h)
+			}
 		}
 		got := r.published("ady")
 		if len(got) != 1 || got[0].Header.Get(envelope.HeaderKey) != "ady//7914073381342284:AUTHORISATION" || string(got[0].Data) != item {
 			t.Fatalf("adyen published %d", len(got))
 		}
+		// A refusal stays Intake's JSON: Adyen retries it.
 		forged := strings.Replace(body, `"value":1130`, `"value":1`, 1)
-		if a := r.post("ady", request{header: hdr(), body: []byte(forged)}); a.code != 401 {
+		if a := r.post("ady", request{header: hdr(), body: []byte(forged)}); a.code != 401 || a.reason != "bad_signature" {
 			t.Fatalf("a forged amount answered %d %s", a.code, a.raw)
 		}
 	})

@@ -3,6 +3,8 @@
 // The flow of one request, in order, and why in that order:
 //
 //  1. look up the integration (404): the secret and limits come from config only;
+//     an unsigned endpoint check (Microsoft Graph's ?validationToken) is
+//     answered here, as a GET handshake is (handshake.go);
 //  2. take a token from the client address's limit (429 + Retry-After)
 //     and reserve the body's bytes in the process-wide budget (503 +
 //     Retry-After), before any read or MAC, so a flood or a crowd of slow
@@ -45,6 +47,8 @@
 // one the configuration sets.
 //
 // Answers are small JSON documents that never echo input, except the
-// contract's scoped key and a handshake's signed challenge. Bodies, secrets
-// and signatures are never logged.
+// contract's scoped key and a handshake's challenge (signed, or bounded to
+// a token charset); a sender that expects its own acknowledgement of a
+// stored delivery gets that instead (Adyen's "[accepted]", writeStored).
+// Bodies, secrets and signatures are never logged.
 package ingress

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"hash"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,6 +140,69 @@ integrations:
 		t.Fatalf("off the allowlist: %d %s", a.code, a.raw)
 	}
 	if n := len(r.published("pp")); n != 0 {
+		t.Fatalf("published %d", n)
+	}
+}
+
+// TestJWKSKeyUnavailable: a pubkey integration whose key set is slow (a
+// server that accepts and never answers) answers 503 key_unavailable with
+// Retry-After once the fetch times out, never 200; meanwhile another
+// integration's deliveries are answered at once.
+func TestJWKSKeyUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c // held open, never answered
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		for {
+			select {
+			case c := <-accepted:
+				c.Close()
+			default:
+				return
+			}
+		}
+	})
+	r := startRigYAML(t, `
+nats: {publish_timeout: 2s}
+ingress: {client_rate_limit: {per_second: -1}}
+integrations:
+  - name: jw
+    provider: pubkey
+    tenant: acme
+    pubkey: {algorithm: ed25519, header: X-Sig, key_url: "https://`+ln.Addr().String()+`/jwks.json", kid_header: X-Kid}
+    event_id: {field: id}
+  - {name: vcl, provider: vercel, tenant: acme, secrets: ["vercel-secret"]}
+`, 0)
+	slow := make(chan answer, 1)
+	go func() {
+		slow <- r.post("jw", request{header: hdr("X-Sig", base64.StdEncoding.EncodeToString(make([]byte, 64)), "X-Kid", "k1"), body: []byte(`{"id":"j-1"}`)})
+	}()
+	held := <-accepted // the fetch is under way, and will not end before its timeout
+	defer held.Close()
+	body := `{"id":"evt_vcl_9","type":"deployment.created","payload":{}}`
+	if a := r.post("vcl", request{header: hdr("X-Vercel-Signature", hexMAC(sha1.New, "vercel-secret", body)), body: []byte(body)}); a.code != 200 || a.status != "accepted" {
+		t.Fatalf("another integration while a key set is slow: %d %s", a.code, a.raw)
+	}
+	if len(slow) != 0 {
+		t.Fatal("the slow integration answered before its fetch timed out")
+	}
+	a := <-slow
+	if a.code != 503 || a.reason != "key_unavailable" || a.header.Get("Retry-After") == "" {
+		t.Fatalf("a slow key set: %d %s (Retry-After %q)", a.code, a.raw, a.header.Get("Retry-After"))
+	}
+	if n := len(r.published("jw")); n != 0 {
 		t.Fatalf("published %d", n)
 	}
 }

@@ -14,24 +14,31 @@ import (
 
 // handleHandshakeGET answers a sender's GET check of the endpoint (Okta's
 // verification, Dropbox's challenge) for integrations configured with
-// one; any other integration answers 405 as POST-only routes do. Nothing
-// is published and no event id is reserved. The client-address limit
-// applies: Dropbox's GET is unsigned.
+// one; any other integration answers 405 as POST-only routes do.
 func (s *Service) handleHandshakeGET(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
 	name := chi.URLParam(r, "integration")
 	in, ok := s.integrations[name]
-	if !ok || in.handshaker == nil {
+	if !ok || in.handshaker == nil || in.handshaker.Method() != http.MethodGet {
 		w.Header().Set("Allow", http.MethodPost)
 		writeAnswer(w, http.StatusMethodNotAllowed, Answer{Status: envelope.AnswerRejected, Reason: "method_not_allowed"})
 		return
 	}
 	in.m.received.Inc()
+	s.answerUnverified(w, r, in, start)
+}
+
+// answerUnverified answers a handshake that comes before any signature
+// check: a GET one, or Microsoft Graph's POST with ?validationToken
+// (handleWebhook). Nothing is published and no event id is reserved. The
+// client-address limit applies: Dropbox's GET and Graph's POST are
+// unsigned.
+func (s *Service) answerUnverified(w http.ResponseWriter, r *http.Request, in *integration, start time.Time) {
 	q := request{w: w, r: r, in: in, now: start}
 	code := http.StatusOK
 	if v := s.limitClient(&q); v.refused() {
 		code, _ = s.reject(&q, v)
-	} else if ev, err := in.handshaker.AnswerGET(r.Header, r.URL.Query()); err != nil {
+	} else if ev, err := in.handshaker.Answer(r.Header, r.URL.Query()); err != nil {
 		code = http.StatusUnauthorized
 		if errors.Is(err, provider.ErrMalformed) {
 			code = http.StatusBadRequest
@@ -43,7 +50,7 @@ func (s *Service) handleHandshakeGET(w http.ResponseWriter, r *http.Request) {
 		s.countVerified(&q)
 		code, _ = s.answerHandshake(&q)
 	}
-	s.metrics.RequestLatency.WithLabelValues(name, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
+	s.metrics.RequestLatency.WithLabelValues(in.Name, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
 }
 
 // writeHandshake answers a verified handshake in the shape its sender

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +38,7 @@ integrations:
     hmac: {header: X-Dropbox-Signature}
     event_id: {field: id}
   - {name: plain, provider: github, tenant: acme, secrets: ["gh"]}
+  - {name: gr, provider: token, tenant: acme, secrets: ["graph-token"], handshake: graph, event_id: {field: id}}
 `
 
 func (r *rig) get(integration, query string, h http.Header) (int, http.Header, string) {
@@ -71,7 +74,8 @@ func (r *rig) postRaw(integration string, req request) (int, http.Header, string
 }
 
 // TestHandshakes: Twitch's and Zoom's verified POST handshakes, Okta's and
-// Dropbox's GET, each answered in its sender's shape and never published.
+// Dropbox's GET, Microsoft Graph's unsigned POST, each answered in its
+// sender's shape and never published.
 func TestHandshakes(t *testing.T) {
 	r := startRigYAML(t, handshakesY, 0)
 
@@ -122,13 +126,35 @@ func TestHandshakes(t *testing.T) {
 		}
 	})
 
+	t.Run("graph POST", func(t *testing.T) {
+		const token = "Validation: Testing client application reachability for subscription Request-Id: 522a8e7e-096a-494c-aaf1-ac0dcfca45b7"
+		// As Graph sends it: POST, the token URL-encoded, no signature, a
+		// text/plain request with an empty body.
+		validation := request{header: hdr("Content-Type", "text/plain; charset=utf-8")}
+		code, h, got := r.postRaw("gr?validationToken="+url.QueryEscape(token), validation)
+		if code != 200 || got != token || h.Get("Content-Type") != "text/plain; charset=utf-8" || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Fatalf("answered %d %q %v", code, got, h)
+		}
+		if code, _, got := r.postRaw("gr?validationToken=%3Cscript%3E", validation); code != 400 || strings.Contains(got, "<script>") {
+			t.Fatalf("markup answered %d %q", code, got)
+		}
+		// Without validationToken a POST is a delivery, verified as usual.
+		if a := r.post("gr", request{header: http.Header{}, body: []byte(`{"id":"g-1"}`)}); a.code != 401 || a.reason != "missing_header" {
+			t.Fatalf("an unsigned delivery: %d %s", a.code, a.raw)
+		}
+		// Graph checks with POST: its GET is 405.
+		if code, _, _ := r.get("gr", "?validationToken=x", http.Header{}); code != 405 {
+			t.Fatalf("GET on graph: %d", code)
+		}
+	})
+
 	t.Run("GET elsewhere", func(t *testing.T) {
 		if code, h, _ := r.get("plain", "?challenge=x", http.Header{}); code != 405 || h.Get("Allow") != "POST" {
 			t.Fatalf("GET on a POST-only integration: %d", code)
 		}
 	})
 
-	for _, name := range []string{"tw", "zm", "ok", "dbx"} {
+	for _, name := range []string{"tw", "zm", "ok", "dbx", "gr"} {
 		if n := len(r.published(name)); n != 0 {
 			t.Errorf("%s: handshakes published %d messages", name, n)
 		}

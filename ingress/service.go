@@ -47,7 +47,8 @@ type integration struct {
 	config.Integration
 	verifier provider.Verifier
 	splitter *provider.Splitter // nil: one delivery, one event
-	// handshaker answers GET /webhooks/{name} (okta, dropbox); nil: none.
+	// handshaker answers GET /webhooks/{name} (okta, dropbox) or Graph's
+	// POST with ?validationToken (graph); nil: none.
 	handshaker *provider.Handshaker
 	limiter    *rate.Limiter // nil: no rate limit
 	// copies is the rate limit of copies under fresh ids of a body just
@@ -57,7 +58,10 @@ type integration struct {
 	// unsignedID: the event id is not signed, so a body under another id
 	// is a copy (GuardsReplays: replay_guard, else the provider's default).
 	unsignedID bool
-	m          integrationMetrics
+	// ack is the body the sender expects in the 200 to a stored delivery
+	// (Adyen's "[accepted]", provider.Acknowledgement); nil: Intake's JSON.
+	ack []byte
+	m   integrationMetrics
 }
 
 // integrationMetrics are an integration's series on the accepted path,
@@ -175,6 +179,9 @@ func New(o Options) (*Service, error) {
 			return nil, fmt.Errorf("ingress: integration %s: %w", in.Name, err)
 		}
 		it := &integration{Integration: in, verifier: v, splitter: sp, handshaker: hs, unsignedID: in.GuardsReplays(), m: newIntegrationMetrics(m, in)}
+		if ack := provider.Acknowledgement(in.Config); ack != "" {
+			it.ack = []byte(ack)
+		}
 		if rl := in.RateLimit; rl.PerSecond > 0 {
 			it.limiter = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
 			it.copies = rate.NewLimiter(rate.Limit(rl.PerSecond), rl.Burst)
@@ -206,7 +213,7 @@ func (s *Service) Integration(name string) (config.Integration, bool) {
 func (s *Service) Mount(r chi.Router) {
 	r.Post("/webhooks/{integration}", s.handleWebhook)
 	for _, in := range s.integrations {
-		if in.handshaker != nil {
+		if in.handshaker != nil && in.handshaker.Method() == http.MethodGet {
 			// Only where a sender checks the endpoint with a GET; other
 			// integrations answer GET 405 as before.
 			r.Get("/webhooks/{integration}", s.handleHandshakeGET)

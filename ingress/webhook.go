@@ -51,6 +51,12 @@ func (s *Service) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.m.received.Inc()
+	if hs := in.handshaker; hs != nil && hs.ClaimsPOST(r.URL.RawQuery) {
+		// Microsoft Graph's validation: unsigned, answered before any
+		// body read or signature check (handshake.go).
+		s.answerUnverified(w, r, in, start)
+		return
+	}
 	q := request{w: w, r: r, in: in, now: start}
 	code := s.traceRequest(&q)
 	latency := in.m.latencyOK
@@ -272,7 +278,7 @@ func (s *Service) answerRepeat(q *request) (code int, outcome string, repeated b
 	}
 	s.countVerified(q)
 	s.metrics.Duplicates.WithLabelValues(q.in.Name).Inc()
-	writeAnswer(q.w, http.StatusOK, Answer{Status: envelope.AnswerDuplicate, Key: q.key.String()})
+	writeStored(q.w, q.in, Answer{Status: envelope.AnswerDuplicate, Key: q.key.String()})
 	s.sendReceipt(q.ev.HintMap(), q.key, q.now, http.StatusOK, envelope.AnswerDuplicate)
 	return http.StatusOK, string(envelope.AnswerDuplicate), true
 }
@@ -386,15 +392,37 @@ func (s *Service) answerPublished(q *request, ack *jetstream.PubAck, err error) 
 	s.recent.remember(q.seen, q.now)
 	if ack.Duplicate {
 		s.metrics.Duplicates.WithLabelValues(in.Name).Inc()
-		writeAnswer(q.w, http.StatusOK, Answer{Status: envelope.AnswerDuplicate, Key: key.String()})
+		writeStored(q.w, in, Answer{Status: envelope.AnswerDuplicate, Key: key.String()})
 		s.sendReceipt(q.ev.HintMap(), key, q.now, http.StatusOK, envelope.AnswerDuplicate)
 		return http.StatusOK, string(envelope.AnswerDuplicate)
 	}
 	in.m.accepted.Inc()
 	// No receipt: the accepted delivery enters the history from its stream
 	// message (Intake-Instance, Intake-Retry-Hints).
-	writeAnswer(q.w, http.StatusOK, Answer{Status: envelope.AnswerAccepted, Key: key.String()})
+	writeStored(q.w, in, Answer{Status: envelope.AnswerAccepted, Key: key.String()})
 	return http.StatusOK, string(envelope.AnswerAccepted)
+}
+
+// writeStored answers 200 to a stored delivery (accepted or duplicate):
+// a, or the body the integration's sender expects instead (in.ack:
+// Adyen's "[accepted]"). Refusals and 503s stay JSON: a sender that wants
+// its acknowledgement retries without it.
+func writeStored(w http.ResponseWriter, in *integration, a Answer) {
+	if in.ack != nil {
+		writeAck(w, in.ack)
+		return
+	}
+	writeAnswer(w, http.StatusOK, a)
+}
+
+// writeAck writes a sender's acknowledgement as text/plain.
+func writeAck(w http.ResponseWriter, ack []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(ack)
 }
 
 // reject answers a refused request: its reason's count, a log line

@@ -53,8 +53,10 @@ func newSendCmd(g *globals) *cobra.Command {
 stripe, github, shopify, slack, hmac) and POSTs it to {url}/webhooks/{integration}.
 Without --data or --file it sends a small JSON event in the provider's shape whose
 body depends only on --id and --type, so sending the same --id twice is the same
-delivery twice (answered "duplicate"). --type also fills the provider's type header
-(X-GitHub-Event, X-Shopify-Topic).
+delivery twice (answered "duplicate") — except where the provider signs its send
+time inside the body (linear's webhookTimestamp): that is set to now, so a second
+send is another body under the same id. --type also fills the provider's type
+header (X-GitHub-Event, X-Shopify-Topic).
 
 A Standard Webhooks integration verifying ed25519 (whpk_ public key) cannot sign
 with its configured key: pass the sender's key with --secret whsk_….`,
@@ -128,7 +130,8 @@ with its configured key: pass the sender's key with --secret whsk_….`,
 }
 
 // body returns the payload. The default body depends only on the id and the
-// type, so two sends with the same --id are the same delivery.
+// type, so two sends with the same --id are the same delivery, but for a
+// send time signed inside the body (provider.StampBody), which is now.
 func (o *sendOptions) body(cfg provider.Config) ([]byte, error) {
 	switch {
 	case o.data != "" && o.file != "":
@@ -138,7 +141,7 @@ func (o *sendOptions) body(cfg provider.Config) ([]byte, error) {
 	case o.file != "":
 		return os.ReadFile(o.file)
 	}
-	return provider.SampleBody(cfg, o.id, o.eventType), nil
+	return provider.StampBody(cfg, provider.SampleBody(cfg, o.id, o.eventType), time.Now())
 }
 
 func randomHex(n int) string {

@@ -26,6 +26,21 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// adyenAccepted is what Adyen expects in the body of its webhook's answer
+// once the notification is stored; another answer (even a 200 with
+// Intake's JSON) leaves it retrying, per its documentation.
+const adyenAccepted = "[accepted]"
+
+// Acknowledgement returns the body cfg's sender expects in the 200 to a
+// stored delivery (accepted, or a duplicate: stored before) instead of
+// Intake's JSON answer: Adyen's "[accepted]". "" for every other sender.
+func Acknowledgement(cfg Config) string {
+	if r, err := resolvePreset(cfg); err == nil && r.Provider == "adyen" {
+		return adyenAccepted
+	}
+	return ""
+}
+
 // adyenSplit is provider adyen's split default.
 var adyenSplit = SplitConfig{Field: "notificationItems", ID: "NotificationRequestItem.pspReference",
 	Type: "NotificationRequestItem.eventCode", IDWithType: true}

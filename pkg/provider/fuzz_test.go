@@ -478,6 +478,49 @@ func FuzzHMACVerify(f *testing.F) {
 	})
 }
 
+// FuzzHMACBodyTimestamp: hmac.timestamp_field on correctly signed bodies
+// (Linear's webhookTimestamp). A body is accepted only when encoding/json
+// reads it too and finds at the field a whole number of milliseconds
+// within tolerance of now; every refusal wraps a sentinel.
+func FuzzHMACBodyTimestamp(f *testing.F) {
+	cfg := Config{Provider: "linear", Secrets: []string{hmacSecret}, Tolerance: time.Minute}
+	v, err := New(cfg)
+	if err != nil {
+		f.Fatal(err)
+	}
+	now := time.UnixMilli(1_700_000_000_000)
+	for _, b := range []string{`{"webhookTimestamp":1700000000000}`, `{"webhookTimestamp":1699999940000,"x":1}`,
+		`{"webhookTimestamp":"1700000000000"}`, `{"webhookTimestamp":1.7e12}`, `{"webhookTimestamp":01700000000000}`,
+		`{"webhookTimestamp":1700000000000,"WebhookTimestamp":1}`, `{"a":{"webhookTimestamp":1700000000000}}`, `[1700000000000]`, `{`} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		h := hdr("Linear-Signature", hex.EncodeToString(macOf(sha256.New, hmacSecret, string(body))), "Linear-Delivery", "d-1")
+		_, err := v.Verify(&Request{Header: h, Body: body, Now: now})
+		if err != nil {
+			checkSentinel(t, err)
+			if errors.Is(err, ErrBadSignature) || errors.Is(err, ErrMissingHeader) {
+				t.Fatalf("a signed body refused as %v", err)
+			}
+			return
+		}
+		dec := json.NewDecoder(strings.NewReader(string(body)))
+		dec.UseNumber()
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			t.Fatalf("accepted a body encoding/json refuses: %v", err)
+		}
+		n, ok := doc["webhookTimestamp"].(json.Number)
+		if !ok || strings.ContainsAny(string(n), ".eE-+") {
+			t.Fatalf("accepted webhookTimestamp %#v", doc["webhookTimestamp"])
+		}
+		ms, err := strconv.ParseInt(string(n), 10, 64)
+		if err != nil || ms < now.Add(-time.Minute).UnixMilli() || ms > now.Add(time.Minute).UnixMilli() {
+			t.Fatalf("accepted webhookTimestamp %s outside the window", n)
+		}
+	})
+}
+
 func FuzzJSONField(f *testing.F) {
 	f.Add([]byte(`{"data":{"object":{"id":"ch_1"}}}`), "data.object.id", "ch_1")
 	f.Add([]byte(`{"id":12345678901234567890}`), "id", "")

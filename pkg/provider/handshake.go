@@ -1,11 +1,11 @@
 package provider
 
-// Handshakes (handshake: twitch | zoom | discord | okta | dropbox): a
-// sender proves the endpoint before it delivers, and expects an answer
+// Handshakes (handshake: twitch | zoom | discord | okta | dropbox | graph):
+// a sender proves the endpoint before it delivers, and expects an answer
 // built from what it sent. None is an event: a handshake never reserves an
 // event id and never enters JetStream. The answers are built from verified
-// fields only, or, for the two GET handshakes that carry no signature at
-// all, from a challenge bounded to a token charset:
+// fields only, or, for the checks that carry no signature at all (Dropbox's
+// GET, Microsoft Graph's POST), from a challenge bounded to a token charset:
 //
 //   - twitch (POST, signed): Twitch-Eventsub-Message-Type
 //     webhook_callback_verification; answered with the body's challenge as
@@ -22,6 +22,14 @@ package provider
 //   - dropbox (GET): ?challenge=…, echoed as text/plain. Dropbox signs
 //     nothing on this request; the echo is the protocol, so it is bounded
 //     and limited to a token charset and answered with nosniff.
+//   - graph (POST with ?validationToken=…, Microsoft Graph's subscription
+//     validation): the URL-decoded token echoed as text/plain. Graph signs
+//     nothing and sends no credential here, and documents the token as
+//     opaque (today "Validation: Testing client application reachability
+//     for subscription Request-Id: <uuid>"), so the charset adds space and
+//     ':' and the bound is maxGraphToken; anything else is 400 and nothing
+//     is echoed. Any family may carry it: the check reads none of the
+//     family's input, and a POST without validationToken is a delivery.
 //
 // A POST handshake is recognised inside identity reading, which every
 // family runs only after its signature verified: an unsigned or forged
@@ -44,29 +52,36 @@ const (
 	HandshakeDiscord = "discord"
 	HandshakeOkta    = "okta"
 	HandshakeDropbox = "dropbox"
+	HandshakeGraph   = "graph"
 )
 
 // Answer formats of a verified handshake (Identity.ChallengeFormat).
 const (
 	ChallengeJSON    = ""        // {"challenge": …} (Slack)
-	ChallengeText    = "text"    // the challenge as text/plain (Twitch, Dropbox)
+	ChallengeText    = "text"    // the challenge as text/plain (Twitch, Dropbox, Graph)
 	ChallengeZoom    = "zoom"    // {"plainToken": …, "encryptedToken": …}
 	ChallengeDiscord = "discord" // {"type":1}
 	ChallengeOkta    = "okta"    // {"verification": …}
 )
 
-// handshakeFamilies are the families each kind may be configured on.
+// handshakeFamilies are the families each kind may be configured on; nil:
+// any family.
 var handshakeFamilies = map[string][]string{
 	HandshakeTwitch:  {"hmac"},
 	HandshakeZoom:    {"hmac"},
 	HandshakeDiscord: {"pubkey"},
 	HandshakeOkta:    {"token", "basic"},
 	HandshakeDropbox: {"hmac"},
+	HandshakeGraph:   nil,
 }
 
 // maxHandshakeToken bounds an echoed challenge; Twitch's, Zoom's, Okta's
 // and Dropbox's are tens of characters.
 const maxHandshakeToken = 256
+
+// maxGraphToken bounds Microsoft Graph's validationToken: about 110
+// characters today, room for the opaque token to grow.
+const maxGraphToken = 512
 
 // validToken accepts 1 to maxHandshakeToken characters of letters,
 // digits and - _ . ~ + / =: what the senders' random challenges are made
@@ -77,9 +92,27 @@ func validToken(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '-' || c == '_' || c == '.' || c == '~' || c == '+' || c == '/' || c == '=') {
+		if !tokenByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func tokenByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '_' || c == '.' || c == '~' || c == '+' || c == '/' || c == '='
+}
+
+// validGraphToken accepts 1 to maxGraphToken characters of validToken's
+// charset, space and ':' (Graph's "Validation: Testing client …
+// Request-Id: <uuid>"): still nothing that could be markup or a header.
+func validGraphToken(s string) bool {
+	if s == "" || len(s) > maxGraphToken {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != ' ' && c != ':' && !tokenByte(c) {
 			return false
 		}
 	}
@@ -93,9 +126,9 @@ func checkHandshake(cfg Config) error {
 	}
 	fams, ok := handshakeFamilies[cfg.Handshake]
 	if !ok {
-		return fmt.Errorf("handshake: unknown %q (twitch, zoom, discord, okta or dropbox)", cfg.Handshake)
+		return fmt.Errorf("handshake: unknown %q (twitch, zoom, discord, okta, dropbox or graph)", cfg.Handshake)
 	}
-	if !slices.Contains(fams, cfg.Provider) {
+	if fams != nil && !slices.Contains(fams, cfg.Provider) {
 		return fmt.Errorf("handshake: %s is for provider %v, not %s", cfg.Handshake, fams, cfg.Provider)
 	}
 	return nil
@@ -152,20 +185,23 @@ type credentialChecker interface {
 	checkCredentials(h http.Header) (int, error)
 }
 
-// Handshaker answers the GET handshakes (okta, dropbox).
+// Handshaker answers the handshakes that come before any signature check:
+// the GET handshakes (okta, dropbox) and Microsoft Graph's unsigned POST.
 type Handshaker struct {
 	kind  string
 	creds credentialChecker // okta: the token check
 }
 
-// NewHandshaker returns cfg's GET handshake, or nil when cfg configures
-// none (a POST handshake is the verifier's: see New).
+// NewHandshaker returns cfg's GET or unsigned POST handshake, or nil when
+// cfg configures none (a signed POST handshake is the verifier's: see New).
 func NewHandshaker(cfg Config) (*Handshaker, error) {
 	r, err := resolvePreset(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if r.Handshake != HandshakeOkta && r.Handshake != HandshakeDropbox {
+	switch r.Handshake {
+	case HandshakeOkta, HandshakeDropbox, HandshakeGraph:
+	default:
 		return nil, nil
 	}
 	h := &Handshaker{kind: r.Handshake}
@@ -183,10 +219,30 @@ func NewHandshaker(cfg Config) (*Handshaker, error) {
 	return h, nil
 }
 
-// AnswerGET answers a GET handshake: the identity of a verified handshake
+// Method is the HTTP method the sender checks the endpoint with: GET for
+// okta and dropbox, POST for graph.
+func (h *Handshaker) Method() string {
+	if h.kind == HandshakeGraph {
+		return http.MethodPost
+	}
+	return http.MethodGet
+}
+
+// ClaimsPOST reports whether a POST with this raw query is the handshake
+// rather than a delivery (graph: it carries validationToken). It is false
+// for the GET handshakes.
+func (h *Handshaker) ClaimsPOST(rawQuery string) bool {
+	if h.kind != HandshakeGraph || rawQuery == "" {
+		return false
+	}
+	q, _ := url.ParseQuery(rawQuery) // what parses, as Answer will read it
+	return q.Has("validationToken")
+}
+
+// Answer answers the handshake: the identity of a verified handshake
 // (Challenge and ChallengeFormat set), or an error wrapping ErrMissingHeader,
 // ErrBadSignature (okta's token) or ErrMalformed (no usable challenge).
-func (h *Handshaker) AnswerGET(header http.Header, query url.Values) (Identity, error) {
+func (h *Handshaker) Answer(header http.Header, query url.Values) (Identity, error) {
 	switch h.kind {
 	case HandshakeOkta:
 		idx, err := h.creds.checkCredentials(header)
@@ -201,6 +257,12 @@ func (h *Handshaker) AnswerGET(header http.Header, query url.Values) (Identity, 
 			return Identity{}, fmt.Errorf("%w: X-Okta-Verification-Challenge is no usable challenge", ErrMalformed)
 		}
 		return Identity{Challenge: c, ChallengeFormat: ChallengeOkta, SecretIndex: idx}, nil
+	case HandshakeGraph:
+		vs := query["validationToken"]
+		if len(vs) != 1 || !validGraphToken(vs[0]) {
+			return Identity{}, fmt.Errorf("%w: one usable validationToken parameter expected", ErrMalformed)
+		}
+		return Identity{Challenge: vs[0], ChallengeFormat: ChallengeText}, nil
 	default: // dropbox
 		vs := query["challenge"]
 		if len(vs) != 1 || !validToken(vs[0]) {

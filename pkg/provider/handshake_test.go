@@ -151,17 +151,86 @@ func TestGETHandshakes(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			q, _ := url.ParseQuery(tt.query)
-			ev, err := tt.h.AnswerGET(tt.header, q)
+			ev, err := tt.h.Answer(tt.header, q)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) {
-					t.Fatalf("AnswerGET = %+v, %v; want %v", ev, err, tt.err)
+					t.Fatalf("Answer = %+v, %v; want %v", ev, err, tt.err)
 				}
 				return
 			}
 			if err != nil || ev != tt.want {
-				t.Fatalf("AnswerGET = %+v, %v; want %+v", ev, err, tt.want)
+				t.Fatalf("Answer = %+v, %v; want %+v", ev, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestGraphHandshake: Microsoft Graph's subscription validation, a POST
+// with ?validationToken= (URL-encoded) and no signature, answered with the
+// decoded token as text/plain when it is of the bounded charset; a POST
+// without the parameter is a delivery for the family to verify.
+func TestGraphHandshake(t *testing.T) {
+	for _, cfg := range []Config{
+		{Provider: "hmac", Secrets: []string{"s"}, HMAC: HMACConfig{Header: "X-S"}, EventID: Field{Field: "id"}, Handshake: "graph"},
+		{Provider: "token", Secrets: []string{"s"}, EventID: Field{Field: "id"}, Handshake: "graph"},
+		{Provider: "stripe", Secrets: []string{"whsec_x"}, Handshake: "graph"},
+	} {
+		if _, err := New(cfg); err != nil {
+			t.Fatalf("graph on %s: %v", cfg.Provider, err)
+		}
+	}
+	graph, err := NewHandshaker(Config{Provider: "token", Secrets: []string{"s"}, EventID: Field{Field: "id"}, Handshake: "graph"})
+	if err != nil || graph == nil || graph.Method() != http.MethodPost {
+		t.Fatalf("graph: %v, %v", graph, err)
+	}
+	// The token as Graph sends it (Microsoft's "Validation: Testing client
+	// application reachability for subscription Request-Id: …").
+	const real = "Validation: Testing client application reachability for subscription Request-Id: 522a8e7e-096a-494c-aaf1-ac0dcfca45b7"
+	for _, tt := range []struct {
+		name, query string
+		claims      bool
+		want        string
+		err         error
+	}{
+		{"Graph's token, + for spaces", "validationToken=Validation%3a+Testing+client+application+reachability+for+subscription+Request-Id%3a+522a8e7e-096a-494c-aaf1-ac0dcfca45b7", true, real, nil},
+		{"Graph's token, %20 for spaces", "validationToken=" + url.PathEscape(real), true, real, nil},
+		{"an opaque token", "validationToken=AbC-123_x.y~z%2B%2F%3D", true, "AbC-123_x.y~z+/=", nil},
+		{"at the bound", "validationToken=" + strings.Repeat("a", maxGraphToken), true, strings.Repeat("a", maxGraphToken), nil},
+		{"past the bound", "validationToken=" + strings.Repeat("a", maxGraphToken+1), true, "", ErrMalformed},
+		{"empty", "validationToken=", true, "", ErrMalformed},
+		{"two", "validationToken=a&validationToken=b", true, "", ErrMalformed},
+		{"markup", "validationToken=%3Cscript%3E", true, "", ErrMalformed},
+		{"a header injection", "validationToken=a%0D%0ASet-Cookie%3A+x", true, "", ErrMalformed},
+		{"a quote", "validationToken=a%22b", true, "", ErrMalformed},
+		{"not UTF-8", "validationToken=%FF", true, "", ErrMalformed},
+		{"no token: a delivery", "other=1", false, "", nil},
+		{"no query: a delivery", "", false, "", nil},
+		{"another letter case: a delivery", "validationtoken=x", false, "", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := graph.ClaimsPOST(tt.query); got != tt.claims {
+				t.Fatalf("ClaimsPOST = %v", got)
+			}
+			if !tt.claims {
+				return
+			}
+			q, _ := url.ParseQuery(tt.query)
+			ev, err := graph.Answer(http.Header{}, q)
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) || ev.Challenge != "" {
+					t.Fatalf("Answer = %+v, %v; want %v", ev, err, tt.err)
+				}
+				return
+			}
+			if want := (Identity{Challenge: tt.want, ChallengeFormat: ChallengeText}); err != nil || ev != want {
+				t.Fatalf("Answer = %+v, %v; want %+v", ev, err, want)
+			}
+		})
+	}
+	// The GET handshakes claim no POST.
+	dropbox, _ := NewHandshaker(Config{Provider: "hmac", Secrets: []string{"s"}, Handshake: "dropbox", HMAC: HMACConfig{Header: "X-S"}, EventID: Field{Field: "id"}})
+	if dropbox.ClaimsPOST("validationToken=x") || dropbox.Method() != http.MethodGet {
+		t.Fatal("dropbox claims a POST")
 	}
 }
 
@@ -173,7 +242,7 @@ func TestHandshakeConfig(t *testing.T) {
 	}{
 		{"twitch on token", Config{Provider: "token", Secrets: []string{"s"}, EventID: Field{Header: "X-Id"}, Handshake: "twitch"}, "handshake: twitch is for provider"},
 		{"okta on hmac", Config{Provider: "hmac", Secrets: []string{"s"}, HMAC: HMACConfig{Header: "X-S"}, EventID: Field{Field: "id"}, Handshake: "okta"}, "handshake: okta is for provider"},
-		{"unknown", Config{Provider: "hmac", Secrets: []string{"s"}, HMAC: HMACConfig{Header: "X-S"}, EventID: Field{Field: "id"}, Handshake: "graph"}, "handshake: unknown"},
+		{"unknown", Config{Provider: "hmac", Secrets: []string{"s"}, HMAC: HMACConfig{Header: "X-S"}, EventID: Field{Field: "id"}, Handshake: "pigeon"}, "handshake: unknown"},
 	} {
 		if _, err := New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.errHas) {
 			t.Errorf("%s: %v, want it to name %q", tt.name, err, tt.errHas)
@@ -184,9 +253,10 @@ func TestHandshakeConfig(t *testing.T) {
 	}
 }
 
-// FuzzHandshakeAnswer: whatever a GET or a verified Twitch verification
-// carries, an answered challenge is the value sent, made only of the token
-// charset and bounded: nothing else is ever reflected.
+// FuzzHandshakeAnswer: whatever a GET, Graph's validation POST or a
+// verified Twitch verification carries, an answered challenge is the value
+// sent, made only of the token charset (Graph's: and space and ':') and
+// bounded: nothing else is ever reflected.
 func FuzzHandshakeAnswer(f *testing.F) {
 	dropbox, err := NewHandshaker(Config{Provider: "hmac", Secrets: []string{"s"}, Handshake: "dropbox",
 		HMAC: HMACConfig{Header: "X-Dropbox-Signature"}, EventID: Field{Field: "id"}})
@@ -197,11 +267,16 @@ func FuzzHandshakeAnswer(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	graph, err := NewHandshaker(Config{Provider: "token", Secrets: []string{"s"}, EventID: Field{Field: "id"}, Handshake: "graph"})
+	if err != nil {
+		f.Fatal(err)
+	}
 	at, _ := time.Parse(time.RFC3339Nano, twitchTimestamp)
 	f.Add(twitchChallenge)
 	f.Add("<script>alert(1)</script>")
 	f.Add("a\r\nSet-Cookie: x=1")
 	f.Add(strings.Repeat("A", maxHandshakeToken))
+	f.Add("Validation: Testing client application reachability for subscription Request-Id: 522a8e7e-096a-494c-aaf1-ac0dcfca45b7")
 	f.Fuzz(func(t *testing.T, c string) {
 		check := func(ev Identity) {
 			if ev.Challenge != c || !validToken(ev.Challenge) {
@@ -213,8 +288,17 @@ func FuzzHandshakeAnswer(f *testing.F) {
 				}
 			}
 		}
-		if ev, err := dropbox.AnswerGET(http.Header{}, url.Values{"challenge": {c}}); err == nil {
+		if ev, err := dropbox.Answer(http.Header{}, url.Values{"challenge": {c}}); err == nil {
 			check(ev)
+		} else if !errors.Is(err, ErrMalformed) {
+			t.Fatal(err)
+		}
+		// Graph's token also allows space and ':', nothing else more.
+		q, _ := url.ParseQuery("validationToken=" + url.QueryEscape(c))
+		if ev, err := graph.Answer(http.Header{}, q); err == nil {
+			if ev.Challenge != c || !validGraphToken(c) || len(c) > maxGraphToken || strings.ContainsAny(c, "<>\"'&\r\n%\x00") {
+				t.Fatalf("graph answered %q for %q", ev.Challenge, c)
+			}
 		} else if !errors.Is(err, ErrMalformed) {
 			t.Fatal(err)
 		}

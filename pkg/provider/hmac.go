@@ -9,7 +9,9 @@ package provider
 // id header ("{id}.{timestamp}.{body}"). With hmac.timestamp_header set, the
 // timestamp (unix seconds, or hmac.timestamp_format unix_ms or rfc3339) must
 // lie within ± tolerance, and the template must sign it: an unsigned
-// timestamp stops no replay.
+// timestamp stops no replay. A sender that puts the time inside the signed
+// body instead (Linear's webhookTimestamp) names it with
+// hmac.timestamp_field; it is checked the same way once the MAC matched.
 //
 // The scheme names no event id, so event_id (a header or a body field) is
 // required; event_type, object_id and object_version are optional. An id
@@ -29,6 +31,8 @@ import (
 	"net/textproto"
 	"strings"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 type hmacVerifier struct {
@@ -39,6 +43,7 @@ type hmacVerifier struct {
 	base64  bool
 
 	timestampHeader string // canonical; "" when none
+	timestampField  string // a body path; "" when none
 	tsFormat        timestampFormat
 	// tsCanonical refuses leading zeros: the timestamp has a placeholder
 	// beside it, and its extent must follow from its value (checkAdjacency).
@@ -122,7 +127,18 @@ func newHMAC(cfg Config) (Verifier, error) {
 	for _, p := range v.template {
 		signs[p.placeholder] = true
 	}
-	if c.TimestampHeader != "" {
+	if c.TimestampField != "" {
+		if c.TimestampHeader != "" {
+			return nil, fmt.Errorf("hmac.timestamp_field: not with hmac.timestamp_header (one send time)")
+		}
+		if err := validatePath(c.TimestampField); err != nil {
+			return nil, fmt.Errorf("hmac.timestamp_field: %w", err)
+		}
+		if signs["timestamp"] {
+			return nil, fmt.Errorf("hmac.template: {timestamp} needs hmac.timestamp_header (a timestamp_field is signed with the body)")
+		}
+		v.timestampField = c.TimestampField
+	} else if c.TimestampHeader != "" {
 		if !validHeaderName(c.TimestampHeader) {
 			return nil, fmt.Errorf("hmac.timestamp_header: %q is not a valid header name", c.TimestampHeader)
 		}
@@ -133,7 +149,7 @@ func newHMAC(cfg Config) (Verifier, error) {
 	} else if signs["timestamp"] {
 		return nil, fmt.Errorf("hmac.template: {timestamp} needs hmac.timestamp_header")
 	} else if c.TimestampFormat != "" {
-		return nil, fmt.Errorf("hmac.timestamp_format: needs hmac.timestamp_header")
+		return nil, fmt.Errorf("hmac.timestamp_format: needs hmac.timestamp_header or hmac.timestamp_field")
 	}
 	if signs["id"] {
 		if cfg.EventID.Header == "" {
@@ -285,6 +301,11 @@ func (v *hmacVerifier) Verify(d *Request) (Identity, error) {
 	// Verified: only now is the body parsed.
 	ev := Identity{SecretIndex: idx}
 	body := jsonBody{raw: d.Body}
+	if v.timestampField != "" {
+		if err := v.checkBodyTimestamp(&body, d.now()); err != nil {
+			return Identity{}, fmt.Errorf("%w (body field %s)", err, v.timestampField)
+		}
+	}
 	if err := v.identity.read(d.Header, &body, &ev); err != nil {
 		return Identity{}, err
 	}
@@ -303,6 +324,33 @@ func (v *hmacVerifier) checkTimestamp(ts string, now time.Time) error {
 		return err
 	}
 	t, err := v.tsFormat.parse(ts, v.tsCanonical)
+	if err != nil {
+		return err
+	}
+	return windowBoth.check(t, now, v.tolerance)
+}
+
+// checkBodyTimestamp reads hmac.timestamp_field from the verified body and
+// checks the window. A unix time must be a JSON number of digits (what
+// @linear/sdk requires: a number), an RFC 3339 time a string; a body that
+// is not JSON is malformed, as for any configured field.
+func (v *hmacVerifier) checkBodyTimestamp(body *jsonBody, now time.Time) error {
+	r, err := body.result(v.timestampField)
+	if err != nil {
+		return err
+	}
+	var ts string
+	switch {
+	case !r.Exists():
+		return fmt.Errorf("%w: absent", ErrTimestamp)
+	case v.tsFormat == formatRFC3339 && r.Type == gjson.String:
+		ts = r.Str
+	case v.tsFormat != formatRFC3339 && r.Type == gjson.Number:
+		ts = r.Raw
+	default:
+		return fmt.Errorf("%w: not %s", ErrTimestamp, v.tsFormat)
+	}
+	t, err := v.tsFormat.parse(ts, false)
 	if err != nil {
 		return err
 	}

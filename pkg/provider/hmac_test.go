@@ -225,6 +225,52 @@ func TestHMACTimestampAndTemplate(t *testing.T) {
 	})
 }
 
+// TestHMACBodyTimestamp: hmac.timestamp_field, the send time inside the
+// signed body (Linear's webhookTimestamp), checked once the MAC matched.
+func TestHMACBodyTimestamp(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	bodyAt := func(ts string) string { return `{"id":"evt_b","meta":{"sent":` + ts + `}}` }
+	ms := func(d time.Duration) string { return strconv.FormatInt(now.Add(d).UnixMilli(), 10) }
+	signed := func(b string) http.Header { return hdr("X-Sig", hex.EncodeToString(macOf(sha256.New, hmacSecret, b))) }
+	base := Config{Provider: "hmac", Secrets: []string{hmacSecret}, EventID: Field{Field: "id"}, Tolerance: time.Minute,
+		HMAC: HMACConfig{Header: "X-Sig", TimestampField: "meta.sent", TimestampFormat: "unix_ms"}}
+	want := Identity{ID: "evt_b"}
+	var cases []verifyCase
+	for _, c := range []struct {
+		name, ts string
+		err      error
+	}{
+		{"now", ms(0), nil},
+		{"59 s old", ms(-59 * time.Second), nil},
+		{"at the boundary", ms(-time.Minute), nil},
+		{"1 ms past the boundary", ms(-time.Minute - time.Millisecond), ErrTimestamp},
+		{"future at the boundary", ms(time.Minute), nil},
+		{"future past the boundary", ms(time.Minute + time.Second), ErrTimestamp},
+		{"a string, not a number", `"` + ms(0) + `"`, ErrTimestamp},
+		{"a fraction", ms(0) + ".5", ErrTimestamp},
+		{"negative", "-" + ms(0), ErrTimestamp},
+		{"null", "null", ErrTimestamp},
+		{"far future", "99999999999999999999999", ErrTimestamp},
+	} {
+		b := bodyAt(c.ts)
+		cases = append(cases, verifyCase{name: c.name, body: strp(b), header: signed(b), want: want, wantErr: c.err})
+	}
+	noTS := `{"id":"evt_b","meta":{}}`
+	dup := `{"id":"evt_b","meta":{"sent":` + ms(0) + `,"sent":` + ms(-time.Hour) + `}}`
+	cases = append(cases,
+		verifyCase{name: "absent", body: strp(noTS), header: signed(noTS), wantErr: ErrTimestamp, errHas: "meta.sent"},
+		verifyCase{name: "a duplicated key", body: strp(dup), header: signed(dup), wantErr: ErrMalformed},
+		verifyCase{name: "not JSON", body: strp("sent=1"), header: signed("sent=1"), wantErr: ErrMalformed},
+		// The MAC comes first: a stale body with a bad MAC is a bad signature.
+		verifyCase{name: "tampered", body: strp(bodyAt(ms(0))), header: signed(bodyAt(ms(-time.Second))), wantErr: ErrBadSignature},
+		verifyCase{name: "rfc3339 string", cfg: func(c *Config) { c.HMAC.TimestampFormat = "rfc3339" },
+			body: strp(bodyAt(`"2023-11-14T22:13:00Z"`)), header: signed(bodyAt(`"2023-11-14T22:13:00Z"`)), want: want},
+		verifyCase{name: "rfc3339 as a number", cfg: func(c *Config) { c.HMAC.TimestampFormat = "rfc3339" },
+			body: strp(bodyAt(ms(0))), header: signed(bodyAt(ms(0))), wantErr: ErrTimestamp},
+	)
+	runVerifyCases(t, base, "", now, cases)
+}
+
 func TestHMACTemplateConfig(t *testing.T) {
 	cfg := func(h HMACConfig, id Field) Config {
 		h.Header = "X-Sig"
@@ -253,6 +299,11 @@ func TestHMACTemplateConfig(t *testing.T) {
 		{"unknown timestamp_format", cfg(HMACConfig{Template: "{timestamp}.{body}", TimestampHeader: "X-Ts", TimestampFormat: "iso"}, idField),
 			"hmac.timestamp_format"},
 		{"timestamp_format without header", cfg(HMACConfig{TimestampFormat: "rfc3339"}, idField), "hmac.timestamp_format"},
+		{"timestamp field and header", cfg(HMACConfig{Template: "{timestamp}.{body}", TimestampHeader: "X-Ts", TimestampField: "ts"}, idField),
+			"hmac.timestamp_field"},
+		{"timestamp field, template {timestamp}", cfg(HMACConfig{Template: "{timestamp}.{body}", TimestampField: "ts"}, idField),
+			"hmac.template"},
+		{"timestamp field, a gjson pattern", cfg(HMACConfig{TimestampField: "a.*"}, idField), "hmac.timestamp_field"},
 		// Issue 14: an unsigned header id needs the explicit opt-in.
 		{"unsigned id header", cfg(HMACConfig{}, Field{Header: "X-Event-Id"}), "hmac.allow_unsigned_id"},
 		{"unsigned id header beside a field", cfg(HMACConfig{}, Field{Header: "X-Event-Id", Field: "id"}), "hmac.allow_unsigned_id"},

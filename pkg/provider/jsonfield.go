@@ -126,27 +126,36 @@ type jsonBody struct {
 // absent), or an error wrapping ErrMalformed when the body is not valid JSON
 // or a key on the path is duplicated.
 func (b *jsonBody) field(path string) (string, error) {
-	if !b.checked {
-		b.checked = true
-		if !gjson.ValidBytes(b.raw) {
-			b.err = errNotJSON
-		}
-	}
-	if b.err != nil {
-		return "", b.err
+	if err := b.valid(); err != nil {
+		return "", err
 	}
 	return lookup(b.raw, path)
 }
 
-// isObject reports whether the body is a valid JSON object.
-func (b *jsonBody) isObject() bool {
+// valid validates the body once: errNotJSON when it is not JSON.
+func (b *jsonBody) valid() error {
 	if !b.checked {
 		b.checked = true
 		if !gjson.ValidBytes(b.raw) {
 			b.err = errNotJSON
 		}
 	}
-	return b.err == nil && gjson.ParseBytes(b.raw).IsObject()
+	return b.err
+}
+
+// result returns what is at path, whatever its kind (one that does not
+// Exist when nothing is), with field's checks: valid JSON, no duplicated
+// key on the path.
+func (b *jsonBody) result(path string) (gjson.Result, error) {
+	if err := b.valid(); err != nil {
+		return gjson.Result{}, err
+	}
+	return walk(b.raw, path)
+}
+
+// isObject reports whether the body is a valid JSON object.
+func (b *jsonBody) isObject() bool {
+	return b.valid() == nil && gjson.ParseBytes(b.raw).IsObject()
 }
 
 // lookup walks path through raw, one key at a time as gjson does (the first

@@ -6,7 +6,7 @@ package provider
 //	{PAYPAL-TRANSMISSION-ID}|{PAYPAL-TRANSMISSION-TIME}|{webhook id}|{CRC32 of the body, unsigned decimal}
 //
 // verified with the certificate at PAYPAL-CERT-URL, fetched from an
-// allowed host only (certfetch.go). The webhook id — PayPal's name for the
+// allowed host only (certfetch.go, keyfetch.go). The webhook id — PayPal's name for the
 // endpoint, from its dashboard — is configured in secrets (several for a
 // move between webhooks); it is not secret, there is no shared secret in
 // this scheme. The transmission time (RFC 3339) must lie within ± tolerance.
@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -49,10 +48,8 @@ func newPayPal(cfg Config) (Verifier, error) {
 	if len(hosts) == 0 {
 		hosts = PayPalCertHosts
 	}
-	for i, h := range hosts {
-		if h == "" || strings.ContainsAny(h, "/:@ ") {
-			return nil, fmt.Errorf("key_url_hosts[%d]: a host name, without scheme, port or path", i)
-		}
+	if err := checkHosts(hosts); err != nil {
+		return nil, err
 	}
 	p := &paypal{webhookIDs: cfg.Secrets, tolerance: cfg.Tolerance, certs: newCertFetcher(hosts), ids: newTokenCache(maxMailgunTokens)}
 	var err error

@@ -63,10 +63,13 @@ var presets = map[string]preset{
 	"sentry": {family: "hmac",
 		hmac:    HMACConfig{Header: "Sentry-Hook-Signature", AllowUnsignedID: true},
 		eventID: Field{Header: "Request-ID"}, evType: Field{Header: "Sentry-Hook-Resource"}},
-	// Linear: Linear-Signature, hex HMAC-SHA256 of the body; the id is the
-	// unsigned Linear-Delivery header (replay guard on), type Linear-Event.
+	// Linear: Linear-Signature, hex HMAC-SHA256 of the body; the body's
+	// webhookTimestamp (ms, signed with it) within ± tolerance, as
+	// @linear/sdk checks it (60 s there); the id is the unsigned
+	// Linear-Delivery header (replay guard on), type Linear-Event.
 	"linear": {family: "hmac",
-		hmac:    HMACConfig{Header: "Linear-Signature", AllowUnsignedID: true},
+		hmac: HMACConfig{Header: "Linear-Signature", AllowUnsignedID: true,
+			TimestampField: "webhookTimestamp", TimestampFormat: "unix_ms"},
 		eventID: Field{Header: "Linear-Delivery"}, evType: Field{Header: "Linear-Event"}},
 	// Bitbucket Cloud: X-Hub-Signature "sha256=" + hex HMAC-SHA256 of the
 	// body; the id is the unsigned X-Request-UUID (replay guard on).

@@ -42,6 +42,7 @@ func TestPresets(t *testing.T) {
 	const intercomBody = `{"type":"notification_event","id":"notif_1","topic":"conversation.user.created","data":{}}`
 	const typeformBody = `{"event_id":"01HTF","event_type":"form_response","form_response":{}}`
 	const coinbaseBody = `{"id":1,"event":{"id":"24934862-d980-46cb-9402-43c81b0cdba6","type":"charge:created"}}`
+	const linearBody = `{"action":"create","type":"Issue","webhookTimestamp":1699999990000}`
 	for _, tt := range []struct {
 		name, provider, secret, body string
 		header                       http.Header
@@ -75,8 +76,8 @@ func TestPresets(t *testing.T) {
 		{name: "sentry: hex, Request-ID", provider: "sentry", secret: "sn", body: `{"action":"created"}`,
 			header: hdr("Sentry-Hook-Signature", hex.EncodeToString(macOf(sha256.New, "sn", `{"action":"created"}`)),
 				"Request-ID", "req-1", "Sentry-Hook-Resource", "issue"), want: Identity{ID: "req-1", Type: "issue"}, replayGuard: true},
-		{name: "linear: hex, Linear-Delivery", provider: "linear", secret: "ln", body: `{"action":"create","type":"Issue"}`,
-			header: hdr("Linear-Signature", hex.EncodeToString(macOf(sha256.New, "ln", `{"action":"create","type":"Issue"}`)),
+		{name: "linear: hex, Linear-Delivery", provider: "linear", secret: "ln", body: linearBody,
+			header: hdr("Linear-Signature", hex.EncodeToString(macOf(sha256.New, "ln", linearBody)),
 				"Linear-Delivery", "d-1", "Linear-Event", "Issue"), want: Identity{ID: "d-1", Type: "Issue"}, replayGuard: true},
 		{name: "gitlab-token: X-Gitlab-Token", provider: "gitlab-token", secret: "glt", body: `{"object_kind":"push"}`,
 			header: hdr("X-Gitlab-Token", "glt", "Idempotency-Key", "ik-1", "X-Gitlab-Event", "Push Hook"),

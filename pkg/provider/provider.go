@@ -99,9 +99,15 @@ type HMACConfig struct {
 	// header is required, must lie within ± tolerance of now, and Template
 	// must sign it. Defaults to none (no timestamp check).
 	TimestampHeader string `yaml:"timestamp_header,omitempty"`
-	// TimestampFormat is the timestamp header's format: unix (seconds,
-	// the default), unix_ms or rfc3339.
+	// TimestampFormat is the timestamp header's (or field's) format: unix
+	// (seconds, the default), unix_ms or rfc3339.
 	TimestampFormat string `yaml:"timestamp_format,omitempty"`
+	// TimestampField names a JSON field of the body carrying the send time
+	// (Linear's webhookTimestamp): a number for unix and unix_ms, a string
+	// for rfc3339. It is signed with the body, read once the signature
+	// verified, and must be there and lie within ± tolerance. Not with
+	// TimestampHeader. Defaults to none.
+	TimestampField string `yaml:"timestamp_field,omitempty"`
 	// IDFormat, "uuid", says the signed {id} is a UUID, which lets the
 	// template put another placeholder right beside it (Twitch's
 	// "{id}{timestamp}{body}"). Defaults to any id.
@@ -160,12 +166,14 @@ type Config struct {
 	// templates that sign it ({url}: Square, HubSpot). The Host header is
 	// never read. Defaults to none.
 	PublicURL string `yaml:"public_url,omitempty"`
-	// KeyURLHosts are the hosts a certificate URL named by a delivery may
-	// point to (provider paypal: defaults to PayPalCertHosts). Ingress
-	// fetches from them (docs/security.md, egress).
+	// KeyURLHosts are the hosts a key may be fetched from: those a
+	// certificate URL named by a delivery may point to (provider paypal:
+	// defaults to PayPalCertHosts), or pubkey.key_url's (defaults to its
+	// host). Ingress fetches from them (docs/security.md, egress).
 	KeyURLHosts []string `yaml:"key_url_hosts,omitempty"`
 	// Handshake answers a sender's endpoint check: twitch, zoom, discord
-	// (POST, verified first), okta or dropbox (GET) (handshake.go).
+	// (POST, verified first), okta or dropbox (GET), graph (Microsoft
+	// Graph's unsigned POST with ?validationToken) (handshake.go).
 	// Defaults to none, or the preset's.
 	Handshake string `yaml:"handshake,omitempty"`
 }
@@ -187,7 +195,9 @@ func Names() []string {
 
 // New builds the Verifier for cfg, validating it. Errors name the offending field.
 func New(cfg Config) (Verifier, error) {
-	if len(cfg.Secrets) == 0 {
+	// pubkey with key_url fetches its keys; every other scheme needs one.
+	keySet := cfg.Provider == "pubkey" && cfg.PubKey.KeyURL != ""
+	if len(cfg.Secrets) == 0 && !keySet {
 		return nil, fmt.Errorf("secrets: at least one secret is required")
 	}
 	for i, s := range cfg.Secrets {
@@ -220,8 +230,8 @@ func New(cfg Config) (Verifier, error) {
 	if err := checkHandshake(cfg); err != nil {
 		return nil, err
 	}
-	if len(cfg.KeyURLHosts) > 0 && cfg.Provider != "paypal" {
-		return nil, fmt.Errorf("key_url_hosts: only for provider paypal")
+	if len(cfg.KeyURLHosts) > 0 && cfg.Provider != "paypal" && !keySet {
+		return nil, fmt.Errorf("key_url_hosts: only for provider paypal, and pubkey with pubkey.key_url")
 	}
 	if err := checkPublicURL(cfg.PublicURL); err != nil {
 		return nil, err

@@ -12,8 +12,10 @@ package provider
 // Keys are configured in secrets, one per entry (rotation as usual): PEM
 // ("PUBLIC KEY", or "RSA PUBLIC KEY"), base64 of the DER
 // SubjectPublicKeyInfo, or for ed25519 the raw 32 bytes in hex or base64.
-// No key is fetched from a URL in this version. The timestamp, template and
-// unsigned-id rules are hmac's.
+// Or they are the sender's published key set, fetched from pubkey.key_url
+// (a JWKS; jwks.go), the key picked by the id in pubkey.kid_header or, with
+// pubkey.encoding jws, in the signature's own JWS header (jws.go). The
+// timestamp, template and unsigned-id rules are hmac's.
 
 import (
 	"crypto"
@@ -29,6 +31,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/textproto"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -39,7 +42,10 @@ type PubKeyConfig struct {
 	Algorithm string `yaml:"algorithm,omitempty"`
 	// Header carrying the signature. Required.
 	Header string `yaml:"header,omitempty"`
-	// Encoding of the signature: base64 (default) or hex.
+	// Encoding of the signature: base64 (default), hex, or jws: a compact
+	// JWS with the body as its detached payload, whose header names the
+	// algorithm and the key id (jws.go); then the signed content is the
+	// JWS's, so template and timestamp_header are not set.
 	Encoding string `yaml:"encoding,omitempty"`
 	// Prefix stripped from the header value before decoding. Defaults to none.
 	Prefix string `yaml:"prefix,omitempty"`
@@ -50,6 +56,16 @@ type PubKeyConfig struct {
 	Template        string `yaml:"template,omitempty"`
 	// AllowUnsignedID accepts an event_id.header (never signed here).
 	AllowUnsignedID bool `yaml:"allow_unsigned_id,omitempty"`
+	// KeyURL is the https URL of the sender's key set (a JWKS, RFC 7517),
+	// fetched by ingress instead of keys in secrets, which must then be
+	// empty. Its host must be on key_url_hosts, which defaults to that
+	// host. Defaults to none: the keys are the secrets.
+	KeyURL string `yaml:"key_url,omitempty"`
+	// KIDHeader names the header carrying the id (kid) of the set's key
+	// that signed the delivery. Only with key_url, and not with encoding
+	// jws (the JWS header names it). Defaults to none: every key of the
+	// set is tried.
+	KIDHeader string `yaml:"kid_header,omitempty"`
 }
 
 // minRSABits refuses keys that are too short to mean anything.
@@ -60,11 +76,14 @@ type pubKeyVerifier struct {
 	header    string
 	prefix    string
 	hexSig    bool
+	jws       bool // pubkey.encoding jws
 	tsHeader  string
 	tsFormat  timestampFormat
 	template  []templatePart
 	tolerance time.Duration
 	keys      []crypto.PublicKey
+	jwks      *jwksFetcher // pubkey.key_url; nil: keys
+	kidHeader string       // canonical; "" when none
 	identity  identityReader
 }
 
@@ -86,15 +105,19 @@ func newPubKey(cfg Config) (Verifier, error) {
 	case "", "base64":
 	case "hex":
 		v.hexSig = true
-	default:
-		return nil, fmt.Errorf("pubkey.encoding: unknown %q (base64 or hex)", c.Encoding)
-	}
-	for i, s := range cfg.Secrets {
-		k, err := parsePublicKey(v.alg, s)
-		if err != nil {
-			return nil, fmt.Errorf("secrets[%d]: %w", i, err)
+	case "jws":
+		v.jws = true
+		switch {
+		case c.Template != "" && c.Template != "{body}" || c.TimestampHeader != "":
+			return nil, fmt.Errorf("pubkey.encoding: jws signs the body as its detached payload; pubkey.template and pubkey.timestamp_header are not for it")
+		case c.KIDHeader != "":
+			return nil, fmt.Errorf("pubkey.kid_header: not with pubkey.encoding jws (the JWS header names the key)")
 		}
-		v.keys = append(v.keys, k)
+	default:
+		return nil, fmt.Errorf("pubkey.encoding: unknown %q (base64, hex or jws)", c.Encoding)
+	}
+	if err := v.configureKeys(cfg); err != nil {
+		return nil, err
 	}
 	var err error
 	if v.tsFormat, err = parseTimestampFormat(c.TimestampFormat); err != nil {
@@ -147,6 +170,50 @@ func newPubKey(cfg Config) (Verifier, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// configureKeys reads the keys in secrets, or sets up the key set at
+// pubkey.key_url.
+func (v *pubKeyVerifier) configureKeys(cfg Config) error {
+	c := cfg.PubKey
+	if c.KeyURL == "" {
+		if c.KIDHeader != "" {
+			return fmt.Errorf("pubkey.kid_header: needs pubkey.key_url (configured keys have no ids)")
+		}
+		for i, s := range cfg.Secrets {
+			k, err := parsePublicKey(v.alg, s)
+			if err != nil {
+				return fmt.Errorf("secrets[%d]: %w", i, err)
+			}
+			v.keys = append(v.keys, k)
+		}
+		return nil
+	}
+	if len(cfg.Secrets) > 0 {
+		return fmt.Errorf("secrets: not with pubkey.key_url (the keys come from the key set)")
+	}
+	u, err := url.Parse(c.KeyURL)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
+		return fmt.Errorf("pubkey.key_url: an https URL of a JWKS")
+	}
+	hosts := cfg.KeyURLHosts
+	if len(hosts) == 0 {
+		hosts = []string{u.Hostname()}
+	}
+	if err := checkHosts(hosts); err != nil {
+		return err
+	}
+	v.jwks = newJWKSFetcher(v.alg, c.KeyURL, hosts)
+	if !v.jwks.allowed(c.KeyURL) {
+		return fmt.Errorf("pubkey.key_url: its host is not on key_url_hosts (or the URL has user information or a fragment)")
+	}
+	if c.KIDHeader != "" {
+		if !validHeaderName(c.KIDHeader) {
+			return fmt.Errorf("pubkey.kid_header: %q is not a valid header name", c.KIDHeader)
+		}
+		v.kidHeader = textproto.CanonicalMIMEHeaderKey(c.KIDHeader)
+	}
+	return nil
 }
 
 // parsePublicKey reads one configured key for alg. Messages never quote it.
@@ -231,35 +298,46 @@ func (v *pubKeyVerifier) Verify(d *Request) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: %s lacks the configured prefix", ErrBadSignature, v.header)
 	}
 	// A signature is at most 512 bytes (RSA-4096); anything longer is junk
-	// not worth decoding.
-	if len(rest) > 1100 {
+	// not worth decoding. A JWS adds its header.
+	if len(rest) > 1100 && !v.jws || len(rest) > 1100+maxJWSHeaderBytes*4/3+2 {
 		return Identity{}, fmt.Errorf("%w: %s is too long", ErrBadSignature, v.header)
 	}
-	var raw []byte
-	var err error
-	if v.hexSig {
-		raw, err = hex.DecodeString(rest)
-	} else {
-		raw, err = base64.StdEncoding.DecodeString(rest)
-	}
-	if err != nil || len(raw) == 0 {
-		return Identity{}, fmt.Errorf("%w: %s is not valid %s", ErrBadSignature, v.header, map[bool]string{true: "hex", false: "base64"}[v.hexSig])
-	}
-
-	var msg []byte
-	for _, p := range v.template {
-		switch p.placeholder {
-		case "body":
-			msg = append(msg, d.Body...)
-		case "timestamp":
-			msg = append(msg, ts...)
-		default:
-			msg = append(msg, p.literal...)
+	var raw, msg []byte
+	var kid string
+	if v.jws {
+		j, err := parseDetachedJWS(rest, v.alg)
+		if err != nil {
+			return Identity{}, fmt.Errorf("%w (%s)", err, v.header)
 		}
+		raw, msg, kid = j.sig, j.signingInput(d.Body), j.kid
+	} else {
+		var err error
+		if v.hexSig {
+			raw, err = hex.DecodeString(rest)
+		} else {
+			raw, err = base64.StdEncoding.DecodeString(rest)
+		}
+		if err != nil || len(raw) == 0 {
+			return Identity{}, fmt.Errorf("%w: %s is not valid %s", ErrBadSignature, v.header, map[bool]string{true: "hex", false: "base64"}[v.hexSig])
+		}
+		for _, p := range v.template {
+			switch p.placeholder {
+			case "body":
+				msg = append(msg, d.Body...)
+			case "timestamp":
+				msg = append(msg, ts...)
+			default:
+				msg = append(msg, p.literal...)
+			}
+		}
+	}
+	keys, err := v.keysFor(d, kid)
+	if err != nil {
+		return Identity{}, err
 	}
 	digest := sha256.Sum256(msg)
 	idx := -1
-	for i, k := range v.keys {
+	for i, k := range keys {
 		if v.verifyOne(k, msg, digest[:], raw) {
 			idx = i
 			break
@@ -268,12 +346,34 @@ func (v *pubKeyVerifier) Verify(d *Request) (Identity, error) {
 	if idx < 0 {
 		return Identity{}, fmt.Errorf("%w: %s does not verify under any configured key", ErrBadSignature, v.header)
 	}
+	if v.jwks != nil {
+		idx = 0 // a key of the set, not a secret: no rotation to report
+	}
 	ev := Identity{SecretIndex: idx}
 	body := jsonBody{raw: d.Body}
 	if err := v.identity.read(d.Header, &body, &ev); err != nil {
 		return Identity{}, err
 	}
 	return ev, nil
+}
+
+// keysFor returns the keys d may be signed with: the configured ones, or
+// those of the key set for its kid (jwsKID: the JWS header's), fetched
+// last, once everything else about the request has been checked.
+func (v *pubKeyVerifier) keysFor(d *Request, jwsKID string) ([]crypto.PublicKey, error) {
+	if v.jwks == nil {
+		return v.keys, nil
+	}
+	kid := jwsKID
+	if v.kidHeader != "" {
+		if kid = d.Header.Get(v.kidHeader); kid == "" {
+			return nil, fmt.Errorf("%w: %s", ErrMissingHeader, v.kidHeader)
+		}
+		if len(kid) > maxKIDBytes {
+			return nil, fmt.Errorf("%w: %s is too long", ErrBadSignature, v.kidHeader)
+		}
+	}
+	return v.jwks.keys(kid, d.now())
 }
 
 func (v *pubKeyVerifier) verifyOne(k crypto.PublicKey, msg, digest, sig []byte) bool {

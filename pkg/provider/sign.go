@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha1"
@@ -295,6 +296,37 @@ func SampleBody(cfg Config, id, typ string) []byte {
 	}
 	b, _ := json.Marshal(ev) // maps of strings always marshal
 	return b
+}
+
+// StampBody returns body with the send time t written where cfg's scheme
+// signs it inside the body (hmac.timestamp_field: Linear's
+// webhookTimestamp), in its timestamp_format; for any other scheme, body
+// as it is. SampleBody depends on id and type only; a body-time scheme
+// needs this before SignMessage (`intake send`, tests). body must be a JSON
+// object (its numbers are kept as written; its keys come out sorted).
+func StampBody(cfg Config, body []byte, t time.Time) ([]byte, error) {
+	if r, err := resolvePreset(cfg); err == nil {
+		cfg = r
+	}
+	field := cfg.HMAC.TimestampField
+	if cfg.Provider != "hmac" || field == "" {
+		return body, nil
+	}
+	if !plainPath(field) {
+		return nil, fmt.Errorf("hmac.timestamp_field %q: only a plain dotted path can be stamped", field)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var ev map[string]any
+	if err := dec.Decode(&ev); err != nil || ev == nil {
+		return nil, fmt.Errorf("the body must be a JSON object to carry %s", field)
+	}
+	var v any = json.Number(formatTime(cfg.HMAC.TimestampFormat, t))
+	if cfg.HMAC.TimestampFormat == "rfc3339" {
+		v = formatTime("rfc3339", t)
+	}
+	setPath(ev, field, v)
+	return json.Marshal(ev)
 }
 
 // plainPath: p is empty or dotted keys without escapes.

@@ -152,7 +152,10 @@ func TestSignNewFamilies(t *testing.T) {
 			t.Fatalf("%s: %v", cfg.Provider, err)
 		}
 		const id = "0b7c5e8e-3f2a-4c1d-9e6f-1a2b3c4d5e6f"
-		body := SampleBody(cfg, id, "thing.happened")
+		body, err := StampBody(cfg, SampleBody(cfg, id, "thing.happened"), now)
+		if err != nil {
+			t.Fatalf("%s: StampBody: %v", cfg.Provider, err)
+		}
 		h, err := SignMessage(cfg, 0, Message{ID: id, Type: "thing.happened", Body: body, Time: now})
 		if err != nil {
 			t.Fatalf("%s: %v", cfg.Provider, err)
@@ -161,5 +164,22 @@ func TestSignNewFamilies(t *testing.T) {
 		if err != nil || ev.ID != id {
 			t.Errorf("%s: Verify = %+v, %v (body %s, headers %v)", cfg.Provider, ev, err, body, h)
 		}
+	}
+}
+
+// StampBody writes the send time only where the scheme signs it inside the
+// body, keeping the body's numbers as written.
+func TestStampBody(t *testing.T) {
+	at := time.UnixMilli(1_700_000_000_123)
+	body := []byte(`{"id":12345678901234567890,"webhookTimestamp":1}`)
+	got, err := StampBody(Config{Provider: "linear"}, body, at)
+	if err != nil || string(got) != `{"id":12345678901234567890,"webhookTimestamp":1700000000123}` {
+		t.Fatalf("linear: %s, %v", got, err)
+	}
+	if got, err := StampBody(Config{Provider: "github"}, body, at); err != nil || string(got) != string(body) {
+		t.Fatalf("github: %s, %v", got, err)
+	}
+	if _, err := StampBody(Config{Provider: "linear"}, []byte(`[1]`), at); err == nil {
+		t.Fatal("an array was stamped")
 	}
 }
