@@ -46,7 +46,7 @@ func (b *breaker) allow(now time.Time) (ok, probe bool, retry time.Duration) {
 	return true, true, 0
 }
 
-// cancelProbe gives the probe back when it found nothing to deliver.
+// cancelProbe gives the probe back when it was not sent (shutdown).
 func (b *breaker) cancelProbe() {
 	b.mu.Lock()
 	b.probing = false

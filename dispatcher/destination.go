@@ -49,46 +49,46 @@ const fetchWait = time.Second
 // run fetches and delivers until ctx ends, then waits for the deliveries
 // in flight (each bounded by the destination's timeout) to be handed to
 // the log writer.
+//
+// max_in_flight workers deliver; the fetcher keeps up to as many more
+// messages fetched ahead of them (the window), pulling in batches of at
+// least half a window while the workers have buffered work, so a backlog
+// costs a pull request per several messages, not one each. While the
+// destination is paused or its breaker open the fetcher pulls nothing
+// (with the breaker open, one message to probe with when none is in
+// hand); workers holding a message wait, keeping it theirs with
+// InProgress.
 func (d *destination) run(ctx context.Context) {
-	slots := make(chan struct{}, d.cfg.MaxInFlight)
-	var inflight sync.WaitGroup
-	defer inflight.Wait()
-	for attempt := 0; ctx.Err() == nil; {
-		if d.paused.Load() {
-			_ = backoff.Sleep(ctx, fetchWait)
-			continue
-		}
-		ok, probe, retry := d.breaker.allow(time.Now())
-		if !ok {
-			_ = backoff.Sleep(ctx, min(retry, fetchWait))
-			continue
-		}
-		// One slot for the first message (waiting for a delivery to end),
-		// then every slot free now.
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			if probe {
-				d.breaker.cancelProbe()
+	n := d.cfg.MaxInFlight
+	queue := make(chan jetstream.Msg, 2*n) // fetched, waiting for a worker
+	window := make(chan struct{}, 2*n)     // a token per message fetched and not yet handled
+	var workers sync.WaitGroup
+	for range n {
+		workers.Go(func() {
+			for msg := range queue {
+				d.handle(ctx, msg)
+				<-window
 			}
+		})
+	}
+	defer func() {
+		close(queue)
+		workers.Wait()
+	}()
+	for attempt := 0; ctx.Err() == nil; {
+		open := d.breaker.isOpen()
+		if d.paused.Load() || open && len(window) > 0 {
+			// Paused, or probing with a message in hand: nothing more.
+			_ = backoff.Sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		k, ok := take(ctx, window, queue, open)
+		if !ok {
 			return
 		}
-		n := 1
-	more:
-		for !probe && n < cap(slots) {
-			select {
-			case slots <- struct{}{}:
-				n++
-			default:
-				break more
-			}
-		}
-		batch, err := d.cons.Fetch(n, jetstream.FetchMaxWait(fetchWait))
+		batch, err := d.cons.Fetch(k, jetstream.FetchMaxWait(fetchWait))
 		if err != nil {
-			release(slots, n)
-			if probe {
-				d.breaker.cancelProbe()
-			}
+			release(window, k)
 			if d.recreate(ctx, err) {
 				continue
 			}
@@ -105,19 +105,76 @@ func (d *destination) run(ctx context.Context) {
 		got := 0
 		for msg := range batch.Messages() {
 			got++
-			inflight.Add(1)
-			go func() {
-				defer inflight.Done()
-				defer func() { <-slots }()
-				d.handle(ctx, msg)
-			}()
+			queue <- msg // never blocks: the window bounds what is fetched
 		}
-		release(slots, n-got)
-		if probe && got == 0 {
-			d.breaker.cancelProbe()
-		}
+		release(window, k-got)
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil && !d.recreate(ctx, err) {
 			d.log.Debug("destination: fetch ended", "destination", d.cfg.Name, "err", err)
+		}
+	}
+}
+
+// take reserves room in the window for a fetch and returns how many
+// messages to ask for: one when probing, else every free place, waiting
+// for half a window while the workers have buffered messages to deliver.
+func take(ctx context.Context, window chan struct{}, queue chan jetstream.Msg, probing bool) (int, bool) {
+	select {
+	case window <- struct{}{}:
+	case <-ctx.Done():
+		return 0, false
+	}
+	k := 1
+	for !probing && k < cap(window) {
+		select {
+		case window <- struct{}{}:
+			k++
+			continue
+		default:
+		}
+		if k >= cap(window)/4 || len(queue) == 0 {
+			break
+		}
+		select {
+		case window <- struct{}{}:
+			k++
+		case <-ctx.Done():
+			release(window, k)
+			return 0, false
+		}
+	}
+	return k, true
+}
+
+var fetchBackoff = backoff.Backoff{Min: 250 * time.Millisecond, Max: 5 * time.Second}
+
+func release(window chan struct{}, n int) {
+	for range n {
+		<-window
+	}
+}
+
+// await waits until msg may be delivered: the destination not paused, its
+// breaker closed or this the half-open breaker's probe (probe set). It
+// keeps msg with InProgress while it waits. ok false: shutting down, msg
+// given back.
+func (d *destination) await(ctx context.Context, msg jetstream.Msg) (ok, probe bool) {
+	keep := time.Now()
+	for {
+		wait := 250 * time.Millisecond
+		if !d.paused.Load() {
+			ok, probe, retry := d.breaker.allow(time.Now())
+			if ok {
+				return true, probe
+			}
+			wait = min(retry, wait)
+		}
+		if backoff.Sleep(ctx, wait) != nil {
+			_ = msg.Nak()
+			return false, false
+		}
+		if time.Since(keep) > (d.cfg.Timeout+ackMargin)/3 {
+			_ = msg.InProgress()
+			keep = time.Now()
 		}
 	}
 }
@@ -139,14 +196,6 @@ func (d *destination) recreate(ctx context.Context, err error) bool {
 	return true
 }
 
-var fetchBackoff = backoff.Backoff{Min: 250 * time.Millisecond, Max: 5 * time.Second}
-
-func release(slots chan struct{}, n int) {
-	for range n {
-		<-slots
-	}
-}
-
 // handle delivers one message and hands the attempt to the log writer,
 // which acknowledges it. A message of a type the match leaves out is
 // acknowledged at once. Shutting down, a message not yet attempted goes
@@ -164,9 +213,16 @@ func (d *destination) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.TermWithReason("not a JetStream message")
 		return
 	}
+	ok, probe := d.await(ctx, msg)
+	if !ok {
+		return
+	}
 	if d.limiter != nil {
 		start := time.Now()
 		if d.limiter.Wait(ctx) != nil {
+			if probe {
+				d.breaker.cancelProbe()
+			}
 			_ = msg.Nak()
 			return
 		}
