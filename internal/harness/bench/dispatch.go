@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -416,6 +417,9 @@ type dispatchPass struct {
 	rss  float64
 	// notDelivered counts attempts that did not deliver (a retry).
 	notDelivered int
+	// pulls and asked are the dispatcher's pull requests and the messages
+	// they asked for, counted with ProfileDir only (pullCounter).
+	pulls, asked int
 }
 
 func sumPasses(ps []dispatchPass) (sum dispatchPass) {
@@ -429,6 +433,8 @@ func sumPasses(ps []dispatchPass) (sum dispatchPass) {
 		sum.wal += p.wal
 		sum.rss = max(sum.rss, p.rss)
 		sum.notDelivered += p.notDelivered
+		sum.pulls += p.pulls
+		sum.asked += p.asked
 	}
 	return sum
 }
@@ -502,6 +508,9 @@ func (d *dispatchRun) throughput(ctx context.Context, size int) error {
 		n, s.per(s.cpu), s.per(s.pg), s.per(s.self), float64(s.wal)/float64(s.n))
 	if s.notDelivered > 0 {
 		note += fmt.Sprintf("; %d attempts not delivered (retried)", s.notDelivered)
+	}
+	if s.pulls > 0 {
+		note += fmt.Sprintf("; %d pull requests, %.1f messages asked per pull, %.2f per delivery", s.pulls, float64(s.asked)/float64(s.pulls), float64(s.pulls)/float64(s.n))
 	}
 	d.rep.Figures = append(d.rep.Figures,
 		Figure{Stage: "bare HTTP client → receiver (limit)", Payload: size, Rate: b.rate(), P50Ms: millis(b.pct(.5)), P99Ms: millis(b.pct(.99)),
@@ -620,6 +629,11 @@ func (d *dispatchRun) dispatchPass(ctx context.Context, rc *receiver, dest confi
 	}
 	rc.reset()
 	firstCh := rc.firstDelivery()
+	pulls, err := d.countPulls(dest)
+	if err != nil {
+		return dispatchPass{}, err
+	}
+	defer pulls.stop()
 	ch, base, err := d.startDispatcher(cfgPath, fmt.Sprintf("dispatcher-%s-%d.log", dest.Name, pass))
 	if err != nil {
 		return dispatchPass{}, err
@@ -680,6 +694,7 @@ func (d *dispatchRun) dispatchPass(ctx context.Context, rc *receiver, dest confi
 	}
 	end := time.Now()
 	m1 := d.marks(ctx, ch)
+	pullsN, asked := pulls.stop()
 	var m0 cpuMarks
 	select {
 	case m0 = <-marks0:
@@ -691,7 +706,7 @@ func (d *dispatchRun) dispatchPass(ctx context.Context, rc *receiver, dest confi
 	}
 	_, first, _ := rc.count()
 	p := dispatchPass{n: n, secs: end.Sub(first).Seconds(), cpu: m1.proc - m0.proc, self: m1.self - m0.self,
-		pg: m1.pg.cpu - m0.pg.cpu, wal: m1.pg.wal - m0.pg.wal, rss: ch.peakRSS()}
+		pg: m1.pg.cpu - m0.pg.cpu, wal: m1.pg.wal - m0.pg.wal, rss: ch.peakRSS(), pulls: pullsN, asked: asked}
 	rows, err := d.env.st.Pool().Query(ctx, `SELECT latency_ms, outcome = 'delivered' FROM intake.dispatch_attempts WHERE id > $1 AND destination = $2`, lastID, dest.Name)
 	if err != nil {
 		return dispatchPass{}, err
@@ -710,6 +725,48 @@ func (d *dispatchRun) dispatchPass(ctx context.Context, rc *receiver, dest confi
 	profiled()
 	ch.stop() // drains: what it holds is acknowledged
 	return p, d.settled(ctx, dest, 30*time.Second)
+}
+
+// pullCounter counts a consumer's pull requests and the messages they ask
+// for, as a plain subscriber to the JetStream API subject they are sent
+// on. Profiling only (Config.ProfileDir): the copy of each request costs
+// NATS a little.
+type pullCounter struct {
+	sub          *nats.Subscription
+	mu           sync.Mutex
+	pulls, asked int
+}
+
+func (d *dispatchRun) countPulls(dest config.Destination) (*pullCounter, error) {
+	pc := &pullCounter{}
+	if d.c.ProfileDir == "" {
+		return pc, nil
+	}
+	var err error
+	pc.sub, err = d.env.nc.Subscribe("$JS.API.CONSUMER.MSG.NEXT."+envelope.StreamOut+"."+dest.Durable(), func(m *nats.Msg) {
+		var req struct {
+			Batch int `json:"batch"`
+		}
+		_ = json.Unmarshal(m.Data, &req)
+		pc.mu.Lock()
+		pc.pulls++
+		pc.asked += req.Batch
+		pc.mu.Unlock()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return pc, d.env.nc.Flush()
+}
+
+// stop ends the count (again: nothing more) and returns it.
+func (pc *pullCounter) stop() (pulls, asked int) {
+	if pc.sub != nil {
+		_ = pc.sub.Unsubscribe()
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.pulls, pc.asked
 }
 
 // cpuMarks are the CPU times a dispatcher pass reads at its first delivery
