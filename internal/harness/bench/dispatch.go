@@ -39,8 +39,10 @@ import (
 // the harness first: it takes new messages only), then a dispatcher
 // starts and drains it, timed from the receiver's first delivery to the
 // last delivery's row in intake.dispatch_attempts. The limit, in the same
-// run: a bare net/http client posting bodies of the same size, max_in_flight
-// at a time, to the same receiver. Passes alternate bare, dispatcher,
+// run: a bare net/http client posting bodies of the same size and form,
+// max_in_flight at a time, to the same receiver, for Duration/2 a pass
+// (about as long as a dispatcher pass: a short pass on a shared host
+// samples one busy or idle moment). Passes alternate bare, dispatcher,
 // dispatcher, bare, so drift on the host moves both alike. CPU per
 // delivery is read from /proc at the first delivery and at the end: the
 // dispatcher process's, and every Postgres process's (the log rows).
@@ -489,7 +491,7 @@ func (d *dispatchRun) throughput(ctx context.Context, size int) error {
 			log.Info("dispatcher pass", "pass", i+1, "per_second", int(p.rate()))
 			continue
 		}
-		p, err := bareRun(ctx, rc, client, reqs, fmt.Sprintf("bare%d_%d", size, i), n, dest.MaxInFlight, time.Time{})
+		p, err := bareRun(ctx, rc, client, reqs, fmt.Sprintf("bare%d_%d", size, i), 1<<30, dest.MaxInFlight, time.Now().Add(d.c.Duration/2))
 		if err != nil {
 			return err
 		}
@@ -514,7 +516,7 @@ func (d *dispatchRun) throughput(ctx context.Context, size int) error {
 	}
 	d.rep.Figures = append(d.rep.Figures,
 		Figure{Stage: "bare HTTP client → receiver (limit)", Payload: size, Rate: b.rate(), P50Ms: millis(b.pct(.5)), P99Ms: millis(b.pct(.99)),
-			Note: fmt.Sprintf("%d bodies × 2 passes, %d in flight; %.3f ms CPU per request (this process: client + receiver)", n, dest.MaxInFlight, b.per(b.cpu))},
+			Note: fmt.Sprintf("2 passes of %s, %d in flight; %.3f ms CPU per request (this process: client + receiver)", d.c.Duration/2, dest.MaxInFlight, b.per(b.cpu))},
 		Figure{Stage: "intake dispatcher → receiver", Payload: size, Rate: s.rate(), P50Ms: logMillis(s.pct(.5)), P99Ms: logMillis(s.pct(.99)), RSSMB: s.rss,
 			Note: note + "; latency from the delivery log, whole ms shown as the middle of the ms"})
 	nd := float64(s.n)
