@@ -371,25 +371,32 @@ func (p *outPublisher) backlog(ctx context.Context, n int) error {
 }
 
 // flow publishes rate messages a second, each waiting for its PubAck,
-// until stop, which returns the first error.
+// until stop, which lets the publish in progress finish (a message stored
+// on INTAKE_OUT is one the harness knows of) and returns the first error.
 func (p *outPublisher) flow(ctx context.Context, rate float64) (stop func() error) {
-	ctx, cancel := context.WithCancel(ctx)
+	quit := make(chan struct{})
+	var once sync.Once
 	var firstErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		start := time.Now()
 		for i := 0; ; i++ {
-			if err := sleepCtx(ctx, time.Until(start.Add(time.Duration(float64(i)/rate*float64(time.Second))))); err != nil {
+			t := time.NewTimer(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
+			select {
+			case <-quit:
+				t.Stop()
 				return
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
 			}
 			m := p.msg()
-			pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			ack, err := p.js.PublishMsg(pctx, m)
-			pcancel()
+			cancel()
 			switch {
-			case ctx.Err() != nil:
-				return
 			case err != nil:
 				firstErr = fmt.Errorf("flow: %w", err)
 				return
@@ -401,7 +408,7 @@ func (p *outPublisher) flow(ctx context.Context, rate float64) (stop func() erro
 		}
 	}()
 	return func() error {
-		cancel()
+		once.Do(func() { close(quit) })
 		<-done
 		return firstErr
 	}
