@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/intakehq/intake/internal/harness/bench"
+	"github.com/intakehq/intake/pkg/config"
 )
 
 // attachPerf makes `intake bench` (no subcommand) the performance harness
@@ -17,8 +20,11 @@ func attachPerf(cmd *cobra.Command, g *globals) {
 same run (bare HTTP, raw JetStream publish, the Postgres batched-insert limit, one
 transaction per event) and prints figures and ratios, and Postgres's cost per event
 (WAL, CPU, rows, index entries, bytes) while the processor drains. --quick finishes in
-under a minute. --durability, --replication, --processors, --prefill and --system each run one comparison instead
-(--system: the whole pipeline as intake dev deploys it, CPU per event, issue 35).
+under a minute. --durability, --replication, --processors, --prefill, --system and --dispatch each run one comparison instead
+(--system: the whole pipeline as intake dev deploys it, CPU per event, issue 35; --dispatch: intake dispatcher
+against a bare HTTP client posting to the same receiver, CPU per delivery, then a destination held down
+for --outage and restored, then the dispatcher killed with SIGKILL --dispatch-kills times: every message
+delivered, duplicates only under the same webhook-id, issue 32).
 Subcommands run other harnesses.`
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -42,7 +48,12 @@ Subcommands run other harnesses.`
 	f.IntSliceVar(&c.Processors, "processors", nil, "only drain the same backlog with each of these numbers of processor processes (e.g. 1,2,4): committed rate, shares, Postgres per event")
 	f.IntVar(&c.Prefill, "prefill", 0, "only compare one processor on empty tables with one on tables already holding this many events' rows (e.g. 10000000, spread over 90 days), and the purge's rate")
 	f.BoolVar(&c.System, "system", false, "only measure the whole pipeline as `intake dev` deploys it (default 20s of load): CPU per event of the system under test (postgres included, the generator not), against bare HTTP")
-	f.StringVar(&c.ProfileDir, "profile-dir", "", "write CPU profiles of ingress and processor here (go tool pprof)")
+	f.BoolVar(&c.Dispatch, "dispatch", false, "only measure intake dispatcher: throughput and CPU per delivery against a bare HTTP client to the same receiver, then --outage and --dispatch-kills")
+	f.IntVar(&c.DispatchInFlight, "max-in-flight", config.DefaultDestinationMaxInFlight, "with --dispatch: the destinations' max_in_flight, and the bare client's concurrency")
+	f.DurationVar(&c.Outage, "outage", 0, fmt.Sprintf("with --dispatch: how long the destination is down (default %s; %s with --quick, whose retry schedule and breaker probe are the defaults / 60); negative skips it", bench.DefaultOutage, bench.DefaultQuickOutage))
+	f.IntVar(&c.DispatchKills, "dispatch-kills", 0, fmt.Sprintf("with --dispatch: SIGKILLs of the dispatcher while it drains (default %d; 1 with --quick); negative skips them", bench.DefaultDispatchKills))
+	f.Float64Var(&c.DispatchRate, "dispatch-rate", bench.DefaultDispatchRate, "with --dispatch: messages a second published during the outage and the kills")
+	f.StringVar(&c.ProfileDir, "profile-dir", "", "write CPU profiles of ingress, processor and dispatcher here (go tool pprof)")
 
 	var addr string
 	bare := &cobra.Command{

@@ -24,5 +24,9 @@
 // (replication.go) sets the processor's Postgres writes against a
 // synchronous standby beside an asynchronous one; --processors 1,2,4
 // (procs.go) drains the same backlog with each count of processor
-// processes.
+// processes. --system (system.go) and --dispatch (dispatch.go) are runs
+// of their own too: the whole pipeline as `intake dev` deploys it, and
+// `intake dispatcher` against a bare HTTP client posting to the same
+// receiver, then a destination held down and the dispatcher killed, judged
+// from the receiver's record.
 package bench

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -340,6 +341,9 @@ func printPGCosts(w io.Writer, costs []PGCost) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if !slices.ContainsFunc(costs, func(c PGCost) bool { return len(c.Tables) > 0 }) {
+		return nil
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

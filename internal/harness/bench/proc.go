@@ -58,6 +58,27 @@ func (c *child) stop() {
 	})
 }
 
+// kill sends SIGKILL (a crash: nothing is drained) and waits for the
+// process to end. After kill, stop does nothing, and the other way round.
+func (c *child) kill() {
+	c.stopOnce.Do(func() {
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		c.log.Close()
+	})
+}
+
+// exited reports whether the process has ended.
+func (c *child) exited() bool {
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
 // peakRSS is the process's high-water resident set (VmHWM), in MiB.
 func (c *child) peakRSS() float64 { return c.status("VmHWM:") }
 

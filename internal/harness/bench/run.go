@@ -67,7 +67,31 @@ type Config struct {
 	// under a closed-loop load, CPU per event as deployed, against bare
 	// HTTP.
 	System bool
-	Log    *slog.Logger
+	// Dispatch runs only the dispatcher stage (dispatch.go): its
+	// throughput against a bare HTTP client at each payload size, then the
+	// outage and the kills.
+	Dispatch bool
+	// DispatchInFlight is the bench destinations' max_in_flight, and the
+	// bare client's concurrency. Defaults to
+	// config.DefaultDestinationMaxInFlight (16).
+	DispatchInFlight int
+	// DispatchMessages is each throughput pass's backlog and the kills'
+	// backlog. Defaults to what lasts about Duration (a calibration of the
+	// bare client, and the dispatcher's measured rate).
+	DispatchMessages int
+	// Outage is how long the outage scenario holds the destination down.
+	// Defaults to DefaultOutage (5 min; DefaultQuickOutage, 5 s, with
+	// Quick, whose retry schedule and breaker probe are the defaults / 60);
+	// negative skips it.
+	Outage time.Duration
+	// DispatchKills is how many times the kill scenario kills the
+	// dispatcher with SIGKILL. Defaults to DefaultDispatchKills (3; 1 with
+	// Quick); negative skips it.
+	DispatchKills int
+	// DispatchRate is the messages a second published during the outage and
+	// the kills. Defaults to DefaultDispatchRate (100).
+	DispatchRate float64
+	Log          *slog.Logger
 }
 
 // Figure is one measured number.
@@ -101,6 +125,9 @@ type Report struct {
 	// Postgres is the cluster's work per event during each processor
 	// drain (pgcost.go).
 	Postgres []PGCost `json:"postgres_per_event,omitempty"`
+	// Deliveries are the dispatcher stage's scenarios, judged from the
+	// receiver's record (dispatchfaults.go).
+	Deliveries []DeliveryCheck `json:"dispatch_scenarios,omitempty"`
 }
 
 // benchSecret signs the benchmark's deliveries. Not one of the example's
@@ -155,6 +182,11 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	}
 	defer stopPG()
 
+	if c.Dispatch {
+		rep.Config += fmt.Sprintf(", the dispatcher: max_in_flight %d, outage %s, %d kills, %.0f messages/s during them",
+			c.DispatchInFlight, max(c.Outage, 0), max(c.DispatchKills, 0), c.DispatchRate)
+		return runDispatch(ctx, c, rep, dir, pg)
+	}
 	if c.Prefill > 0 {
 		rep.Config += fmt.Sprintf(", %d events' rows pre-filled", c.Prefill)
 		return eachPayload(rep, c.Payloads, func(size int) error { return runPrefill(ctx, c, rep, dir, pg, size) })
@@ -185,6 +217,24 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Connections == 0 {
 		c.Connections = 64
 	}
+	if c.DispatchInFlight == 0 {
+		c.DispatchInFlight = config.DefaultDestinationMaxInFlight
+	}
+	if c.Outage == 0 {
+		c.Outage = DefaultOutage
+		if c.Quick {
+			c.Outage = DefaultQuickOutage
+		}
+	}
+	if c.DispatchKills == 0 {
+		c.DispatchKills = DefaultDispatchKills
+		if c.Quick {
+			c.DispatchKills = 1
+		}
+	}
+	if c.DispatchRate == 0 {
+		c.DispatchRate = DefaultDispatchRate
+	}
 	if len(c.Payloads) == 0 {
 		c.Payloads = []int{1024, 16384}
 		if c.Quick {
@@ -211,13 +261,19 @@ func (c Config) validate() error {
 		return err
 	}
 	modes := 0
-	for _, on := range []bool{len(c.Processors) > 0, c.Durability, c.Replication, c.Prefill > 0, c.System} {
+	for _, on := range []bool{len(c.Processors) > 0, c.Durability, c.Replication, c.Prefill > 0, c.System, c.Dispatch} {
 		if on {
 			modes++
 		}
 	}
 	if modes > 1 {
-		return errors.New("bench: processor counts, durability, replication, prefill and system are separate runs: choose one")
+		return errors.New("bench: processor counts, durability, replication, prefill, system and dispatch are separate runs: choose one")
+	}
+	if c.Dispatch && (c.DispatchInFlight < 1 || c.DispatchInFlight > config.MaxDestinationMaxInFlight) {
+		return fmt.Errorf("bench: --max-in-flight must be 1..%d", config.MaxDestinationMaxInFlight)
+	}
+	if c.DispatchMessages < 0 || c.DispatchRate < 0 {
+		return errors.New("bench: the dispatcher's messages and rate must be positive")
 	}
 	if c.Prefill < 0 {
 		return errors.New("bench: --prefill must be positive")
@@ -785,6 +841,9 @@ func (r *Report) Print(w io.Writer, asJSON bool) error {
 		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%s\n", q.Name, q.Payload, q.Value, q.Target, met)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := printDeliveries(w, r.Deliveries); err != nil {
 		return err
 	}
 	return printPGCosts(w, r.Postgres)
