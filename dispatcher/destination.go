@@ -183,7 +183,16 @@ func (d *destination) await(ctx context.Context, msg jetstream.Msg) (ok, probe b
 // (deleted behind the dispatcher's back: by hand, or with its stream), from
 // new messages on; it reports whether it did.
 func (d *destination) recreate(ctx context.Context, err error) bool {
-	if !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrConsumerDeleted) {
+	gone := errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted)
+	if !gone {
+		// A pull to a consumer deleted before it was sent finds no one to
+		// answer it: ask whether the consumer is there.
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, cerr := d.js.Consumer(cctx, envelope.StreamOut, d.cfg.Durable())
+		cancel()
+		gone = errors.Is(cerr, jetstream.ErrConsumerNotFound)
+	}
+	if !gone {
 		return false
 	}
 	cons, cerr := d.js.CreateOrUpdateConsumer(ctx, envelope.StreamOut, ConsumerConfig(d.cfg))

@@ -642,7 +642,7 @@ func TestDeletedConsumerIsMadeAgain(t *testing.T) {
 	if err := r.JS.DeleteConsumer(ctx, envelope.StreamOut, "dispatch-again"); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 20*time.Second, func() bool {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		_, err := r.JS.Consumer(ctx, envelope.StreamOut, "dispatch-again")
 		return err == nil
 	}, "the deleted consumer was never made again")

@@ -113,8 +113,11 @@ func testReceiver(t *testing.T, command func() *exec.Cmd) {
 				t.Errorf("%s: %d at attempt %d, want 204 (applied), or 200 after an attempt that lost its answer", ev.WebhookID, last.StatusCode, last.Attempt)
 			}
 		}
-		if got := r.deaths.Load(); got != int32(len(kill)) {
-			t.Errorf("receiver killed %d times, want %d: once per listed id, the retry finding its claim", got, len(kill))
+		// Once per listed id at most (the supervisor fails a second firing):
+		// an id whose commit a kill of another cut short finds its claim on
+		// the retry and does not fire.
+		if got := r.deaths.Load(); got < 1 || got > int32(len(kill)) {
+			t.Errorf("receiver killed %d times, want between 1 and %d: its fault hook fires once per listed id at most", got, len(kill))
 		}
 		// A dispatcher that timed out on a 2xx delivers again: nothing changes.
 		for _, ev := range events[:3] {
