@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -45,6 +44,49 @@ const (
 var identityHeaders = []string{envelope.HeaderKey, envelope.HeaderIntegration, envelope.HeaderTenant,
 	envelope.HeaderAccount, envelope.HeaderEventID, envelope.HeaderEventType, envelope.HeaderExecutionID,
 	envelope.HeaderReceivedAt, envelope.HeaderRedeliveryID, envelope.HeaderTraceparent}
+
+// Canonical header names, and values shared by every delivery (a
+// header's value slice is only read by the transport).
+var (
+	hdrContentType      = http.CanonicalHeaderKey("Content-Type")
+	hdrUserAgent        = http.CanonicalHeaderKey("User-Agent")
+	hdrIdempotencyKey   = http.CanonicalHeaderKey(HeaderIdempotencyKey)
+	hdrDestination      = http.CanonicalHeaderKey(HeaderDestination)
+	hdrAttempt          = http.CanonicalHeaderKey(HeaderAttempt)
+	hdrWebhookID        = http.CanonicalHeaderKey(HeaderWebhookID)
+	hdrWebhookTimestamp = http.CanonicalHeaderKey(HeaderWebhookTimestamp)
+	hdrWebhookSignature = http.CanonicalHeaderKey(HeaderWebhookSignature)
+	identityCanonical   = canonical(identityHeaders)
+	userAgentValue      = []string{userAgent}
+	jsonType            = []string{"application/json"}
+	octetType           = []string{"application/octet-stream"}
+)
+
+func canonical(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = http.CanonicalHeaderKey(n)
+	}
+	return out
+}
+
+// contentType is application/json for a body that starts as JSON does
+// (an object or an array, after white space), else
+// application/octet-stream. It reads the first bytes only: a full
+// json.Valid cost more than signing at 16 KiB, and what INTAKE_OUT holds
+// is what a handler emitted, JSON unless it said otherwise.
+func contentType(body []byte) []string {
+	for _, c := range body {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', '[':
+			return jsonType
+		}
+		break
+	}
+	return octetType
+}
 
 // newClient is a destination's HTTP client: no redirects, no proxy from
 // the environment (a destination URL is the config's word), bounded
@@ -96,37 +138,37 @@ func (d *destination) post(ctx context.Context, msg jetstream.Msg, id string, at
 	if err != nil {
 		return attemptOut{result: result{class: ClassConnect}, response: err.Error()}
 	}
-	h := msg.Headers()
-	ct := "application/octet-stream"
-	if json.Valid(body) {
-		ct = "application/json"
-	}
-	req.Header.Set("Content-Type", ct)
-	req.Header.Set("User-Agent", userAgent)
-	for _, name := range identityHeaders {
+	// Headers set straight into the map under their canonical names:
+	// Header.Set would canonicalize each of them on every delivery.
+	h, out := msg.Headers(), req.Header
+	out[hdrContentType] = contentType(body)
+	out[hdrUserAgent] = userAgentValue
+	for i, name := range identityHeaders {
 		if v := h.Get(name); v != "" {
-			req.Header.Set(name, v)
+			out[identityCanonical[i]] = []string{v}
 		}
 	}
 	if k := h.Get(envelope.HeaderKey); k != "" {
-		req.Header.Set(HeaderIdempotencyKey, k)
+		out[hdrIdempotencyKey] = []string{k}
 	}
-	req.Header.Set(HeaderDestination, d.cfg.Name)
-	req.Header.Set(HeaderAttempt, strconv.Itoa(attempt))
+	out[hdrDestination] = d.destinationValue
+	out[hdrAttempt] = []string{strconv.Itoa(attempt)}
 	now := time.Now()
-	req.Header.Set(HeaderWebhookID, id)
-	req.Header.Set(HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set(HeaderWebhookSignature, d.signer.sign(id, now.Unix(), body))
+	out[hdrWebhookID] = []string{id}
+	out[hdrWebhookTimestamp] = []string{strconv.FormatInt(now.Unix(), 10)}
+	out[hdrWebhookSignature] = []string{d.signer.sign(id, now.Unix(), body)}
 
-	resp, err := d.client.Do(req)
+	// The transport itself: no redirect is ever followed, so the client's
+	// redirect bookkeeping (a copy of every header per request) is saved.
+	resp, err := d.transport.RoundTrip(req)
 	if err != nil {
 		return attemptOut{result: result{class: classifyError(err)}, latency: time.Since(now)}
 	}
 	defer resp.Body.Close()
 	buf, readErr := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
-	out := attemptOut{result: result{status: resp.StatusCode, class: classOf(resp.StatusCode)}, latency: time.Since(now)}
+	res := attemptOut{result: result{status: resp.StatusCode, class: classOf(resp.StatusCode)}, latency: time.Since(now)}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		out.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
+		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
 	}
 	note := ""
 	switch {
@@ -135,8 +177,8 @@ func (d *destination) post(ctx context.Context, msg jetstream.Msg, id string, at
 	case readErr != nil:
 		note = "[answer body broke off: " + classifyError(readErr) + "] "
 	}
-	out.response = note + strings.ToValidUTF8(string(buf[:min(len(buf), 2*MaxResponseBytes)]), "\uFFFD")
-	return out
+	res.response = note + strings.ToValidUTF8(string(buf[:min(len(buf), 2*MaxResponseBytes)]), "\uFFFD")
+	return res
 }
 
 // parseRetryAfter reads a Retry-After header, seconds or an HTTP date; 0

@@ -22,17 +22,21 @@ import (
 
 // destination delivers one destination's messages.
 type destination struct {
-	cfg     config.Destination
-	client  *http.Client
-	signer  signer
-	limiter *rate.Limiter // nil: no rate limit
-	breaker *breaker
-	paused  atomic.Bool // an operator's pause (intake.destination_state)
-	cons    jetstream.Consumer
-	js      jetstream.JetStream // to create cons again when it is gone
-	log     *slog.Logger
-	m       *telemetry.DispatcherMetrics
-	writer  *logWriter
+	cfg    config.Destination
+	client *http.Client
+	// transport is client's: deliveries go through it directly.
+	transport http.RoundTripper
+	// destinationValue is the Intake-Destination header's value.
+	destinationValue []string
+	signer           signer
+	limiter          *rate.Limiter // nil: no rate limit
+	breaker          *breaker
+	paused           atomic.Bool // an operator's pause (intake.destination_state)
+	cons             jetstream.Consumer
+	js               jetstream.JetStream // to create cons again when it is gone
+	log              *slog.Logger
+	m                *telemetry.DispatcherMetrics
+	writer           *logWriter
 	// circuit receives the breaker's changes for intake.destination_state.
 	circuit chan<- circuitChange
 }

@@ -98,8 +98,9 @@ func New(o Options) (*Dispatcher, error) {
 		if len(sg.keys) == 0 {
 			return nil, fmt.Errorf("dispatcher: destinations[%d] (%s).secrets: none loaded (load the config with config.DestinationSecrets)", i, c.Name)
 		}
-		dst := &destination{cfg: c, client: newClient(c.Timeout, c.MaxInFlight), signer: sg, breaker: newBreaker(c.Breaker),
-			log: o.Log, m: &o.Metrics.Dispatch, writer: d.writer, circuit: d.circuit}
+		client := newClient(c.Timeout, c.MaxInFlight)
+		dst := &destination{cfg: c, client: client, transport: client.Transport, destinationValue: []string{c.Name}, signer: sg,
+			breaker: newBreaker(c.Breaker), log: o.Log, m: &o.Metrics.Dispatch, writer: d.writer, circuit: d.circuit}
 		if c.Rate.PerSecond > 0 {
 			dst.limiter = rate.NewLimiter(rate.Limit(c.Rate.PerSecond), c.Rate.Burst)
 		}

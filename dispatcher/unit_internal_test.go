@@ -184,3 +184,15 @@ func TestMatchType(t *testing.T) {
 		}
 	}
 }
+
+func TestContentType(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"a":1}`: "application/json", " \n\t[1]": "application/json", `"s"`: "application/octet-stream",
+		"amount=5&currency=eur": "application/octet-stream", "": "application/octet-stream", "  ": "application/octet-stream",
+		"\xff{": "application/octet-stream",
+	} {
+		if got := contentType([]byte(body))[0]; got != want {
+			t.Errorf("contentType(%q) = %s, want %s", body, got, want)
+		}
+	}
+}
