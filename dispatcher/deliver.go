@@ -101,7 +101,11 @@ func newClient(timeout time.Duration, maxInFlight int) *http.Client {
 		TLSHandshakeTimeout:    timeout,
 		ResponseHeaderTimeout:  timeout,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,
-		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+		// A request's headers and a body up to this size leave in one
+		// write, not one per 4 KiB (the default): a fifth less CPU per
+		// 16 KiB delivery (BENCHMARKS.md). One buffer per connection.
+		WriteBufferSize: 64 << 10,
+		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12},
 	}
 	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse

@@ -196,3 +196,53 @@ func TestContentType(t *testing.T) {
 		}
 	}
 }
+
+// The log writer's batch: what waits is taken at once up to logBatch; a
+// batch under logFill waits for more until the linger fires; a closed,
+// drained queue ends the writer.
+func TestLogWriterFill(t *testing.T) {
+	w := &logWriter{in: make(chan entry, logQueue)}
+	linger := make(chan time.Time, 1)
+
+	for range logBatch + 10 {
+		w.in <- entry{}
+	}
+	var batch []entry
+	if !w.fill(&batch, linger) || len(batch) != logBatch {
+		t.Fatalf("a full queue: batch of %d, want %d", len(batch), logBatch)
+	}
+
+	// 10 waiting, under logFill: fill waits; 5 more arrive, then the linger.
+	batch = batch[:0]
+	done := make(chan bool)
+	go func() { done <- w.fill(&batch, linger) }()
+	for range 5 {
+		w.in <- entry{}
+	}
+	select {
+	case <-done:
+		t.Fatal("fill returned under logFill before the linger fired")
+	case <-time.After(50 * time.Millisecond):
+	}
+	linger <- time.Now()
+	if !<-done || len(batch) != 15 {
+		t.Fatalf("after the linger: batch of %d, want 15", len(batch))
+	}
+
+	// logFill waiting: no wait for the linger.
+	batch = batch[:0]
+	for range logFill {
+		w.in <- entry{}
+	}
+	if !w.fill(&batch, make(chan time.Time)) || len(batch) != logFill {
+		t.Fatalf("logFill waiting: batch of %d, want %d", len(batch), logFill)
+	}
+
+	// Closed: what is left, then false.
+	batch = batch[:0]
+	w.in <- entry{}
+	close(w.in)
+	if w.fill(&batch, make(chan time.Time)) || len(batch) != 1 {
+		t.Fatalf("closed: batch of %d, want 1 and the end", len(batch))
+	}
+}

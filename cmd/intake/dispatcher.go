@@ -27,6 +27,7 @@ its own; several dispatchers share them. See docs/destinations.md.`,
 			if err := refusePublishedSecrets(cfg); err != nil {
 				return err
 			}
+			setGCPercent(dispatcherGCPercent)
 			log := g.logger()
 			log.Info("dispatcher starting", "metrics_addr", addr, "destinations", len(cfg.Destinations))
 			return runTraced(cmd.Context(), "dispatcher", log, func(tp trace.TracerProvider) error {

@@ -47,8 +47,9 @@ func newIngressCmd(g *globals) *cobra.Command {
 // BENCHMARKS.md). Their live heaps are small and they allocate per message,
 // so at Go's default (100) the collector runs often for little garbage.
 const (
-	processorGCPercent = 400
-	ingressGCPercent   = 400
+	processorGCPercent  = 400
+	ingressGCPercent    = 400
+	dispatcherGCPercent = 400
 )
 
 // setGCPercent sets the collector's target unless GOGC is in the
