@@ -343,8 +343,13 @@ func (a *App) buildProcessor(ctx context.Context, cfg *config.Config, js jetstre
 		h = processor.Chain(h, o.Middleware...)
 	}
 	var err error
+	// A forwarded payload stays in INTAKE_IN, not copied into its outbox
+	// row, unless the stream keeps messages for less time than the outbox
+	// keeps rows (a redelivery from an older row would find none).
+	streamCfg := cfg.NATS.Stream.WithDefaults()
+	copyPayload := streamCfg.MaxAge < cfg.Outbox.WithDefaults(streamCfg.DuplicateWindow).Retention
 	a.proc, err = processor.New(processor.Options{Store: a.st, JS: js, Config: cfg.Processor, Integrations: cfg.Integrations, Envelope: cfg.Envelope, Handler: h,
-		Metrics: o.Metrics, Log: a.log, TracerProvider: o.TracerProvider})
+		OutboxPayloadCopy: copyPayload, Metrics: o.Metrics, Log: a.log, TracerProvider: o.TracerProvider})
 	if err != nil {
 		return err
 	}

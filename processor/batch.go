@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -261,14 +262,14 @@ func (t *batchTx) runHandler(ctx context.Context, tx pgx.Tx, i int) error {
 		ID: ev.ExecutionID, Key: ev.Key, Mode: ev.Mode, ReplayID: ev.ReplayID, StreamSeq: ev.StreamSeq,
 	})
 	for pos, m := range msgs {
-		t.w.Outbox = append(t.w.Outbox, it.outboxRow(pos, m))
+		t.w.Outbox = append(t.w.Outbox, it.outboxRow(pos, m, t.p.o.OutboxPayloadCopy))
 	}
 	return nil
 }
 
 // outboxRow is m, the handler's output number pos, as an outbox row: the
 // event's identity headers under m's own, its execution and trace.
-func (it *item) outboxRow(pos int, m Message) store.OutboxRow {
+func (it *item) outboxRow(pos int, m Message, copyPayload bool) store.OutboxRow {
 	ev := it.ev
 	h := IdentityHeader(ev)
 	for k, v := range m.Header {
@@ -276,8 +277,14 @@ func (it *item) outboxRow(pos int, m Message) store.OutboxRow {
 	}
 	h.Set(envelope.HeaderExecutionID, ev.ExecutionID)
 	it.injectOutbox(h)
-	return store.OutboxRow{Key: ev.Key, Subject: m.Subject, Headers: h, Payload: m.Data,
+	row := store.OutboxRow{Key: ev.Key, Subject: m.Subject, Headers: h, Payload: m.Data,
 		MsgID: envelope.OutboxMsgID(ev.Key, ev.Mode, ev.ReplayID, pos)}
+	if !copyPayload && ev.StreamSeq != 0 && bytes.Equal(m.Data, ev.Body) {
+		// INTAKE_IN holds this body at the event's sequence: the row keeps
+		// the sequence, not a copy (migration 00023).
+		row.PayloadSeq = ev.StreamSeq
+	}
+	return row
 }
 
 type handlerError struct{ err error }

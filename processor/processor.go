@@ -43,8 +43,16 @@ type Options struct {
 	// Handler applies events (new ones, retries and re-executions; see
 	// Handler). Defaults to Forward().
 	Handler Handler
-	Metrics *telemetry.Metrics // defaults to a private registry
-	Log     *slog.Logger       // defaults to discarding
+	// OutboxPayloadCopy writes every outbox row with a copy of its payload.
+	// By default an output whose payload is the event's body unchanged (what
+	// Forward sends) keeps only the INTAKE_IN sequence that holds it
+	// (store.OutboxRow.PayloadSeq), and a relay or redelivery reads it back
+	// from there; set this when INTAKE_IN keeps messages for less time than
+	// outbox.retention keeps rows (the app does: nats.stream.max_age <
+	// outbox.retention).
+	OutboxPayloadCopy bool
+	Metrics           *telemetry.Metrics // defaults to a private registry
+	Log               *slog.Logger       // defaults to discarding
 	// TracerProvider traces each batch and event (docs/tracing.md),
 	// continuing the trace ingress started. nil (the default) is tracing
 	// off: no span, no header, nothing allocated per event.

@@ -826,3 +826,88 @@ intake_processor_conflicts_total{integration="other"} 0
 		}
 	}
 }
+
+// Forward's row keeps its event's INTAKE_IN sequence, not a copy of the
+// body (OutboxPayloadCopy: a copy); a processor that dies after its commit
+// leaves the row to the relay, which reads the body back from the stream.
+// A row whose message is gone, or is another event's, is not published:
+// it stays pending with the reason.
+func TestRelayReadsAPayloadLeftInTheStream(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	ctx := context.Background()
+	m := telemetry.NewMetrics()
+	crashed := make(chan struct{})
+	var crashedOnce sync.Once
+	stop := r.runWith(faults.Hooks{AfterCommit: func() error {
+		crashedOnce.Do(func() { close(crashed) })
+		return errors.New("simulated crash: nothing published, nothing acked")
+	}}, processor.Options{Metrics: m})
+	body := `{"left":"in the stream"}`
+	seq := r.publishTyped("evt_ref", "ref.made", body, "")
+	<-crashed
+	stop()
+	var stored []byte
+	var storedSeq *int64
+	if err := r.db.QueryRow(ctx, `SELECT payload, payload_seq FROM intake.outbox WHERE event_id = 'evt_ref'`).Scan(&stored, &storedSeq); err != nil {
+		t.Fatal(err)
+	}
+	if stored != nil || storedSeq == nil || uint64(*storedSeq) != seq {
+		t.Fatalf("outbox row: payload %q, payload_seq %v; want NULL and %d", stored, storedSeq, seq)
+	}
+
+	// Two rows no stream message backs: a sequence past the stream's end,
+	// and the sequence of another event's message.
+	other := r.publishTyped("evt_other", "thing.happened", `{"other":1}`, "")
+	w := store.BatchWrites{Outbox: []store.OutboxRow{
+		{Key: key("evt_nowhere"), Subject: "intake.out.acme.demo.thing_happened", PayloadSeq: 1 << 40},
+		{Key: key("evt_mixed_up"), Subject: "intake.out.acme.demo.thing_happened", PayloadSeq: other},
+	}}
+	if err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error { return w.Flush(ctx, tx) }); err != nil {
+		t.Fatal(err)
+	}
+
+	r.run(processor.Options{Metrics: m})
+	testenv.Eventually(t, 30*time.Second, func() bool { return testutil.ToFloat64(m.OutboxRelayed) >= 1 },
+		"the relay never published the crashed processor's row")
+	out, err := r.js.Stream(ctx, envelope.StreamOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := out.GetLastMsgForSubject(ctx, envelope.SubjectOut("acme", "demo", "ref.made"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(msg.Data) != body || msg.Header.Get(envelope.HeaderKey) != key("evt_ref").String() {
+		t.Fatalf("INTAKE_OUT got %q for %s; want the event's body %q", msg.Data, msg.Header.Get(envelope.HeaderKey), body)
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return r.count(`SELECT count(*) FROM intake.outbox WHERE last_error LIKE '%payload not in INTAKE_IN%'`) == 2 &&
+			testutil.ToFloat64(m.OutboxPayloadGone) >= 2
+	}, "the rows without a stream message were not put back with the reason, and counted")
+	if n := r.count(`SELECT count(*) FROM intake.outbox_pending p JOIN intake.outbox o USING (id)
+		WHERE o.event_id IN ('evt_nowhere', 'evt_mixed_up')`); n != 2 {
+		t.Fatalf("%d of the 2 rows without a stream message are pending, want both", n)
+	}
+	if outs := r.outCount(); outs[key("evt_nowhere").String()] != 0 || outs[key("evt_mixed_up").String()] != 0 {
+		t.Fatalf("INTAKE_OUT = %v: a row without its stream message was published", outs)
+	}
+}
+
+// OutboxPayloadCopy (the app sets it when INTAKE_IN keeps messages for
+// less than outbox.retention): the row holds the body.
+func TestOutboxPayloadCopy(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	r.run(processor.Options{OutboxPayloadCopy: true})
+	r.publish("evt_copy", `{"copied":true}`, "")
+	r.settled(1)
+	var stored []byte
+	var storedSeq *int64
+	if err := r.db.QueryRow(context.Background(), `SELECT payload, payload_seq FROM intake.outbox WHERE event_id = 'evt_copy'`).Scan(&stored, &storedSeq); err != nil {
+		t.Fatal(err)
+	}
+	if string(stored) != `{"copied":true}` || storedSeq != nil {
+		t.Fatalf("outbox row: payload %q, payload_seq %v; want the body and NULL", stored, storedSeq)
+	}
+}

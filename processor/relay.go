@@ -14,7 +14,9 @@ import (
 
 	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/telemetry"
 )
 
@@ -33,6 +35,8 @@ type Relay struct {
 	log     *slog.Logger
 	tracer  trace.Tracer // nil: tracing off
 	lagAt   time.Time    // the last observeLag
+	// goneLogged is when a row whose payload left INTAKE_IN was last logged.
+	goneLogged time.Time
 }
 
 // lagEvery bounds how stale the outbox gauges get while the relay is busy
@@ -121,6 +125,9 @@ func (r *Relay) publishPending(ctx context.Context) (int, error) {
 		if err != nil || len(rows) == 0 {
 			return err
 		}
+		if rows, err = r.readPayloads(ctx, tx, rows); err != nil {
+			return err
+		}
 		res := publishRows(ctx, r.js, rows, r.tracer)
 		if res.err != nil {
 			if err := store.Unpublish(ctx, tx, res.failed, res.err.Error()); err != nil {
@@ -141,6 +148,52 @@ func (r *Relay) publishPending(ctx context.Context) (int, error) {
 		r.observeLag(ctx)
 	}
 	return published, pubErr
+}
+
+// readPayloads reads from INTAKE_IN the payloads of the rows that keep
+// only its sequence (store.OutboxRow.PayloadSeq) and returns the rows to
+// publish. A row whose message is no longer the stream's
+// (stream.ErrPayloadGone: past nats.stream.max_age, deleted, the stream
+// made again) goes back on the pending list with the reason and is not
+// published: it stays in the outbox lag, and its alert, for an operator
+// (restoring the stream makes it publishable again), logged at most once a
+// minute. The pass goes on with the other rows. Any other read error ends
+// the pass.
+func (r *Relay) readPayloads(ctx context.Context, tx pgx.Tx, rows []store.OutboxRow) ([]store.OutboxRow, error) {
+	var in jetstream.Stream
+	out := rows[:0]
+	for _, row := range rows {
+		if row.PayloadSeq == 0 || row.Payload != nil {
+			out = append(out, row)
+			continue
+		}
+		if in == nil {
+			s, err := r.js.Stream(ctx, envelope.StreamIn)
+			if err != nil {
+				return nil, fmt.Errorf("relay: %s: %w", envelope.StreamIn, err)
+			}
+			in = s
+		}
+		body, err := stream.InPayload(ctx, in, row.PayloadSeq, row.Key)
+		if errors.Is(err, stream.ErrPayloadGone) {
+			if err := store.Unpublish(ctx, tx, []string{row.ID}, err.Error()); err != nil {
+				return nil, err
+			}
+			r.metrics.OutboxPayloadGone.Inc()
+			if time.Since(r.goneLogged) >= time.Minute {
+				r.goneLogged = time.Now()
+				r.log.Error("outbox row cannot be published: its payload is gone from INTAKE_IN; it stays pending",
+					"outbox_id", row.ID, "key", row.Key.String(), "err", err)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("relay: %w", err)
+		}
+		row.Payload = body
+		out = append(out, row)
+	}
+	return out, nil
 }
 
 func (r *Relay) observeLag(ctx context.Context) {

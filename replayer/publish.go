@@ -16,6 +16,7 @@ import (
 	"github.com/intakehq/intake/internal/faults"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/telemetry"
 )
 
@@ -115,6 +116,7 @@ type job struct {
 	rep        store.Replay
 	stream     string
 	src        jetstream.Stream // source stream of the items, looked up once
+	in         jetstream.Stream // INTAKE_IN, for outbox rows whose payload it holds; looked up once
 	resumeFrom uint64           // highest sequence known to precede every unconfirmed copy
 	maxAcked   uint64
 	// unconfirmed: copies sent whose PubAck never came (timeout, error).
@@ -295,6 +297,18 @@ func (j *job) build(ctx context.Context, it store.ReplayItem) (*nats.Msg, error)
 		}
 		if err != nil {
 			return nil, err
+		}
+		if row.PayloadSeq != 0 && row.Payload == nil { // the payload is INTAKE_IN's (migration 00023)
+			if j.in == nil {
+				if j.in, err = j.r.o.JS.Stream(ctx, envelope.StreamIn); err != nil {
+					return nil, fmt.Errorf("stream %s: %w", envelope.StreamIn, err)
+				}
+			}
+			if row.Payload, err = stream.InPayload(ctx, j.in, row.PayloadSeq, row.Key); errors.Is(err, stream.ErrPayloadGone) {
+				return nil, errGone
+			} else if err != nil {
+				return nil, err
+			}
 		}
 		return redelivered(j.subject(row.Subject), nats.Header(row.Headers), row.Payload, it.MsgID, row.NatsMsgID(), j.rep.ID), nil
 	}

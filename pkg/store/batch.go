@@ -348,7 +348,7 @@ func deliveryArgs(ds []DeliveryRecord) ([]any, error) {
 	return []any{ids, integ, acct, evID, at, inst, code, answer, hints}, nil
 }
 
-var outboxColumns = []string{"id", "msg_id", "integration", "account", "event_id", "subject", "headers", "payload"}
+var outboxColumns = []string{"id", "msg_id", "integration", "account", "event_id", "subject", "headers", "payload", "payload_seq"}
 
 // copyOutbox writes the outbox rows with COPY (ids: theirs, as bytes, set
 // by Flush; pgx's binary uuid encoding refuses a string and retries it as
@@ -368,7 +368,18 @@ func (w *BatchWrites) copyOutbox(ctx context.Context, tx pgx.Tx, ids [][16]byte)
 			if r.MsgID != "" {
 				msgID = &r.MsgID
 			}
-			return []any{ids[i], msgID, r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, string(hdr), r.Payload}, nil
+			// A payload INTAKE_IN holds is not copied (migration 00023).
+			var payload []byte
+			var seq *uint64
+			if r.PayloadSeq != 0 {
+				seq = &r.PayloadSeq
+			} else {
+				payload = r.Payload
+				if payload == nil {
+					payload = []byte{} // an empty body, not "in the stream"
+				}
+			}
+			return []any{ids[i], msgID, r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, string(hdr), payload, seq}, nil
 		}))
 	if err != nil {
 		return fmt.Errorf("store: copy outbox: %w", err)

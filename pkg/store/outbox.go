@@ -21,8 +21,15 @@ type OutboxRow struct {
 	Key     envelope.Key
 	Subject string
 	Headers map[string][]string
+	// Payload is the message's body. Read from the table, it is nil when
+	// PayloadSeq is set: the body is INTAKE_IN's (stream.InPayload).
 	Payload []byte
-	Created time.Time
+	// PayloadSeq, when set, is the INTAKE_IN sequence whose message's body
+	// is the payload: the row is written without a copy of it (migration
+	// 00023), though a row being written may still carry Payload in memory
+	// for its first publish.
+	PayloadSeq uint64
+	Created    time.Time
 }
 
 // NatsMsgID is the row's Nats-Msg-Id on INTAKE_OUT: MsgID, or ID for a
@@ -54,9 +61,12 @@ func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int, olderThan time.Durat
 	out, err = pgx.AppendRows(out, rows, func(row pgx.CollectableRow) (OutboxRow, error) {
 		var r OutboxRow
 		var hdr []byte
-		if err := row.Scan(&r.ID, &r.MsgID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID, &r.Subject, &hdr, &r.Payload, &r.Created); err != nil {
+		var seq int64
+		if err := row.Scan(&r.ID, &r.MsgID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID, &r.Subject, &hdr, &r.Payload,
+			&seq, &r.Created); err != nil {
 			return r, err
 		}
+		r.PayloadSeq = uint64(seq)
 		var err error
 		r.Headers, err = parseHeadersJSON(hdr)
 		return r, err
@@ -115,7 +125,8 @@ const claimOutboxSQL = `
 			WHERE id = ANY(ARRAY(SELECT id FROM intake.outbox_pending WHERE created_at <= now() - $2::interval
 				ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED))
 			RETURNING id)
-		SELECT o.id::text, coalesce(o.msg_id, o.id::text), o.integration, o.account, o.event_id, o.subject, o.headers, o.payload, o.created_at
+		SELECT o.id::text, coalesce(o.msg_id, o.id::text), o.integration, o.account, o.event_id, o.subject, o.headers, o.payload,
+			coalesce(o.payload_seq, 0), o.created_at
 		FROM intake.outbox o JOIN c USING (id)
 		ORDER BY o.seq`
 

@@ -260,3 +260,56 @@ func TestOutboxMsgIDIsStoredAndDefaultsToTheID(t *testing.T) {
 		t.Fatalf("msg_id of a row written without one = %v, %v; want NULL", stored, err)
 	}
 }
+
+// A row whose payload INTAKE_IN holds is written without it: NULL payload,
+// its sequence kept, and read back so (the relay and a redelivery read the
+// body from the stream); a row with its own payload keeps it, an empty one
+// included.
+func TestOutboxPayloadLeftInTheStream(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	key := func(id string) envelope.Key { return envelope.Key{Integration: "demo", Account: "main", EventID: id} }
+	w := store.BatchWrites{Outbox: []store.OutboxRow{
+		{Key: key("ref"), Subject: "intake.out.t.demo.x", Payload: []byte(`{"in":"memory"}`), PayloadSeq: 42},
+		{Key: key("copy"), Subject: "intake.out.t.demo.x", Payload: []byte(`{"own":1}`)},
+		{Key: key("empty"), Subject: "intake.out.t.demo.x"},
+	}}
+	if err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error { return w.Flush(ctx, tx) }); err != nil {
+		t.Fatal(err)
+	}
+	var stored [][]byte
+	rows, err := st.Pool().Query(ctx, `SELECT payload FROM intake.outbox ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var p []byte
+		if err := rows.Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, p)
+	}
+	if rows.Err() != nil || len(stored) != 3 || stored[0] != nil || string(stored[1]) != `{"own":1}` || stored[2] == nil || len(stored[2]) != 0 {
+		t.Fatalf("stored payloads %q (%v); want NULL, the row's own, and empty (not NULL)", stored, rows.Err())
+	}
+
+	want := []struct {
+		seq     uint64
+		payload string
+	}{{42, ""}, {0, `{"own":1}`}, {0, ""}}
+	got := claim(t, st, 10, false)
+	if len(got) != 3 {
+		t.Fatalf("claimed %d rows, want 3", len(got))
+	}
+	for i, r := range got {
+		row, err := st.GetOutboxRow(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, read := range []store.OutboxRow{r, row} {
+			if read.PayloadSeq != want[i].seq || string(read.Payload) != want[i].payload || (want[i].seq != 0) != (read.Payload == nil) {
+				t.Errorf("%s: read payload %q, sequence %d; want %q, %d", read.Key, read.Payload, read.PayloadSeq, want[i].payload, want[i].seq)
+			}
+		}
+	}
+}

@@ -163,19 +163,22 @@ func (s *Store) SelectPublishedOutbox(ctx context.Context, sel OutboxSelector, f
 	return nil
 }
 
-// GetOutboxRow reads one outbox row with its payload; ErrNotFound if it is
-// gone.
+// GetOutboxRow reads one outbox row with its payload (nil with
+// PayloadSeq set: the payload is INTAKE_IN's); ErrNotFound if it is gone.
 func (s *Store) GetOutboxRow(ctx context.Context, id string) (OutboxRow, error) {
 	var r OutboxRow
-	err := s.pool.QueryRow(ctx, `SELECT id::text, coalesce(msg_id, id::text), integration, account, event_id, subject, headers, payload, created_at
+	var seq int64
+	err := s.pool.QueryRow(ctx, `SELECT id::text, coalesce(msg_id, id::text), integration, account, event_id, subject, headers, payload,
+		coalesce(payload_seq, 0), created_at
 		FROM intake.outbox WHERE id = $1`, id).Scan(&r.ID, &r.MsgID, &r.Key.Integration, &r.Key.Account, &r.Key.EventID,
-		&r.Subject, &r.Headers, &r.Payload, &r.Created)
+		&r.Subject, &r.Headers, &r.Payload, &seq, &r.Created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return OutboxRow{}, ErrNotFound
 	}
 	if err != nil {
 		return OutboxRow{}, fmt.Errorf("store: get outbox row: %w", err)
 	}
+	r.PayloadSeq = uint64(seq)
 	return r, nil
 }
 

@@ -119,6 +119,9 @@ type Metrics struct {
 	// Outbox relay.
 	OutboxPublished prometheus.Counter
 	OutboxRelayed   prometheus.Counter
+	// OutboxPayloadGone counts relay attempts at rows whose payload
+	// INTAKE_IN no longer holds (the row stays pending).
+	OutboxPayloadGone prometheus.Counter
 	// OutboxMarkSkipped counts published rows the processor left pending
 	// because its marker was behind (its queue full, or Postgres away
 	// past what it keeps): the relay publishes them again under the same
@@ -236,6 +239,8 @@ func NewMetricsFor(roles Roles) *Metrics {
 			Name: "published_total", Help: "Outbox rows published to INTAKE_OUT."}),
 		OutboxRelayed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "outbox",
 			Name: "relayed_total", Help: "Outbox rows the relay published because no processor had (a processor died or lost NATS after its commit); part of published_total."}),
+		OutboxPayloadGone: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "intake", Subsystem: "outbox",
+			Name: "payload_gone_total", Help: "Relay attempts at outbox rows whose payload INTAKE_IN no longer holds (past nats.stream.max_age, deleted, the stream made again): each stays pending, unpublished, until the stream has it again."}),
 		OutboxPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "outbox",
 			Name: "pending", Help: "Unpublished outbox rows at the last relay pass."}),
 		OutboxLag: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "intake", Subsystem: "outbox",
@@ -267,7 +272,7 @@ func (m *Metrics) collectors(roles Roles) []prometheus.Collector {
 		cs = append(cs, m.Processed, m.Conflicts, m.Failures, m.ProcessorRejected, m.UnsignedEnvelopes, m.TxLatency, m.LastCommit, m.HandlerLatency,
 			m.AckPending, m.MaxAckPending, m.ConsumerPending, m.ConsumerRedelivered, m.OldestUnprocessedAge, m.FailureDelivery,
 			m.UncoveredMessages, m.WindowFull, m.ReceiptsFolded, m.ReceiptsRefused,
-			m.OutboxPublished, m.OutboxRelayed, m.OutboxMarkSkipped, m.OutboxPending, m.OutboxLag, m.OutboxPartitionsAhead,
+			m.OutboxPublished, m.OutboxRelayed, m.OutboxPayloadGone, m.OutboxMarkSkipped, m.OutboxPending, m.OutboxLag, m.OutboxPartitionsAhead,
 			m.PurgeRows, m.PurgePasses, m.PurgeLastDone, m.PurgePassSeconds, m.RetentionOldest, m.RetentionOverdue, m.RetentionTableSize)
 	}
 	if roles.Dispatcher {

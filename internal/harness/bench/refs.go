@@ -107,7 +107,8 @@ func publishAsync(ctx context.Context, nc *nats.Conn, subj string, body []byte, 
 
 // pgWrites is (c) and (d): the processor's writes for a batch of events —
 // the inbox claim, one delivery-history row, one execution and one outbox
-// row (with its pending id) each — straight into Postgres, batch events per
+// row (with its pending id; its payload left in INTAKE_IN, as Forward's
+// are) each — straight into Postgres, batch events per
 // transaction, workers transactions at a time.
 func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers int, dur time.Duration, prefix string) (pgRate, error) {
 	var n, next atomic.Int64
@@ -132,7 +133,8 @@ func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers 
 					id := store.NewID()
 					w.Executions = append(w.Executions, store.Execution{ID: id, Key: k, Mode: inbox.ModeOriginal, StreamSeq: uint64(i)})
 					w.Outbox = append(w.Outbox, store.OutboxRow{Key: k, MsgID: envelope.OutboxMsgID(k, inbox.ModeOriginal, "", 0), Subject: "intake.out.t.bench.bench_event",
-						Headers: map[string][]string{envelope.HeaderKey: {k.String()}, envelope.HeaderExecutionID: {id}}, Payload: body})
+						Headers: map[string][]string{envelope.HeaderKey: {k.String()}, envelope.HeaderExecutionID: {id}}, Payload: body,
+						PayloadSeq: uint64(i)}) // as Forward's rows: the payload left in INTAKE_IN
 				}
 				err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
 					if _, _, err := store.ClaimBatch(ctx, tx, claims); err != nil {

@@ -59,6 +59,11 @@ func runSystem(ctx context.Context, c Config, rep *Report, dir, bareAddr string,
 	if err != nil {
 		return err
 	}
+	pg0, err := postgresCPU(sys.pg)
+	if err != nil {
+		return err
+	}
+	profile := c.profile(sys.base, c.Duration, fmt.Sprintf("system-%d.pprof", size))
 	res, err := generate(ctx, client, newRequests(sys.base+"/webhooks/bench", signing, size, "sys"), c.Connections, c.Duration, 0, false)
 	if err != nil {
 		return err
@@ -75,6 +80,12 @@ func runSystem(ctx context.Context, c Config, rep *Report, dir, bareAddr string,
 	if err != nil {
 		return err
 	}
+	pg1, err := postgresCPU(sys.pg)
+	if err != nil {
+		return err
+	}
+	profile()
+	pgPer := (pg1 - pg0) / time.Duration(res.OK)
 	total := res.Elapsed + drainTime
 	perEvent := (cpu1 - cpu0) / time.Duration(res.OK)
 	barePer := bareCPU / time.Duration(bareRes.OK)
@@ -88,7 +99,8 @@ func runSystem(ctx context.Context, c Config, rep *Report, dir, bareAddr string,
 		Figure{Stage: "system as deployed (intake dev), accepted", Payload: size, Rate: res.rate(), P50Ms: millis(res.pct(.5)), P99Ms: millis(res.pct(.99)),
 			RSSMB: sys.dev.peakRSS(), Note: fmt.Sprintf("%d accepted, %d refused %v", res.OK, res.Failed, res.Why)},
 		Figure{Stage: "system as deployed, kept up (load + drain)", Payload: size, Rate: kept,
-			Note: fmt.Sprintf("%.3f ms CPU per event (dev process + every postgres process), drained in %s", millis(perEvent), drainTime.Round(time.Millisecond))})
+			Note: fmt.Sprintf("%.3f ms CPU per event: dev process %.3f + every postgres process %.3f; drained in %s",
+				millis(perEvent), millis(perEvent-pgPer), millis(pgPer), drainTime.Round(time.Millisecond))})
 	target, limit := 0.20, "<= 0.20"
 	if size > 4096 {
 		target, limit = 0.50, "<= 0.50"
@@ -121,10 +133,14 @@ type system struct {
 // integration, envelope keys as deployed) and waits until it is ready.
 func startSystem(ctx context.Context, c Config, dir string, size int) (*system, error) {
 	cfgPath := filepath.Join(dir, fmt.Sprintf("system-%d.yaml", size))
+	debug := ""
+	if c.ProfileDir != "" {
+		debug = "debug: {pprof: true}\n" // profiled during the load (system-{size}.pprof)
+	}
 	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`envelope: {keys: [%q]}
 integrations:
   - {name: bench, provider: standard, tenant: bench, account: a, secrets: [%q], max_body_bytes: 1048576}
-`, benchEnvelopeKey, benchSecret)), 0o600); err != nil {
+%s`, benchEnvelopeKey, benchSecret, debug)), 0o600); err != nil {
 		return nil, err
 	}
 	httpAddr, err := freeAddr()
