@@ -8,7 +8,12 @@
 // stream configured like INTAKE_IN; (c) the batched-insert limit of the
 // local Postgres: the processor's inbox, execution and outbox writes in
 // batches of 256, no JetStream; (d) the same writes one transaction per
-// event (the naive receiver).
+// event (the naive receiver); (e) the processor's JetStream work without
+// Postgres: (b)'s messages fetched 256 at a time, each published to a
+// stream configured like INTAKE_OUT, PubAcks awaited, then acked. Two
+// ratios are shown against costs added — ingress against (a) and (b sync),
+// the processor against (c) and (e) — since on a host whose cores NATS,
+// Postgres and Intake share, those costs add.
 //
 // Intake: `intake ingress` and `intake processor` run as child processes
 // (so their peak RSS is their own), against an embedded nats-server and a

@@ -196,3 +196,82 @@ func cleanTables(ctx context.Context, st *store.Store) error {
 	_, err := st.Pool().Exec(ctx, `CHECKPOINT`)
 	return err
 }
+
+// natsHalf is reference (e): the processor's JetStream work without
+// Postgres — from a backlog in a stream configured like INTAKE_IN (inName,
+// (b)'s messages), batches fetched through a pull consumer, each message
+// published to a stream configured like INTAKE_OUT with async PubAcks,
+// every PubAck awaited, then each message acked: batch messages at a time,
+// workers batches in flight, as the processor's defaults do. It returns
+// messages per second over dur, or an error when the backlog runs out.
+func natsHalf(ctx context.Context, js jetstream.JetStream, inName string, size, batch, workers int, dur time.Duration) (float64, error) {
+	oc := stream.OutConfig(config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: config.DefaultDuplicateWindow, MaxBytes: -1})
+	oc.Name = natsHalfOutName(size)
+	outSubj := fmt.Sprintf("bench.e.%d", size)
+	oc.Subjects = []string{outSubj}
+	if _, err := js.CreateOrUpdateStream(ctx, oc); err != nil {
+		return 0, err
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, inName, jetstream.ConsumerConfig{Durable: "bench-e",
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxAckPending: 4 * batch * workers})
+	if err != nil {
+		return 0, err
+	}
+	var n atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	deadline := start.Add(dur)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			msgs := make([]jetstream.Msg, 0, batch)
+			futures := make([]jetstream.PubAckFuture, 0, batch)
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				b, err := cons.Fetch(batch, jetstream.FetchMaxWait(time.Second))
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				msgs = msgs[:0]
+				for m := range b.Messages() {
+					msgs = append(msgs, m)
+				}
+				if len(msgs) == 0 {
+					firstErr.CompareAndSwap(nil, fmt.Errorf("the backlog ran out after %d messages", n.Load()))
+					return
+				}
+				futures = futures[:0]
+				for _, m := range msgs {
+					out := &nats.Msg{Subject: outSubj, Header: nats.Header(m.Headers()), Data: m.Data()}
+					f, err := js.PublishMsgAsync(out)
+					if err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+					futures = append(futures, f)
+				}
+				for _, f := range futures {
+					select {
+					case <-f.Ok():
+					case err := <-f.Err():
+						firstErr.CompareAndSwap(nil, err)
+						return
+					case <-ctx.Done():
+						return
+					}
+				}
+				for _, m := range msgs {
+					_ = m.Ack()
+				}
+				n.Add(int64(len(msgs)))
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return 0, fmt.Errorf("reference (e): %w", err)
+	}
+	return float64(n.Load()) / time.Since(start).Seconds(), nil
+}
+
+func natsHalfOutName(size int) string { return fmt.Sprintf("BENCH_E_OUT_%d", size) }
