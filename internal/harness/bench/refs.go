@@ -43,25 +43,44 @@ func rawMsg(subj string, body []byte, i int64) *nats.Msg {
 
 // publishSync is (b) sync: conns publishers, each waiting for its PubAck.
 func publishSync(ctx context.Context, js jetstream.JetStream, subj string, body []byte, conns int, dur time.Duration) (float64, error) {
-	var n, next atomic.Int64
+	var next atomic.Int64
+	rate, err := closedLoop(ctx, conns, dur, func() func() (int, error) {
+		return func() (int, error) {
+			_, err := js.PublishMsg(ctx, rawMsg(subj, body, next.Add(1)))
+			return 1, err
+		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("raw publish: %w", err)
+	}
+	return rate, nil
+}
+
+// closedLoop runs workers loops of the step each newStep makes (one per
+// worker, with its own state) until dur has passed, and returns the
+// steps' counts per second, or the first error a step returned.
+func closedLoop(ctx context.Context, workers int, dur time.Duration, newStep func() func() (int, error)) (float64, error) {
+	var n atomic.Int64
 	var firstErr atomic.Value
 	start := time.Now()
 	deadline := start.Add(dur)
 	var wg sync.WaitGroup
-	for range conns {
+	for range workers {
+		step := newStep()
 		wg.Go(func() {
 			for time.Now().Before(deadline) && ctx.Err() == nil {
-				if _, err := js.PublishMsg(ctx, rawMsg(subj, body, next.Add(1))); err != nil {
+				k, err := step()
+				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
-				n.Add(1)
+				n.Add(int64(k))
 			}
 		})
 	}
 	wg.Wait()
 	if err, ok := firstErr.Load().(error); ok {
-		return 0, fmt.Errorf("raw publish: %w", err)
+		return 0, err
 	}
 	return float64(n.Load()) / time.Since(start).Seconds(), nil
 }
@@ -217,61 +236,50 @@ func natsHalf(ctx context.Context, js jetstream.JetStream, inName string, size, 
 	if err != nil {
 		return 0, err
 	}
-	var n atomic.Int64
-	var firstErr atomic.Value
-	start := time.Now()
-	deadline := start.Add(dur)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			msgs := make([]jetstream.Msg, 0, batch)
-			futures := make([]jetstream.PubAckFuture, 0, batch)
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				b, err := cons.Fetch(batch, jetstream.FetchMaxWait(time.Second))
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-				msgs = msgs[:0]
-				for m := range b.Messages() {
-					msgs = append(msgs, m)
-				}
-				if len(msgs) == 0 {
-					firstErr.CompareAndSwap(nil, fmt.Errorf("the backlog ran out after %d messages", n.Load()))
-					return
-				}
-				futures = futures[:0]
-				for _, m := range msgs {
-					out := &nats.Msg{Subject: outSubj, Header: nats.Header(m.Headers()), Data: m.Data()}
-					f, err := js.PublishMsgAsync(out)
-					if err != nil {
-						firstErr.CompareAndSwap(nil, err)
-						return
-					}
-					futures = append(futures, f)
-				}
-				for _, f := range futures {
-					select {
-					case <-f.Ok():
-					case err := <-f.Err():
-						firstErr.CompareAndSwap(nil, err)
-						return
-					case <-ctx.Done():
-						return
-					}
-				}
-				for _, m := range msgs {
-					_ = m.Ack()
-				}
-				n.Add(int64(len(msgs)))
+	var done atomic.Int64
+	rate, err := closedLoop(ctx, workers, dur, func() func() (int, error) {
+		msgs := make([]jetstream.Msg, 0, batch)
+		futures := make([]jetstream.PubAckFuture, 0, batch)
+		return func() (int, error) {
+			b, err := cons.Fetch(batch, jetstream.FetchMaxWait(time.Second))
+			if err != nil {
+				return 0, err
 			}
-		})
-	}
-	wg.Wait()
-	if err, ok := firstErr.Load().(error); ok {
+			msgs = msgs[:0]
+			for m := range b.Messages() {
+				msgs = append(msgs, m)
+			}
+			if len(msgs) == 0 {
+				return 0, fmt.Errorf("the backlog ran out after %d messages", done.Load())
+			}
+			futures = futures[:0]
+			for _, m := range msgs {
+				f, err := js.PublishMsgAsync(&nats.Msg{Subject: outSubj, Header: nats.Header(m.Headers()), Data: m.Data()})
+				if err != nil {
+					return 0, err
+				}
+				futures = append(futures, f)
+			}
+			for _, f := range futures {
+				select {
+				case <-f.Ok():
+				case err := <-f.Err():
+					return 0, err
+				case <-ctx.Done():
+					return 0, ctx.Err()
+				}
+			}
+			for _, m := range msgs {
+				_ = m.Ack()
+			}
+			done.Add(int64(len(msgs)))
+			return len(msgs), nil
+		}
+	})
+	if err != nil {
 		return 0, fmt.Errorf("reference (e): %w", err)
 	}
-	return float64(n.Load()) / time.Since(start).Seconds(), nil
+	return rate, nil
 }
 
 func natsHalfOutName(size int) string { return fmt.Sprintf("BENCH_E_OUT_%d", size) }
