@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/time/rate"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
+	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/telemetry"
 )
 
@@ -173,18 +175,30 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
+// setupAttempt bounds one attempt of setup's requests.
+const setupAttempt = 10 * time.Second
+
 // setup creates or updates every destination's consumer and removes the
 // dispatcher durables no destination names, retrying while NATS answers
 // with errors that waiting may mend.
 func (d *Dispatcher) setup(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
-		err := d.ensureConsumers(ctx)
+		// Each attempt has a deadline of its own: a refused request is
+		// never answered, and must not wait out Run's whole context.
+		actx, cancel := context.WithTimeout(ctx, setupAttempt)
+		err := d.ensureConsumers(actx)
+		cancel()
 		if err == nil {
 			return nil
 		}
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.Code >= 400 && apiErr.Code < 500 && apiErr.Code != 408 {
 			return err // refused: a permission, a bad filter
+		}
+		// A request this NATS user may not send goes unanswered (the
+		// server says so on the side): no wait mends that.
+		if refused := stream.Refusal(d.o.JS, err); errors.Is(refused, nats.ErrPermissionViolation) {
+			return fmt.Errorf("%w (see deploy/nats/intake.conf's dispatcher user)", refused)
 		}
 		if attempt == 0 {
 			d.o.Log.Warn("dispatcher: cannot set up the destinations' consumers yet; trying again", "err", err)

@@ -60,7 +60,7 @@ func Check(ctx context.Context, js jetstream.JetStream, c config.Stream, log *sl
 			return fmt.Errorf("stream %s does not exist: %w", name, ErrNotReady)
 		}
 		if err != nil {
-			return fmt.Errorf("stream %s: info: %w", name, refusal(js, err))
+			return fmt.Errorf("stream %s: info: %w", name, Refusal(js, err))
 		}
 		mismatch, warnings := Compare(w, info.Config)
 		for _, m := range warnings {

@@ -238,15 +238,17 @@ func WaitReady(ctx context.Context, js jetstream.JetStream) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("jetstream not ready: %w", refusal(js, err))
+		return fmt.Errorf("jetstream not ready: %w", Refusal(js, err))
 	}
 	return nil
 }
 
-// refusal adds the connection's last permissions violation to err: the
+// Refusal adds the connection's last permissions violation to err: the
 // server drops a request the user may not send and says so only on the
 // side, so without it a missing permission reads as a timeout.
-func refusal(js jetstream.JetStream, err error) error {
+// errors.Is(Refusal(js, err), nats.ErrPermissionViolation) tells a role
+// to stop retrying.
+func Refusal(js jetstream.JetStream, err error) error {
 	last := js.Conn().LastError()
 	if errors.Is(last, nats.ErrPermissionViolation) {
 		return fmt.Errorf("%w (the server refused this user: %w)", err, last)

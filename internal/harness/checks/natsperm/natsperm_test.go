@@ -17,12 +17,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intakehq/intake"
+	"github.com/intakehq/intake/dispatcher"
 	"github.com/intakehq/intake/internal/harness/testenv"
 	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/provider"
+	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/replayer"
 	"github.com/intakehq/intake/replayer/apiclient"
@@ -744,5 +746,41 @@ func TestShardOnTheShippedUsers(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), permDenied) {
 		t.Fatalf("a role was refused a permission:\n%s", logs.String())
+	}
+}
+
+// TestDispatcherWithoutItsPermissionStops: a dispatcher whose NATS user
+// may not create its destination's consumer stops with an error naming the
+// refused request, instead of retrying an unanswered request for ever.
+func TestDispatcherWithoutItsPermissionStops(t *testing.T) {
+	srv := startServer(t)
+	url := srv.ClientURL()
+	migrateStreams(t, url)
+	db := testrig.Database(t)
+	st, err := store.Open(context.Background(), db, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var logs testenv.Buffer
+	ncfg := roleConfig(t, url, "subscriber", "").NATS
+	ncfg.InboxPrefix = "_INBOX"
+	nc, err := stream.Connect(ncfg, "subscriber", true, logger(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	d, err := dispatcher.New(dispatcher.Options{Store: st, JS: js, Log: logger(&logs), Destinations: []config.Destination{{
+		Name: "hooks", URL: "http://127.0.0.1:1/hooks", Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = d.Run(ctx)
+	subject := "$JS.API.CONSUMER.CREATE." + envelope.StreamOut
+	if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), subject) || ctx.Err() != nil {
+		t.Fatalf("Run = %v (context: %v), want the permissions violation on %s before the deadline\n%s", err, ctx.Err(), subject, logs.String())
 	}
 }
