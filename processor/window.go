@@ -2,13 +2,13 @@ package processor
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/pkg/telemetry"
 )
 
@@ -135,29 +135,7 @@ func (w *windowWatch) oldestUnacked(ctx context.Context, info *jetstream.Consume
 		}
 		w.stream = s
 	}
-	filters := info.Config.FilterSubjects
-	if info.Config.FilterSubject != "" {
-		filters = append(filters, info.Config.FilterSubject)
-	}
-	if len(filters) == 0 || len(filters) > maxAgeFilters {
-		// Past maxAgeFilters, the first message on any subject: its age is
-		// an upper bound (sequences follow stored time), for one request.
-		filters = []string{">"}
-	}
-	var oldest time.Time
-	for _, f := range filters {
-		msg, err := w.stream.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(f))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue // nothing of this filter past the floor
-		}
-		if err != nil {
-			return time.Time{}, err
-		}
-		if oldest.IsZero() || msg.Time.Before(oldest) {
-			oldest = msg.Time
-		}
-	}
-	return oldest, nil
+	return stream.OldestUnacked(ctx, w.stream, info, maxAgeFilters)
 }
 
 // windowFull reports whether the consumer delivers nothing more because

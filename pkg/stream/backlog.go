@@ -41,24 +41,35 @@ func ConsumerBacklog(ctx context.Context, s jetstream.Stream, consumer string) (
 	if b.Waiting() == 0 {
 		return b, nil
 	}
+	b.Oldest, err = OldestUnacked(ctx, s, info, maxOldestFilters)
+	return b, err
+}
+
+// OldestUnacked returns the stored time of the first message past the
+// consumer's ack floor that its filters match (info is its info; s its
+// stream): one message get per filter, or, past maxFilters, one for the
+// first message on any subject, whose age is an upper bound (sequences
+// follow stored time). Zero when nothing past the floor matches.
+func OldestUnacked(ctx context.Context, s jetstream.Stream, info *jetstream.ConsumerInfo, maxFilters int) (time.Time, error) {
 	filters := info.Config.FilterSubjects
 	if info.Config.FilterSubject != "" {
 		filters = append(filters, info.Config.FilterSubject)
 	}
-	if len(filters) == 0 || len(filters) > maxOldestFilters {
+	if len(filters) == 0 || len(filters) > maxFilters {
 		filters = []string{">"}
 	}
+	var oldest time.Time
 	for _, f := range filters {
 		msg, err := s.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(f))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue // nothing of this filter past the floor
 		}
 		if err != nil {
-			return b, err
+			return time.Time{}, err
 		}
-		if b.Oldest.IsZero() || msg.Time.Before(b.Oldest) {
-			b.Oldest = msg.Time
+		if oldest.IsZero() || msg.Time.Before(oldest) {
+			oldest = msg.Time
 		}
 	}
-	return b, nil
+	return oldest, nil
 }
