@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/intakehq/intake/internal/cut"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/replayer/apiclient"
 )
@@ -51,8 +52,8 @@ func newConflictsCmd() *cobra.Command {
 		tw := af.table(out)
 		fmt.Fprintln(tw, "DETECTED\tKEY\tTENANT\tORIGINAL SHA256\tCONFLICTING SHA256\tORIGINAL SEQ\tCONFLICTING SEQ")
 		for _, x := range page.Conflicts {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\n", fmtTime(x.DetectedAt), x.Key, x.Tenant, short(x.OriginalSHA256, 16),
-				short(x.ConflictingSHA256, 16), x.OriginalStreamSeq, x.ConflictingStreamSeq)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\n", fmtTime(x.DetectedAt), x.Key, x.Tenant, cut.UTF8(x.OriginalSHA256, 16),
+				cut.UTF8(x.ConflictingSHA256, 16), x.OriginalStreamSeq, x.ConflictingStreamSeq)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -113,7 +114,7 @@ conflicting delivery, objects compared by key. --full prints both bodies too.`,
 		}
 		c := d.Conflict
 		fmt.Fprintf(out, "conflict %d on %s, detected %s\n  original     seq %d sha256 %s\n  conflicting  seq %d sha256 %s\n", c.ID, c.Key,
-			fmtTime(c.DetectedAt), c.OriginalStreamSeq, short(c.OriginalSHA256, 16), c.ConflictingStreamSeq, short(c.ConflictingSHA256, 16))
+			fmtTime(c.DetectedAt), c.OriginalStreamSeq, cut.UTF8(c.OriginalSHA256, 16), c.ConflictingStreamSeq, cut.UTF8(c.ConflictingSHA256, 16))
 		for _, p := range []apiclient.ConflictPayload{d.Original, d.Conflicting} {
 			if p.Missing != "" {
 				fmt.Fprintf(out, "  %s\n", p.Missing)
@@ -126,7 +127,7 @@ conflicting delivery, objects compared by key. --full prints both bodies too.`,
 			tw := newTable(out)
 			fmt.Fprintln(tw, "FIELD\tCHANGE\tORIGINAL\tCONFLICTING")
 			for _, f := range d.Fields {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Path, f.Op, short(f.Left, 60), short(f.Right, 60))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Path, f.Op, cut.UTF8(f.Left, 60), cut.UTF8(f.Right, 60))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

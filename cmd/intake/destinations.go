@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/intakehq/intake/internal/cut"
 	"github.com/intakehq/intake/replayer/apiclient"
 )
 
@@ -84,7 +85,7 @@ func printDestinations(tw *tabwriter.Writer, list []apiclient.Destination, wide 
 		if wide {
 			by, reason := "-", "-"
 			if d.PausedBy != nil && d.Paused {
-				by, reason = *d.PausedBy, short(*d.PausedReason, 60)
+				by, reason = *d.PausedBy, cut.UTF8(*d.PausedReason, 60)
 			}
 			fmt.Fprintf(tw, "\t%s\t%s\t%s", d.URL, by, reason)
 		}
@@ -140,7 +141,7 @@ func newDestinationShowCmd() *cobra.Command {
 			tw := newTable(w)
 			fmt.Fprintln(tw, "AT\tACTION\tBY\tREASON")
 			for _, a := range d.Actions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", fmtTime(a.At), a.Action, a.RequestedBy, short(a.Reason, 80))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", fmtTime(a.At), a.Action, a.RequestedBy, cut.UTF8(a.Reason, 80))
 			}
 			return tw.Flush()
 		}
@@ -164,7 +165,7 @@ func printDispatchAttempts(tw *tabwriter.Writer, list []apiclient.DispatchAttemp
 			class = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%dms\t%s\t%s\n", fmtTime(a.AttemptedAt), a.Key, a.WebhookID, a.Attempt,
-			a.Outcome, status, class, a.LatencyMS, next, short(oneLine(a.Response), 60))
+			a.Outcome, status, class, a.LatencyMS, next, cut.UTF8(oneLine(a.Response), 60))
 	}
 	return tw.Flush()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/intakehq/intake/internal/cut"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/replayer/apiclient"
 )
@@ -118,7 +119,7 @@ func printEvents(w, hints io.Writer, af *apiFlags, events []apiclient.Event, nex
 				processed = fmtTime(*e.ProcessedAt)
 			}
 			if e.Error != nil {
-				errText = short(*e.Error, 80)
+				errText = cut.UTF8(*e.Error, 80)
 			}
 			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s", fmtTime(e.LastReceivedAt), processed, e.PayloadSHA256, errText)
 		}
@@ -197,8 +198,8 @@ func printEvent(w io.Writer, ev apiclient.EventDetail) error {
 		tw = newTable(w)
 		fmt.Fprintln(tw, "  DETECTED\tORIGINAL SHA256\tCONFLICTING SHA256\tORIGINAL SEQ\tCONFLICTING SEQ")
 		for _, c := range ev.ConflictRecords {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\n", fmtTime(c.DetectedAt), short(c.OriginalSHA256, 16),
-				short(c.ConflictingSHA256, 16), c.OriginalStreamSeq, c.ConflictingStreamSeq)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\n", fmtTime(c.DetectedAt), cut.UTF8(c.OriginalSHA256, 16),
+				cut.UTF8(c.ConflictingSHA256, 16), c.OriginalStreamSeq, c.ConflictingStreamSeq)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -214,7 +215,7 @@ func printEvent(w io.Writer, ev apiclient.EventDetail) error {
 				next = fmtTime(*a.NextAttemptAt)
 			}
 			fmt.Fprintf(tw, "  %s\t%d of %d\t%s\t%s\t%d\t%s\n", fmtTime(a.FailedAt), a.Delivery, a.MaxDeliver, a.ErrorClass, next,
-				a.StreamSeq, short(a.Error, 80))
+				a.StreamSeq, cut.UTF8(a.Error, 80))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -252,7 +253,7 @@ func printEvent(w io.Writer, ev apiclient.EventDetail) error {
 		fmt.Fprintln(tw, "  CREATED\tID\tMODE\tBY\tSTATE\tTHIS EVENT\tREASON")
 		for _, r := range ev.Replays {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", fmtTime(r.CreatedAt), r.ID, r.Mode, r.RequestedBy, r.State,
-				r.ItemState, short(r.Reason, 40))
+				r.ItemState, cut.UTF8(r.Reason, 40))
 		}
 		return tw.Flush()
 	}

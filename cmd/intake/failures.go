@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/intakehq/intake/internal/cut"
 	"github.com/intakehq/intake/replayer/apiclient"
 )
 
@@ -60,7 +61,7 @@ func printFailureGroups(tw *tabwriter.Writer, groups []apiclient.FailureGroup) e
 			sample = g.SampleKeys[0]
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Integration, g.Status, g.ErrorClass, g.Events,
-			fmtTime(g.FirstSeen), fmtTime(g.LastSeen), resolved, short(g.Signature, 60), sample)
+			fmtTime(g.FirstSeen), fmtTime(g.LastSeen), resolved, cut.UTF8(g.Signature, 60), sample)
 	}
 	return tw.Flush()
 }

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -254,18 +253,6 @@ func parseSpan(since, until string, now time.Time) (from, to time.Time, err erro
 		to = *u
 	}
 	return from, to, nil
-}
-
-// short cuts s to at most n bytes at a character's start, so a table
-// never prints half a UTF-8 character of an error or a note.
-func short(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 func fmtTime(t time.Time) string {

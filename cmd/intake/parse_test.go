@@ -81,15 +81,3 @@ func TestSelfFitsHowItWasStarted(t *testing.T) {
 		}
 	}
 }
-
-func TestShortKeepsCharactersWhole(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		n    int
-		want string
-	}{{"abcdef", 3, "abc"}, {"abc", 5, "abc"}, {"aé", 2, "a"}, {"ééé", 3, "é"}, {"日本", 4, "日"}} {
-		if got := short(c.in, c.n); got != c.want {
-			t.Errorf("short(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
-		}
-	}
-}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/intakehq/intake/internal/cut"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/replayer"
 	"github.com/intakehq/intake/replayer/apiclient"
@@ -511,7 +512,7 @@ func newReplayListCmd() *cobra.Command {
 		fmt.Fprintln(tw, "ID\tCREATED\tBY\tMODE\tDRY RUN\tSTATE\tMATCHED\tPUBLISHED\tREASON")
 		for _, r := range page.Replays {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%d\t%d\t%s\n", r.ID, fmtTime(r.CreatedAt), r.RequestedBy, r.Mode, r.DryRun,
-				r.State, r.Matched, r.Published, short(r.Reason, 40))
+				r.State, r.Matched, r.Published, cut.UTF8(r.Reason, 40))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/intakehq/intake/internal/cut"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 )
@@ -44,7 +45,7 @@ type Attempt struct {
 func (s *Store) RecordAttempt(ctx context.Context, a Attempt) error {
 	msg := a.Error
 	if len(msg) > maxAttemptError {
-		msg = truncateUTF8(msg, maxAttemptError)
+		msg = cut.UTF8(msg, maxAttemptError)
 	}
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO intake.handler_attempts (integration, account, event_id, tenant, event_type, payload_sha256,
@@ -57,14 +58,6 @@ func (s *Store) RecordAttempt(ctx context.Context, a Attempt) error {
 		return fmt.Errorf("store: record attempt %s: %w", a.Key, err)
 	}
 	return nil
-}
-
-// truncateUTF8 cuts s to at most n bytes without splitting a character.
-func truncateUTF8(s string, n int) string {
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
 
 const attemptColumns = `integration, account, event_id, tenant, event_type, payload_sha256, stream_seq, delivery,

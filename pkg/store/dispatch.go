@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/intakehq/intake/internal/cut"
+
 	"context"
 	"fmt"
 	"time"
@@ -62,7 +64,7 @@ func (s *Store) RecordDispatchAttempts(ctx context.Context, as []DispatchAttempt
 			}
 			resp := a.Response
 			if len(resp) > MaxDispatchResponse {
-				resp = truncateUTF8(resp, MaxDispatchResponse)
+				resp = cut.UTF8(resp, MaxDispatchResponse)
 			}
 			row[0], row[1], row[2], row[3], row[4], row[5] = a.Destination, a.MsgID, a.Key, a.Integration, a.Tenant, a.EventType
 			row[6], row[7], row[8], row[9], row[10] = int64(a.StreamSeq), int32(a.Attempt), a.Outcome, code, a.ErrorClass

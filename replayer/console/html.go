@@ -1,12 +1,13 @@
 package console
 
 import (
+	"github.com/intakehq/intake/internal/cut"
+
 	"bytes"
 	"html"
 	"net/url"
 	"strconv"
 	"time"
-	"unicode/utf8"
 )
 
 // The console writes its pages with writer, in Go, not with html/template:
@@ -149,11 +150,8 @@ func deref(s *string) string {
 // short cuts s to at most n bytes, at a character's start, and an ellipsis
 // (a hash, a long error).
 func short(s string, n int) string {
-	if len(s) <= n {
-		return s
+	if c := cut.UTF8(s, n); c != s {
+		return c + "…"
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return s
 }
