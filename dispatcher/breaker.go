@@ -12,7 +12,8 @@ import (
 // fetched for the destination until the probe wait has passed, then one
 // delivery goes (half-open). An answer the receiver meant (any status but
 // 408, 429 and 5xx) closes it; another failure opens it again for twice the
-// wait, up to config.MaxBreakerProbe.
+// wait, up to config.BreakerProbeCeiling (or the first wait, if longer), so
+// a destination back from a long outage is found within two minutes.
 type breaker struct {
 	mu        sync.Mutex
 	threshold int
@@ -69,7 +70,7 @@ func (b *breaker) record(now time.Time, answered bool) (changed, open bool) {
 	switch {
 	case b.open && b.probing:
 		b.probing = false
-		b.wait = min(2*b.wait, config.MaxBreakerProbe)
+		b.wait = min(2*b.wait, max(b.base, config.BreakerProbeCeiling))
 		b.openUntil = now.Add(b.wait)
 	case !b.open && b.failures >= b.threshold:
 		b.open, b.openUntil, b.wait = true, now.Add(b.base), b.base

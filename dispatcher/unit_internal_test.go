@@ -246,3 +246,29 @@ func TestLogWriterFill(t *testing.T) {
 		t.Fatalf("closed: batch of %d, want 1 and the end", len(batch))
 	}
 }
+
+// Failed probes double the wait up to config.BreakerProbeCeiling, or the
+// configured first wait when that is longer.
+func TestBreakerProbeWaitCeiling(t *testing.T) {
+	for _, c := range []struct {
+		probe time.Duration
+		want  []time.Duration // the waits after each failed probe
+	}{
+		{30 * time.Second, []time.Duration{time.Minute, 2 * time.Minute, 2 * time.Minute}},
+		{5 * time.Minute, []time.Duration{5 * time.Minute, 5 * time.Minute}},
+	} {
+		b := newBreaker(config.DestinationBreaker{Failures: 1, Probe: c.probe})
+		now := time.Now()
+		b.record(now, false) // opens
+		for i, want := range c.want {
+			now = now.Add(time.Hour)
+			if ok, probe, _ := b.allow(now); !ok || !probe {
+				t.Fatalf("probe %s: no probe after an hour", c.probe)
+			}
+			b.record(now, false)
+			if ok, _, retry := b.allow(now); ok || retry != want {
+				t.Errorf("probe %s: after failed probe %d the wait is %s (allowed %v), want %s", c.probe, i+1, retry, ok, want)
+			}
+		}
+	}
+}

@@ -96,6 +96,10 @@ const (
 	DefaultBreakerFailures        = 10
 	DefaultBreakerProbe           = 30 * time.Second
 	MaxBreakerProbe               = 10 * time.Minute
+	// BreakerProbeCeiling is how far failed probes double the wait: a
+	// destination back from a long outage waits at most this (or probe,
+	// when that is longer) for its next probe.
+	BreakerProbeCeiling = 2 * time.Minute
 	// MaxRetryAfter caps a destination's Retry-After: a receiver cannot
 	// park its deliveries for longer than the longest default wait.
 	MaxRetryAfter = 6 * time.Hour
