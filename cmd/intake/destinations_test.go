@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,18 +22,7 @@ import (
 // through a redelivery to the destination only.
 func TestDestinationsCommand(t *testing.T) {
 	t.Parallel()
-	var refuse atomic.Bool
-	refuse.Store(true)
-	var got atomic.Int32
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if refuse.Load() {
-			http.Error(w, "no such account", http.StatusNotFound)
-			return
-		}
-		got.Add(1)
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(hook.Close)
+	hook := testrig.NewReceiver(t, http.StatusNotFound, "no such account", http.StatusOK)
 	tr := testrig.New(t, testrig.Options{Config: `
 processor: {ack_wait: 2s}
 api:
@@ -97,12 +84,12 @@ destinations:
 	if out, _, code := r.cli("", cliOperator, "destinations", "resume", "crm"); code != 0 || !strings.Contains(out, "crm: failing") {
 		t.Fatalf("resume: exit %d %s", code, out)
 	}
-	refuse.Store(false)
+	hook.Accept()
 	out, _, code = r.cli("", cliOperator, "destinations", "retry", "crm", "--reason", "account created", "--yes")
 	if code != 0 || !strings.Contains(out, "would_redeliver") {
 		t.Fatalf("retry: exit %d\n%s", code, out)
 	}
-	testenv.Eventually(t, 30*time.Second, func() bool { return got.Load() == 2 }, "the retried deliveries never arrived")
+	testenv.Eventually(t, 30*time.Second, func() bool { return hook.Got() == 2 }, "the retried deliveries never arrived")
 	if out, _, code := r.cli("", cliOperator, "destinations", "retry", "nope", "--dry-run"); code != codeRefused {
 		t.Errorf("retry of an unknown destination: exit %d %s", code, out)
 	}

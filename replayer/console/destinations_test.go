@@ -3,10 +3,8 @@ package console_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,18 +20,7 @@ import (
 // run, then a reason); a viewer sees no control and is refused; an event's
 // timeline shows its deliveries.
 func TestDestinationPages(t *testing.T) {
-	var refuse atomic.Bool
-	refuse.Store(true)
-	var got atomic.Int32
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if refuse.Load() {
-			http.Error(w, "unknown customer", http.StatusUnprocessableEntity)
-			return
-		}
-		got.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(hook.Close)
+	hook := testrig.NewReceiver(t, http.StatusUnprocessableEntity, "unknown customer", http.StatusNoContent)
 	r := &rig{t: t}
 	r.tr = testrig.New(t, testrig.Options{Config: testConfig + `
 destinations:
@@ -84,14 +71,14 @@ destinations:
 	resp, body = ops.do(http.MethodPost, "/ui/destinations/crm/resume", url.Values{"csrf": {csrf}}, nil)
 	must(t, "resume", resp, body, http.StatusSeeOther)
 
-	refuse.Store(false)
+	hook.Accept()
 	resp, body = ops.do(http.MethodPost, "/ui/destinations/crm/retry", url.Values{"csrf": {csrf}}, nil)
 	must(t, "retry's dry run", resp, body, http.StatusOK)
 	if !strings.Contains(body, `<b>2</b> failed deliveries would be sent`) || !strings.Contains(body, `id="retry-confirm"`) {
 		t.Fatalf("the dry run does not show 2 deliveries and a confirm form:\n%s", body)
 	}
-	if got.Load() != 0 {
-		t.Fatalf("a dry run delivered %d", got.Load())
+	if hook.Got() != 0 {
+		t.Fatalf("a dry run delivered %d", hook.Got())
 	}
 	resp, body = ops.do(http.MethodPost, "/ui/destinations/crm/retry", url.Values{"csrf": {csrf}, "confirm": {"1"}}, nil)
 	must(t, "confirm without a reason", resp, body, http.StatusBadRequest)
@@ -100,7 +87,7 @@ destinations:
 	if !strings.HasPrefix(resp.Header.Get("Location"), "/ui/replays/") {
 		t.Errorf("confirm went to %q, want the redelivery's page", resp.Header.Get("Location"))
 	}
-	testenv.Eventually(t, 30*time.Second, func() bool { return got.Load() == 2 }, "the retried deliveries never arrived")
+	testenv.Eventually(t, 30*time.Second, func() bool { return hook.Got() == 2 }, "the retried deliveries never arrived")
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		_, body = ops.do(http.MethodGet, "/ui/event?key="+url.QueryEscape("demo/main/evt_d1"), nil, nil)
 		return strings.Contains(body, "delivered to crm (204)")

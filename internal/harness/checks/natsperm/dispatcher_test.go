@@ -1,7 +1,6 @@
 package natsperm
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -23,7 +22,7 @@ import (
 	"github.com/intakehq/intake/internal/harness/testenv/testrig"
 	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
-	"github.com/intakehq/intake/pkg/provider"
+	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
 	"github.com/intakehq/intake/replayer"
 	"github.com/intakehq/intake/replayer/apiclient"
@@ -161,21 +160,7 @@ func TestDispatcherWithItsOwnUser(t *testing.T) {
 		t.Errorf("dispatch-one filters on %q, want intake.out.acme.demo.> and its redeliveries", got.FilterSubjects)
 	}
 
-	body := []byte(`{"type":"invoice.paid","n":1}`)
-	h, err := provider.Sign(proc.Config.Integrations[0].Config, 0, "evt_1", body, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, ing.URL+"/webhooks/demo", bytes.NewReader(body))
-	req.Header = h
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("ingress answered %d\n%s", resp.StatusCode, logs.String())
-	}
+	sendEvent(t, proc.Config.Integrations[0].Config, ing.URL, &logs)
 
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		return accepting.attempts() == 1 && retrying.attempts() == 1 && refusing.attempts() == 1
@@ -445,4 +430,40 @@ func ackPending(t *testing.T, srv *server.Server, streamName, name string) int {
 	}
 	t.Fatalf("no consumer %s/%s", streamName, name)
 	return 0
+}
+
+// TestDispatcherWithoutItsPermissionStops: a dispatcher whose NATS user
+// may not create its destination's consumer stops with an error naming the
+// refused request, instead of retrying an unanswered request for ever.
+func TestDispatcherWithoutItsPermissionStops(t *testing.T) {
+	srv := startServer(t)
+	url := srv.ClientURL()
+	migrateStreams(t, url)
+	db := testrig.Database(t)
+	st, err := store.Open(context.Background(), db, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var logs testenv.Buffer
+	ncfg := roleConfig(t, url, "subscriber", "").NATS
+	ncfg.InboxPrefix = "_INBOX"
+	nc, err := stream.Connect(ncfg, "subscriber", true, logger(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	d, err := dispatcher.New(dispatcher.Options{Store: st, JS: js, Log: logger(&logs), Destinations: []config.Destination{{
+		Name: "hooks", URL: "http://127.0.0.1:1/hooks", Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = d.Run(ctx)
+	subject := "$JS.API.CONSUMER.CREATE." + envelope.StreamOut
+	if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), subject) || ctx.Err() != nil {
+		t.Fatalf("Run = %v (context: %v), want the permissions violation on %s before the deadline\n%s", err, ctx.Err(), subject, logs.String())
+	}
 }
