@@ -382,29 +382,7 @@ func (r *receiver) run(command func() *exec.Cmd, addr string, env []string) (*ex
 // the test when node or npm is not installed.
 func nodeReceiver(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("examples/receiver-node is not tested: %s is not installed (%v)", tool, err)
-		}
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "index.js"} {
-		b, err := os.ReadFile(filepath.Join("receiver-node", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--prefer-offline")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
-	}
-	return dir
+	return testenv.NodeExample(t, "receiver-node")
 }
 
 // pythonWithPsycopg is a python3 that imports psycopg: Debian's
