@@ -117,8 +117,26 @@ func runSystem(ctx context.Context, c Config, rep *Report, dir, bareAddr string,
 	keptRatio := kept / bareRes.rate()
 	rr("system kept-up rate / bare HTTP", keptRatio, ">= 0.35", keptRatio >= 0.35)
 	rr("system CPU per event / bare HTTP CPU per request", float64(perEvent)/float64(max(barePer, 1)), "", false)
+
+	// The floor, on the system's own servers, now idle.
+	fl, err := measureFloor(ctx, c, sys, size, min(c.Duration, systemFloorTime))
+	if err != nil {
+		return err
+	}
+	floor := fl.sum(barePer)
+	log.Info("floor", "cpu_per_event_ms", millis(floor))
+	rep.Figures = append(rep.Figures,
+		Figure{Stage: "floor: the pipeline's parts, no Intake work", Payload: size,
+			Note: fmt.Sprintf("%.3f ms CPU per event: (a') HTTP %.3f + (b') JetStream publish awaited %.3f + (e') fetch, publish out, PubAck, ack %.3f + (c') the processor's rows, batched %.3f (Postgres %.3f; the inbox claim alone %.3f); idle dev process %.1f ms/s subtracted",
+				millis(floor), millis(barePer), millis(fl.publish), millis(fl.natsHalf), millis(fl.pgWrites), millis(fl.pgServer), millis(fl.claims), millis(fl.idle))})
+	rr("floor CPU ms per event (a' + b' + e' + c')", millis(floor), "", false)
+	rr("floor with the inbox claim alone for c'", millis(fl.sum(barePer)-fl.pgWrites+fl.claims), "", false)
+	rr("system CPU per event / floor", float64(perEvent)/float64(max(floor, 1)), "", false)
 	return nil
 }
+
+// systemFloorTime bounds each floor reference's run (e' runs half of it).
+const systemFloorTime = 10 * time.Second
 
 // system is one `intake dev` under test.
 type system struct {
@@ -126,7 +144,17 @@ type system struct {
 	base    string
 	dataDir string
 	dbURL   string
+	pgPort  string
+	natsURL string
 	pg      int // the postmaster's pid
+}
+
+// adminURL is the system's cluster as its superuser, for CREATE DATABASE.
+func (s *system) adminURL() string { return s.dbURLOf("postgres") }
+
+// dbURLOf is database db in the system's cluster.
+func (s *system) dbURLOf(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%s/%s", s.pgPort, db)
 }
 
 // startSystem starts `intake dev` with a config of its own (the bench
@@ -157,7 +185,8 @@ integrations:
 	}
 	_, pgPort, _ := net.SplitHostPort(pgAddr)
 	s := &system{base: "http://" + httpAddr, dataDir: filepath.Join(dir, fmt.Sprintf("system-%d", size)),
-		dbURL: fmt.Sprintf("postgres://postgres@127.0.0.1:%s/intake", pgPort)}
+		pgPort: pgPort, natsURL: "nats://" + natsAddr}
+	s.dbURL = s.dbURLOf("intake")
 	s.dev, err = startChild("dev", c.Binary, filepath.Join(dir, fmt.Sprintf("system-%d.log", size)), nil,
 		"dev", "--config", cfgPath, "--data-dir", s.dataDir, "--http-addr", httpAddr, "--nats-addr", natsAddr,
 		"--postgres-port", pgPort, "--log-level", "error")

@@ -1,9 +1,14 @@
 package bench
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/intakehq/intake/internal/harness/testenv"
 )
 
 // TestPostmasterPID: the system stage finds the postmaster of the cluster
@@ -35,5 +40,41 @@ func TestSystemIsARunOfItsOwn(t *testing.T) {
 	c, err := Config{System: true}.withDefaults()
 	if err != nil || c.Duration.Seconds() != 20 {
 		t.Errorf("system defaults: %v, %v; want 20s", c.Duration, err)
+	}
+}
+
+// TestSystemStage runs `intake bench --system` at a size CI affords, so the
+// stage and its floor cannot rot: `intake dev` under load for a second,
+// drained, then the floor's references on its own servers. Nothing is
+// timed; the figures must be there, each part of the floor measured.
+func TestSystemStage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs intake dev with its Postgres and NATS: skipped with -short")
+	}
+	c := Config{
+		Binary:      testenv.GoBuild(t, "github.com/intakehq/intake/cmd/intake"),
+		System:      true,
+		Duration:    time.Second,
+		Connections: 8,
+		Payloads:    []int{1024},
+	}
+	rep, err := Run(context.Background(), c)
+	if rep != nil {
+		var b strings.Builder
+		_ = rep.Print(&b, false)
+		t.Log("\n" + b.String())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, r := range rep.Ratios {
+		got[r.Name] = r.Value
+	}
+	for _, name := range []string{"system CPU ms per event as deployed", "floor CPU ms per event (a' + b' + e' + c')",
+		"floor with the inbox claim alone for c'", "system CPU per event / floor"} {
+		if v, ok := got[name]; !ok || v <= 0 {
+			t.Errorf("%s: %v (reported: %t), want a positive figure", name, v, ok)
+		}
 	}
 }
