@@ -138,29 +138,32 @@ func (d *destination) post(ctx context.Context, msg jetstream.Msg, id string, at
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 	body := msg.Data()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.cfg.URL, bytes.NewReader(body))
-	if err != nil {
-		return attemptOut{result: result{class: ClassConnect}, response: err.Error()}
-	}
+	req := d.newRequest(ctx, body)
 	// Headers set straight into the map under their canonical names:
-	// Header.Set would canonicalize each of them on every delivery.
+	// Header.Set would canonicalize each of them on every delivery. The
+	// one-value slices share one backing array.
 	h, out := msg.Headers(), req.Header
+	vals := make([]string, 0, len(identityHeaders)+5)
+	one := func(v string) []string {
+		vals = append(vals, v)
+		return vals[len(vals)-1 : len(vals) : len(vals)]
+	}
 	out[hdrContentType] = contentType(body)
 	out[hdrUserAgent] = userAgentValue
 	for i, name := range identityHeaders {
 		if v := h.Get(name); v != "" {
-			out[identityCanonical[i]] = []string{v}
+			out[identityCanonical[i]] = one(v)
 		}
 	}
 	if k := h.Get(envelope.HeaderKey); k != "" {
-		out[hdrIdempotencyKey] = []string{k}
+		out[hdrIdempotencyKey] = one(k)
 	}
 	out[hdrDestination] = d.destinationValue
-	out[hdrAttempt] = []string{strconv.Itoa(attempt)}
+	out[hdrAttempt] = one(strconv.Itoa(attempt))
 	now := time.Now()
-	out[hdrWebhookID] = []string{id}
-	out[hdrWebhookTimestamp] = []string{strconv.FormatInt(now.Unix(), 10)}
-	out[hdrWebhookSignature] = []string{d.signer.sign(id, now.Unix(), body)}
+	out[hdrWebhookID] = one(id)
+	out[hdrWebhookTimestamp] = one(strconv.FormatInt(now.Unix(), 10))
+	out[hdrWebhookSignature] = one(d.signer.sign(id, now.Unix(), body))
 
 	// The transport itself: no redirect is ever followed, so the client's
 	// redirect bookkeeping (a copy of every header per request) is saved.
@@ -169,7 +172,11 @@ func (d *destination) post(ctx context.Context, msg jetstream.Msg, id string, at
 		return attemptOut{result: result{class: classifyError(err)}, latency: time.Since(now)}
 	}
 	defer resp.Body.Close()
-	buf, readErr := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	var buf []byte
+	var readErr error
+	if resp.ContentLength != 0 { // 0: no body (204, or a declared empty one)
+		buf, readErr = io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	}
 	res := attemptOut{result: result{status: resp.StatusCode, class: classOf(resp.StatusCode)}, latency: time.Since(now)}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
@@ -183,6 +190,28 @@ func (d *destination) post(ctx context.Context, msg jetstream.Msg, id string, at
 	}
 	res.response = note + strings.ToValidUTF8(string(buf[:min(len(buf), 2*MaxResponseBytes)]), "\uFFFD")
 	return res
+}
+
+// deliveryHeaders is how many headers a delivery sets, at most.
+var deliveryHeaders = len(identityHeaders) + 8
+
+// newRequest is the POST of body to the destination, under ctx: the URL
+// parsed once, the header map sized for a delivery's headers
+// (http.NewRequest parses the URL and the map grows, on every delivery).
+// GetBody lets the transport send the body again on a connection that
+// closed before it was written (it does for requests with an
+// Idempotency-Key, as every delivery has).
+func (d *destination) newRequest(ctx context.Context, body []byte) *http.Request {
+	req := &http.Request{Method: http.MethodPost, URL: d.url, Host: strings.TrimSuffix(d.url.Host, ":"),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: make(http.Header, deliveryHeaders), ContentLength: int64(len(body))}
+	if len(body) == 0 {
+		req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
+	} else {
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	return req.WithContext(ctx)
 }
 
 // parseRetryAfter reads a Retry-After header, seconds or an HTTP date; 0

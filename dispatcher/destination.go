@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ type destination struct {
 	client *http.Client
 	// transport is client's: deliveries go through it directly.
 	transport http.RoundTripper
+	url       *url.URL // cfg.URL, parsed once (config.Validate checked it)
 	// destinationValue is the Intake-Destination header's value.
 	destinationValue []string
 	signer           signer

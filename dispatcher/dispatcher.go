@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -100,8 +101,12 @@ func New(o Options) (*Dispatcher, error) {
 		if len(sg.keys) == 0 {
 			return nil, fmt.Errorf("dispatcher: destinations[%d] (%s).secrets: none loaded (load the config with config.DestinationSecrets)", i, c.Name)
 		}
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			return nil, fmt.Errorf("dispatcher: destinations[%d] (%s).url: %w", i, c.Name, err)
+		}
 		client := newClient(c.Timeout, c.MaxInFlight)
-		dst := &destination{cfg: c, client: client, transport: client.Transport, destinationValue: []string{c.Name}, signer: sg,
+		dst := &destination{cfg: c, client: client, transport: client.Transport, url: u, destinationValue: []string{c.Name}, signer: sg,
 			breaker: newBreaker(c.Breaker), log: o.Log, m: &o.Metrics.Dispatch, writer: d.writer, circuit: d.circuit}
 		if c.Rate.PerSecond > 0 {
 			dst.limiter = rate.NewLimiter(rate.Limit(c.Rate.PerSecond), c.Rate.Burst)

@@ -28,6 +28,9 @@ func TestSignVerifiesWithTheReferenceLibrary(t *testing.T) {
 	body := []byte(`{"type":"invoice.paid","amount":4200}`)
 	now := time.Now()
 	sig := s.sign("0b3c6a1e-msg", now.Unix(), body)
+	if again := s.sign("0b3c6a1e-msg", now.Unix(), body); again != sig {
+		t.Fatalf("signed twice (the second with reused HMAC states): %q, then %q", sig, again)
+	}
 	if n := len(strings.Fields(sig)); n != 2 {
 		t.Fatalf("signature %q: %d signatures, want one per secret", sig, n)
 	}
