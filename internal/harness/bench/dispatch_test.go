@@ -11,6 +11,22 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
+// runStage runs the harness with c, logs its report, and stops the test
+// on an error.
+func runStage(t *testing.T, c Config) *Report {
+	t.Helper()
+	rep, err := Run(context.Background(), c)
+	if rep != nil {
+		var b strings.Builder
+		_ = rep.Print(&b, false)
+		t.Log("\n" + b.String())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
 // TestDispatchStage runs `intake bench --dispatch` at a size CI affords, so
 // the stage cannot rot: 300 messages per throughput pass, the destination
 // down for 3 s (on the schedule --quick uses, the defaults / 60), one
@@ -32,15 +48,7 @@ func TestDispatchStage(t *testing.T) {
 		DispatchKills:    1,
 		DispatchRate:     100,
 	}
-	rep, err := Run(context.Background(), c)
-	if rep != nil {
-		var b strings.Builder
-		_ = rep.Print(&b, false)
-		t.Log("\n" + b.String())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runStage(t, c)
 	got := map[string]DeliveryCheck{}
 	for _, ck := range rep.Deliveries {
 		got[ck.Scenario] = ck

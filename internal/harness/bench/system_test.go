@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -58,15 +56,7 @@ func TestSystemStage(t *testing.T) {
 		Connections: 8,
 		Payloads:    []int{1024},
 	}
-	rep, err := Run(context.Background(), c)
-	if rep != nil {
-		var b strings.Builder
-		_ = rep.Print(&b, false)
-		t.Log("\n" + b.String())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runStage(t, c)
 	got := map[string]float64{}
 	for _, r := range rep.Ratios {
 		got[r.Name] = r.Value
