@@ -28,7 +28,10 @@ import (
 // accepted event in the inbox and relayed from the outbox). The generator
 // runs in this process and is not counted. The bare HTTP server, loaded
 // the same way in the same run, is the reference: its CPU per request and
-// its rate, against which the deployed pipeline's rate is a ratio.
+// its rate, against which the deployed pipeline's rate is a ratio. Then,
+// on the same servers once idle, the floor (floor.go): what the
+// pipeline's parts cost per event with none of Intake's code between
+// them.
 
 // systemDrainWait bounds the wait for the drain after the load.
 const systemDrainWait = 5 * time.Minute
