@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
 
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
@@ -271,11 +272,14 @@ func (t *batchTx) runHandler(ctx context.Context, tx pgx.Tx, i int) error {
 // event's identity headers under m's own, its execution and trace.
 func (it *item) outboxRow(pos int, m Message, copyPayload bool) store.OutboxRow {
 	ev := it.ev
-	h := IdentityHeader(ev)
+	// Sized for what it will hold (the identity, m's own headers, the
+	// execution and the trace), so it never grows.
+	h := make(nats.Header, identityHeaders+len(m.Header)+2)
+	putIdentity(h, ev)
 	for k, v := range m.Header {
 		h[k] = v
 	}
-	h.Set(envelope.HeaderExecutionID, ev.ExecutionID)
+	h[envelope.HeaderExecutionID] = []string{ev.ExecutionID} // canonical already: Set would only check
 	it.injectOutbox(h)
 	row := store.OutboxRow{Key: ev.Key, Subject: m.Subject, Headers: h, Payload: m.Data,
 		MsgID: envelope.OutboxMsgID(ev.Key, ev.Mode, ev.ReplayID, pos)}

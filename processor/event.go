@@ -83,15 +83,25 @@ func (ev *Event) Queue(sql string, args ...any) {
 
 // IdentityHeader is the set of Intake-* headers every processed message carries.
 func IdentityHeader(ev *Event) nats.Header {
-	return nats.Header{
-		envelope.HeaderKey:           {ev.Key.String()},
-		envelope.HeaderIntegration:   {ev.Key.Integration},
-		envelope.HeaderTenant:        {ev.Tenant},
-		envelope.HeaderAccount:       {ev.Key.Account},
-		envelope.HeaderEventID:       {ev.Key.EventID},
-		envelope.HeaderEventType:     {ev.EventType},
-		envelope.HeaderPayloadSHA256: {ev.PayloadSHA256},
-		envelope.HeaderReceivedAt:    {ev.ReceivedAt.UTC().Format(time.RFC3339Nano)},
+	h := make(nats.Header, identityHeaders)
+	putIdentity(h, ev)
+	return h
+}
+
+// identityHeaders is how many headers IdentityHeader sets.
+const identityHeaders = 8
+
+// putIdentity sets ev's identity headers in h, their one-value slices
+// cut from one array (capacity one each: an Add copies, never writes into
+// a neighbour).
+func putIdentity(h nats.Header, ev *Event) {
+	v := [identityHeaders]string{ev.Key.String(), ev.Key.Integration, ev.Tenant, ev.Key.Account, ev.Key.EventID,
+		ev.EventType, ev.PayloadSHA256, ev.ReceivedAt.UTC().Format(time.RFC3339Nano)}
+	vals := v[:] // escapes into h: one allocation for the eight values
+	for i, name := range [identityHeaders]string{envelope.HeaderKey, envelope.HeaderIntegration, envelope.HeaderTenant,
+		envelope.HeaderAccount, envelope.HeaderEventID, envelope.HeaderEventType, envelope.HeaderPayloadSHA256,
+		envelope.HeaderReceivedAt} {
+		h[name] = vals[i : i+1 : i+1]
 	}
 }
 
