@@ -446,14 +446,7 @@ func TestDispatcherWithoutItsPermissionStops(t *testing.T) {
 	}
 	defer st.Close()
 	var logs testenv.Buffer
-	ncfg := roleConfig(t, url, "subscriber", "").NATS
-	ncfg.InboxPrefix = "_INBOX"
-	nc, err := stream.Connect(ncfg, "subscriber", true, logger(&logs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := subscriberJS(t, url, &logs)
 	d, err := dispatcher.New(dispatcher.Options{Store: st, JS: js, Log: logger(&logs), Destinations: []config.Destination{{
 		Name: "hooks", URL: "http://127.0.0.1:1/hooks", Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}}})
 	if err != nil {

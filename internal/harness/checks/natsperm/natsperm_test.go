@@ -493,6 +493,22 @@ func TestReplayerKeepsOffOtherConsumers(t *testing.T) {
 	}
 }
 
+// subscriberJS connects as the example subscriber's user, whose inbox
+// "_INBOX_subscriber" lets a refused request be told from a lost reply,
+// logging to logs; closed with the test.
+func subscriberJS(t *testing.T, url string, logs *testenv.Buffer) jetstream.JetStream {
+	t.Helper()
+	ncfg := roleConfig(t, url, "subscriber", "").NATS
+	ncfg.InboxPrefix = "_INBOX"
+	nc, err := stream.Connect(ncfg, "subscriber", true, logger(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	return js
+}
+
 // TestAMissingPermissionIsNamed: a request the user may not send only
 // times out on the client; the start-up check's error and the log say
 // which permission was missing.
@@ -503,17 +519,10 @@ func TestAMissingPermissionIsNamed(t *testing.T) {
 	var logs testenv.Buffer
 	// The example subscriber's user may not read stream info. Its inbox is
 	// "_INBOX_subscriber": only the request is refused, not its reply.
-	ncfg := roleConfig(t, url, "subscriber", "").NATS
-	ncfg.InboxPrefix = "_INBOX"
-	nc, err := stream.Connect(ncfg, "subscriber", true, logger(&logs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := subscriberJS(t, url, &logs)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	err = stream.Check(ctx, js, ncfg.Stream, nil, envelope.StreamIn)
+	err := stream.Check(ctx, js, roleConfig(t, url, "subscriber", "").NATS.Stream, nil, envelope.StreamIn)
 	subject := "$JS.API.STREAM.INFO." + envelope.StreamIn
 	if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), subject) {
 		t.Fatalf("Check = %v, want the permissions violation on %s", err, subject)
