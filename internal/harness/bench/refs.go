@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -255,7 +256,7 @@ func natsHalf(ctx context.Context, js jetstream.JetStream, inName string, size, 
 				msgs = append(msgs, m)
 			}
 			if len(msgs) == 0 {
-				return 0, fmt.Errorf("the backlog ran out after %d messages", done.Load())
+				return 0, fmt.Errorf("%w after %d messages", errBacklogRanOut, done.Load())
 			}
 			futures = futures[:0]
 			for _, m := range msgs {
@@ -286,5 +287,8 @@ func natsHalf(ctx context.Context, js jetstream.JetStream, inName string, size, 
 	}
 	return rate, nil
 }
+
+// errBacklogRanOut: reference (e) found no message left to drain.
+var errBacklogRanOut = errors.New("the backlog ran out")
 
 func natsHalfOutName(size int) string { return fmt.Sprintf("BENCH_E_OUT_%d", size) }
