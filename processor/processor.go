@@ -14,6 +14,7 @@ import (
 	"github.com/intakehq/intake/internal/backoff"
 	"github.com/intakehq/intake/internal/faults"
 	"github.com/intakehq/intake/pkg/config"
+	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/inbox"
 	"github.com/intakehq/intake/pkg/store"
 	"github.com/intakehq/intake/pkg/stream"
@@ -67,9 +68,9 @@ type Processor struct {
 	o Options
 	// integrations are Options.Integrations by name.
 	integrations map[string]config.Integration
-	// envelopeKeys verify Intake-Envelope-Signature (none: not checked);
-	// requireSigned refuses a message without one.
-	envelopeKeys  [][]byte
+	// verifier checks Intake-Envelope-Signature (nil, no keys: not
+	// checked); requireSigned refuses a message without one.
+	verifier      *envelope.Verifier
 	requireSigned bool
 	// faults are the harnesses' hooks (internal/faults), read from Run's
 	// context; none in production.
@@ -116,7 +117,7 @@ func New(o Options) (*Processor, error) {
 		byName[in.Name] = in
 	}
 	initSeries(o.Metrics, o.Integrations)
-	return &Processor{o: o, integrations: byName, envelopeKeys: o.Envelope.KeyBytes(), requireSigned: o.Envelope.Required(),
+	return &Processor{o: o, integrations: byName, verifier: envelopeVerifier(o.Envelope.KeyBytes()), requireSigned: o.Envelope.Required(),
 		outage: newOutage(o.Config.Concurrency), tracer: telemetry.Tracer(o.TracerProvider)}, nil
 }
 

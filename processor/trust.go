@@ -38,7 +38,7 @@ func (p *Processor) screen(ctx context.Context, tx pgx.Tx, b []*item) error {
 			continue
 		}
 		it.unsigned = it.sig.unsigned
-		if ev := it.ev; ev.ReplayID != "" && len(p.envelopeKeys) == 0 {
+		if ev := it.ev; ev.ReplayID != "" && p.verifier == nil {
 			// Replay copies are rare: hashing their bodies again is cheap
 			// and keeps a forged body out under a genuine copy's headers.
 			// With envelope keys every body was hashed (envelopeVerdict).
@@ -80,6 +80,14 @@ func (p *Processor) verifyEnvelopes(b []*item) {
 	}
 }
 
+// envelopeVerifier is nil without keys: nothing to verify.
+func envelopeVerifier(keys [][]byte) *envelope.Verifier {
+	if len(keys) == 0 {
+		return nil
+	}
+	return envelope.NewVerifier(keys)
+}
+
 // envelopeVerdict is what the envelope keys say of it, computed once: with
 // keys configured, a bad Intake-Envelope-Signature is always refused, a
 // missing one when envelope.require is on (else it is let through and
@@ -88,7 +96,7 @@ func (p *Processor) verifyEnvelopes(b []*item) {
 // could keep a genuine message's headers and swap its body. Replay copies
 // carry the original's headers, signature included, and verify as it does.
 func (p *Processor) envelopeVerdict(it *item) (reason, detail string) {
-	if len(p.envelopeKeys) == 0 {
+	if p.verifier == nil {
 		return "", ""
 	}
 	if !it.sig.done {
@@ -99,7 +107,7 @@ func (p *Processor) envelopeVerdict(it *item) (reason, detail string) {
 }
 
 func (p *Processor) checkSignature(ev *Event) (reason, detail string, unsigned bool) {
-	switch err := envelope.VerifySignature(p.envelopeKeys, ev.Header); {
+	switch err := p.verifier.Verify(ev.Header); {
 	case errors.Is(err, envelope.ErrUnsigned) && !p.requireSigned:
 		unsigned = true
 	case errors.Is(err, envelope.ErrUnsigned):

@@ -64,17 +64,59 @@ func NewSigner(key []byte) *Signer {
 
 // Sign returns the Intake-Envelope-Signature value of h.
 func (s *Signer) Sign(h nats.Header) string {
-	st := s.pool.Get().(*signerState)
-	defer s.pool.Put(st)
-	st.mac.Reset()
 	var sum [sha256.Size]byte
-	var mac []byte
-	st.buf, mac = envelopeMAC(st.mac, h, st.buf[:0], sum[:0])
 	var b [len(signatureVersion) + 1 + 43]byte // 43: base64url of 32 bytes, unpadded
 	out := append(b[:0], signatureVersion...)
 	out = append(out, '=')
-	out = base64.RawURLEncoding.AppendEncode(out, mac)
+	out = base64.RawURLEncoding.AppendEncode(out, s.sum(h, sum[:0]))
 	return string(out)
+}
+
+// sum appends h's envelope MAC under the Signer's key to out.
+func (s *Signer) sum(h nats.Header, out []byte) []byte {
+	st := s.pool.Get().(*signerState)
+	st.mac.Reset()
+	st.buf, out = envelopeMAC(st.mac, h, st.buf[:0], out)
+	s.pool.Put(st)
+	return out
+}
+
+// Verifier checks envelope signatures against keys, any one verifying
+// being enough (rotation), each key keeping its HMAC states for reuse as a
+// Signer does: the processor verifies every message. Safe for concurrent
+// use.
+type Verifier struct{ keys []*Signer }
+
+// NewVerifier is a Verifier under keys.
+func NewVerifier(keys [][]byte) *Verifier {
+	v := &Verifier{keys: make([]*Signer, len(keys))}
+	for i, k := range keys {
+		v.keys[i] = NewSigner(k)
+	}
+	return v
+}
+
+// Verify checks h's Intake-Envelope-Signature, in constant time per key.
+// ErrUnsigned when there is none, ErrBadSignature when it fails.
+func (v *Verifier) Verify(h nats.Header) error {
+	vals := h.Values(HeaderSignature)
+	if len(vals) == 0 {
+		return ErrUnsigned
+	}
+	if len(vals) > 1 {
+		return ErrBadSignature // one signature, or which one was meant?
+	}
+	got, ok := parseSignature(vals[0])
+	if !ok {
+		return ErrBadSignature
+	}
+	var sum [sha256.Size]byte
+	for _, k := range v.keys {
+		if hmac.Equal(k.sum(h, sum[:0]), got) {
+			return nil
+		}
+	}
+	return ErrBadSignature
 }
 
 // envelopeMAC writes the canonical encoding of h's signed headers into mac
@@ -97,29 +139,9 @@ func envelopeMAC(mac hash.Hash, h nats.Header, buf, out []byte) ([]byte, []byte)
 
 // VerifySignature checks h's Intake-Envelope-Signature against keys (any
 // one verifying is enough: rotation), in constant time per key.
-// ErrUnsigned when there is none, ErrBadSignature when it fails.
-func VerifySignature(keys [][]byte, h nats.Header) error {
-	vals := h.Values(HeaderSignature)
-	if len(vals) == 0 {
-		return ErrUnsigned
-	}
-	if len(vals) > 1 {
-		return ErrBadSignature // one signature, or which one was meant?
-	}
-	got, ok := parseSignature(vals[0])
-	if !ok {
-		return ErrBadSignature
-	}
-	var sum [sha256.Size]byte
-	var stack [512]byte
-	for _, key := range keys {
-		_, mac := envelopeMAC(hmac.New(sha256.New, key), h, stack[:0], sum[:0])
-		if hmac.Equal(mac, got) {
-			return nil
-		}
-	}
-	return ErrBadSignature
-}
+// ErrUnsigned when there is none, ErrBadSignature when it fails. For many
+// messages under the same keys (the processor), a Verifier costs less.
+func VerifySignature(keys [][]byte, h nats.Header) error { return NewVerifier(keys).Verify(h) }
 
 var strictBase64 = base64.RawURLEncoding.Strict()
 
