@@ -156,22 +156,43 @@ func pidCPU(pid int) time.Duration {
 // machineIdle is the idle time of all cores so far, from /proc/stat's
 // first line (idle and iowait); 0 when it cannot be read.
 func machineIdle() time.Duration {
+	_, idle := machineCPU()
+	return idle
+}
+
+// machineBusy is the time all cores have spent busy so far — every
+// process on the host, and the kernel's work for them (loopback traffic's
+// softirqs included), which no one process's account holds; 0 when
+// /proc/stat cannot be read.
+func machineBusy() time.Duration {
+	busy, _ := machineCPU()
+	return busy
+}
+
+// machineCPU reads /proc/stat's first line: the busy time (user, nice,
+// system, irq, softirq, steal) and the idle time (idle, iowait) of all
+// cores so far; zeros when it cannot be read.
+func machineCPU() (busy, idle time.Duration) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	line, _, _ := bytes.Cut(b, []byte("\n"))
 	f := strings.Fields(string(line))
-	if len(f) < 6 || f[0] != "cpu" {
-		return 0
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0
 	}
-	var ticks uint64
-	for _, v := range f[4:6] { // idle, iowait
+	var busyT, idleT uint64
+	for i, v := range f[1:9] { // user nice system idle iowait irq softirq steal
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return 0
+			return 0, 0
 		}
-		ticks += n
+		if i == 3 || i == 4 {
+			idleT += n
+		} else {
+			busyT += n
+		}
 	}
-	return time.Duration(ticks) * time.Second / clockTicks
+	return time.Duration(busyT) * time.Second / clockTicks, time.Duration(idleT) * time.Second / clockTicks
 }

@@ -182,23 +182,50 @@ func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers 
 	return pgRate{events: n.Load(), secs: time.Since(start).Seconds()}, nil
 }
 
-// pgRate is events written in so many seconds, over one or more slices.
+// pgRate is events written in so many seconds, over one or more slices,
+// and the machine's busy time meanwhile when measured.
 type pgRate struct {
 	events int64
 	secs   float64
+	busy   time.Duration
 }
 
-func (r *pgRate) add(o pgRate) { r.events, r.secs = r.events+o.events, r.secs+o.secs }
+func (r *pgRate) add(o pgRate) {
+	r.events, r.secs, r.busy = r.events+o.events, r.secs+o.secs, r.busy+o.busy
+}
 func (r pgRate) rate() float64 { return float64(r.events) / r.secs }
+
+// cpuPer is the machine's busy time per event written.
+func (r pgRate) cpuPer() time.Duration {
+	if r.events == 0 {
+		return 0
+	}
+	return r.busy / time.Duration(r.events)
+}
+
+// busyPer runs run, which returns events per second over its own time,
+// and returns that rate with the machine's busy time per event over the
+// same time (every process on the host and the kernel's work for them).
+func busyPer(run func() (float64, error)) (rate float64, per time.Duration, err error) {
+	t0, busy0 := time.Now(), machineBusy()
+	rate, err = run()
+	busy, el := machineBusy()-busy0, time.Since(t0)
+	if err != nil || rate <= 0 {
+		return rate, 0, err
+	}
+	return rate, time.Duration(float64(busy) / (rate * el.Seconds())), nil
+}
 
 // pgRefs measures (c) and then (d) for dur each, with a CHECKPOINT after
 // each so neither the next measurement nor the processor pays for their
 // writes. Round keeps each call's event ids apart.
 func pgRefs(ctx context.Context, log *slog.Logger, st *store.Store, body []byte, dur time.Duration, round int, batched, single *pgRate) error {
+	busy0 := machineBusy()
 	b, err := pgWrites(ctx, st, body, 256, 2, dur, fmt.Sprintf("batched%d", round), false)
 	if err != nil {
 		return err
 	}
+	b.busy = machineBusy() - busy0
 	batched.add(b)
 	if _, err := st.Pool().Exec(ctx, `CHECKPOINT`); err != nil { // (d) must not pay for (c)'s writes
 		return err

@@ -410,9 +410,13 @@ type payloadRun struct {
 	natsHalfRate    float64 // (e) the processor's JetStream work alone
 	batched, single pgRate  // (c) and (d), both halves
 	procRate        float64
-	sqlFwdRate      float64 // the SQL handler stage (sqlhandler.go): Forward, then the handler
-	sqlRate         float64
-	half, e2e       loadResult // ingress at half load, and end to end
+	// The machine's busy time per event (every process and the kernel):
+	// (b sync), (e) and the processor's drain; (a), ingress and (c) keep
+	// theirs in bare, sat and batched.
+	syncCPU, natsHalfCPU, procCPU time.Duration
+	sqlFwdRate                    float64 // the SQL handler stage (sqlhandler.go): Forward, then the handler
+	sqlRate                       float64
+	half, e2e                     loadResult // ingress at half load, and end to end
 }
 
 // newPayloadRun prepares a run; start sets up what it measures against.
@@ -553,9 +557,11 @@ func (p *payloadRun) saturate(ctx context.Context, bareAddr string) error {
 	}
 	p.satRSS = ing.peakRSS() // now: later stages (more connections) raise the high-water mark
 	p.add(Figure{Stage: "bare HTTP (reference a)", Payload: p.size, Rate: p.bare.rate(), P50Ms: millis(p.bare.pct(.5)), P99Ms: millis(p.bare.pct(.99)),
-		Note: fmt.Sprintf("in %d slices, alternating with ingress", nSlices)})
+		Note: fmt.Sprintf("in %d slices, alternating with ingress; %s (this process, the generator: %.3f)",
+			nSlices, machineNote(p.bare.cpuPer(), "request"), millis(p.bare.selfPer()))})
 	p.add(Figure{Stage: "intake ingress, saturation", Payload: p.size, Rate: p.sat.rate(), P50Ms: millis(p.sat.pct(.5)), P99Ms: millis(p.sat.pct(.99)), RSSMB: p.satRSS,
-		Note: "verify signature + PubAck before 200"})
+		Note: fmt.Sprintf("verify signature + PubAck before 200; %s (this process, the generator and NATS: %.3f)",
+			machineNote(p.sat.cpuPer(), "event"), millis(p.sat.selfPer()))})
 	return nil
 }
 
@@ -565,21 +571,27 @@ func (p *payloadRun) rawPublish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if p.syncRate, err = publishSync(ctx, p.js, subj, p.body, p.c.Connections, p.c.Duration); err != nil {
+	if p.syncRate, p.syncCPU, err = busyPer(func() (float64, error) {
+		return publishSync(ctx, p.js, subj, p.body, p.c.Connections, p.c.Duration)
+	}); err != nil {
 		return err
 	}
-	p.add(Figure{Stage: "raw JetStream publish, sync (reference b)", Payload: p.size, Rate: p.syncRate})
+	p.add(Figure{Stage: "raw JetStream publish, sync (reference b)", Payload: p.size, Rate: p.syncRate,
+		Note: fmt.Sprintf("%d publishers, each awaiting its PubAck; %s", p.c.Connections, machineNote(p.syncCPU, "message"))})
 	if p.asyncRate, err = publishAsync(ctx, p.nc, subj, p.body, p.c.Duration); err != nil {
 		return err
 	}
 	p.add(Figure{Stage: "raw JetStream publish, async (reference b)", Payload: p.size, Rate: p.asyncRate})
 	// (e) drains what (b) stored, as the processor's JetStream half.
 	pc := config.Processor{}.WithDefaults()
-	if p.natsHalfRate, err = natsHalf(ctx, p.js, rawStreamName(p.size), p.size, pc.BatchSize, pc.Concurrency, p.c.Duration); err != nil {
+	if p.natsHalfRate, p.natsHalfCPU, err = busyPer(func() (float64, error) {
+		return natsHalf(ctx, p.js, rawStreamName(p.size), p.size, pc.BatchSize, pc.Concurrency, p.c.Duration)
+	}); err != nil {
 		return err
 	}
 	p.add(Figure{Stage: "processor's JetStream work (reference e)", Payload: p.size, Rate: p.natsHalfRate,
-		Note: fmt.Sprintf("(b)'s messages: fetch %d, publish each to an INTAKE_OUT-like stream, PubAcks, acks; %d in flight", pc.BatchSize, pc.Concurrency)})
+		Note: fmt.Sprintf("(b)'s messages: fetch %d, publish each to an INTAKE_OUT-like stream, PubAcks, acks; %d in flight; %s",
+			pc.BatchSize, pc.Concurrency, machineNote(p.natsHalfCPU, "message"))})
 	// Each stage cleans up after itself so the next does not pay for it: a
 	// reference's gigabyte of stored messages (or dirty Postgres pages)
 	// would otherwise be written back while Intake is measured.
@@ -606,7 +618,7 @@ func (p *payloadRun) drain(ctx context.Context, pg *pgcluster.Cluster) error {
 	if err != nil {
 		return err
 	}
-	p.procRate = dr.Rate
+	p.procRate, p.procCPU = dr.Rate, dr.CPUPer
 	cost, err := pgw.close(ctx, "intake processor", p.size, p.sat.OK)
 	if err != nil {
 		return err
@@ -616,7 +628,7 @@ func (p *payloadRun) drain(ctx context.Context, pg *pgcluster.Cluster) error {
 		return err
 	}
 	p.add(Figure{Stage: "intake processor, committed", Payload: p.size, Rate: p.procRate, RSSMB: p.proc.peakRSS(),
-		Note: fmt.Sprintf("forward handler; %.0f per tx, mean tx %s", dr.MeanBatch, dr.MeanTx.Round(100*time.Microsecond))})
+		Note: fmt.Sprintf("forward handler; %.0f per tx, mean tx %s; %s", dr.MeanBatch, dr.MeanTx.Round(100*time.Microsecond), machineNote(dr.CPUPer, "event"))})
 	return nil
 }
 
@@ -656,7 +668,8 @@ func (p *payloadRun) pgRefsAfter(ctx context.Context, refsAt int) error {
 		return err
 	}
 	refs := []Figure{
-		{Stage: "Postgres batched-insert limit (reference c)", Payload: p.size, Rate: p.batched.rate(), Note: "256 per tx, 2 in flight; half before the processor, half after"},
+		{Stage: "Postgres batched-insert limit (reference c)", Payload: p.size, Rate: p.batched.rate(),
+			Note: "256 per tx, 2 in flight; half before the processor, half after; " + machineNote(p.batched.cpuPer(), "event")},
 		{Stage: "one transaction per event (reference d)", Payload: p.size, Rate: p.single.rate(), Note: "8 in flight; half before the processor, half after"},
 	}
 	for _, f := range refs {
@@ -673,15 +686,23 @@ func (p *payloadRun) ratios() {
 	p.ratio("ingress / bare HTTP", ingRatio, ">= 0.65", ingRatio >= 0.65)
 	p.ratio("ingress / raw JetStream async", p.sat.rate()/p.asyncRate, "", false)
 	p.ratio("ingress / raw JetStream sync", p.sat.rate()/p.syncRate, "", false)
-	// Shown, not targets: each role against its two halves' costs added,
-	// as they add on a host whose cores NATS, Postgres and Intake share —
-	// ingress is an HTTP request (a) and a JetStream publish (b sync); the
-	// processor a batch's Postgres writes (c) and its JetStream work (e).
-	p.ratio("ingress / (a) and (b sync) added", p.sat.rate()*(1/p.bare.rate()+1/p.syncRate), "", false)
+	// Shown, not targets: what the cores allow each role. Ingress is at
+	// the least an HTTP request served (a) and a JetStream publish awaited
+	// (b sync); the processor a batch's Postgres writes (c) and its
+	// JetStream work (e). The machine's CPU per event of those parts,
+	// added, bounds the role's rate at every core busy: the "most" ratio is
+	// that bound over the reference's measured rate, and the role's own
+	// CPU per event over its parts' says how much is Intake's own work.
+	ingFloor := p.bare.cpuPer() + p.syncCPU
+	if ingFloor > 0 {
+		p.ratio("ingress / bare HTTP, the most the cores allow", mostRate(ingFloor)/p.bare.rate(), "", false)
+		p.ratio("ingress CPU per event / (a) + (b sync)", float64(p.sat.cpuPer())/float64(ingFloor), "", false)
+	}
 	pb := p.procRate / p.batched.rate()
 	p.ratio("processor / batched-insert limit", pb, ">= 0.65", pb >= 0.65)
-	if p.natsHalfRate > 0 {
-		p.ratio("processor / (c) and (e) added", p.procRate*(1/p.batched.rate()+1/p.natsHalfRate), "", false)
+	if procFloor := p.batched.cpuPer() + p.natsHalfCPU; procFloor > 0 && p.natsHalfRate > 0 {
+		p.ratio("processor / batched-insert limit, the most the cores allow", mostRate(procFloor)/p.batched.rate(), "", false)
+		p.ratio("processor CPU per event / (c) + (e)", float64(p.procCPU)/float64(procFloor), "", false)
 	}
 	// Shown, not a target: on a small host (c) itself is only 12-17x (d),
 	// so a target here measured the machine, not Intake (BENCHMARKS.md).
@@ -692,6 +713,17 @@ func (p *payloadRun) ratios() {
 	p.ratio("e2e p99 / ingress p99 at half load", ep, "<= 5", ep <= 5)
 	rss := p.satRSS
 	p.ratio("ingress peak RSS MiB at saturation", rss, "< 150", rss < 150)
+}
+
+// mostRate is the events per second every core busy allows at perEvent of
+// CPU each.
+func mostRate(perEvent time.Duration) float64 {
+	return float64(runtime.NumCPU()) * float64(time.Second) / float64(perEvent)
+}
+
+// machineNote says a stage's machine CPU per unit, for its figure's note.
+func machineNote(per time.Duration, unit string) string {
+	return fmt.Sprintf("machine CPU %.3f ms per %s", millis(per), unit)
 }
 
 // ratio records one ratio; met counts only with a target.
@@ -719,6 +751,7 @@ type drain struct {
 	Rate      float64 // committed messages per second
 	MeanBatch float64 // messages per transaction
 	MeanTx    time.Duration
+	CPUPer    time.Duration // the machine's busy time per message, first observation to last
 }
 
 // drainRate waits until the processor at base has committed want messages,
@@ -729,6 +762,7 @@ func drainRate(ctx context.Context, st *store.Store, base string, want int) (dra
 	// (last_commit_timestamp_seconds): scraping every few milliseconds to
 	// time it was a tenth of the measured processor's CPU.
 	var first procStats
+	var busy0 time.Duration
 	poll := 20 * time.Millisecond // until the first commit, then slower
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -738,12 +772,14 @@ func drainRate(ctx context.Context, st *store.Store, base string, want int) (dra
 		}
 		if s.Messages > 0 && first.Messages == 0 {
 			first, poll = s, 250*time.Millisecond
+			busy0 = machineBusy()
 		}
 		if s.Messages >= float64(want) {
 			if s.Messages == first.Messages || s.Last <= first.Last {
 				return drain{}, errors.New("processor committed everything before the first observation; raise the load")
 			}
-			d := drain{Rate: (s.Messages - first.Messages) / (s.Last - first.Last)}
+			d := drain{Rate: (s.Messages - first.Messages) / (s.Last - first.Last),
+				CPUPer: time.Duration(float64(machineBusy()-busy0) / (s.Messages - first.Messages))}
 			if s.Txs > 0 {
 				d.MeanBatch = s.Messages / s.Txs
 				d.MeanTx = time.Duration(s.TxSecs / s.Txs * float64(time.Second))
