@@ -169,6 +169,47 @@ func machineBusy() time.Duration {
 	return busy
 }
 
+// cpuMeter reads the machine's busy time and its parts: this process's
+// (the load generator and the embedded NATS server, or a reference's
+// client), a child's (the role measured; nil: none) and every Postgres
+// process's (pgPID 0: none).
+type cpuMeter struct {
+	child *child
+	pgPID int
+}
+
+// cpuReading is CPU time so far, or spent between two readings, or per
+// event.
+type cpuReading struct{ machine, self, child, pg time.Duration }
+
+func (m cpuMeter) read() cpuReading {
+	r := cpuReading{machine: machineBusy(), self: pidCPU(os.Getpid())}
+	if m.child != nil {
+		r.child = m.child.cpu()
+	}
+	if m.pgPID > 0 {
+		r.pg, _ = postgresCPU(m.pgPID)
+	}
+	return r
+}
+
+func (r cpuReading) sub(o cpuReading) cpuReading {
+	return cpuReading{r.machine - o.machine, r.self - o.self, r.child - o.child, r.pg - o.pg}
+}
+
+func (r cpuReading) add(o cpuReading) cpuReading {
+	return cpuReading{r.machine + o.machine, r.self + o.self, r.child + o.child, r.pg + o.pg}
+}
+
+// per is r over n events (zero for none).
+func (r cpuReading) per(n float64) cpuReading {
+	if n <= 0 {
+		return cpuReading{}
+	}
+	d := func(t time.Duration) time.Duration { return time.Duration(float64(t) / n) }
+	return cpuReading{d(r.machine), d(r.self), d(r.child), d(r.pg)}
+}
+
 // machineCPU reads /proc/stat's first line: the busy time (user, nice,
 // system, irq, softirq, steal) and the idle time (idle, iowait) of all
 // cores so far; zeros when it cannot be read.

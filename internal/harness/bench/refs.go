@@ -187,21 +187,17 @@ func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers 
 type pgRate struct {
 	events int64
 	secs   float64
-	busy   time.Duration
+	cpu    cpuReading
 }
 
 func (r *pgRate) add(o pgRate) {
-	r.events, r.secs, r.busy = r.events+o.events, r.secs+o.secs, r.busy+o.busy
+	r.events, r.secs, r.cpu = r.events+o.events, r.secs+o.secs, r.cpu.add(o.cpu)
 }
 func (r pgRate) rate() float64 { return float64(r.events) / r.secs }
 
-// cpuPer is the machine's busy time per event written.
-func (r pgRate) cpuPer() time.Duration {
-	if r.events == 0 {
-		return 0
-	}
-	return r.busy / time.Duration(r.events)
-}
+// cpuPer is the CPU spent per event written: the machine's, this
+// process's (the client) and Postgres's.
+func (r pgRate) cpuPer() cpuReading { return r.cpu.per(float64(r.events)) }
 
 // busyPer runs run, which returns events per second over its own time,
 // and returns that rate with the machine's busy time per event over the
@@ -219,13 +215,13 @@ func busyPer(run func() (float64, error)) (rate float64, per time.Duration, err 
 // pgRefs measures (c) and then (d) for dur each, with a CHECKPOINT after
 // each so neither the next measurement nor the processor pays for their
 // writes. Round keeps each call's event ids apart.
-func pgRefs(ctx context.Context, log *slog.Logger, st *store.Store, body []byte, dur time.Duration, round int, batched, single *pgRate) error {
-	busy0 := machineBusy()
+func pgRefs(ctx context.Context, log *slog.Logger, st *store.Store, body []byte, dur time.Duration, round int, meter cpuMeter, batched, single *pgRate) error {
+	cpu0 := meter.read()
 	b, err := pgWrites(ctx, st, body, 256, 2, dur, fmt.Sprintf("batched%d", round), false)
 	if err != nil {
 		return err
 	}
-	b.busy = machineBusy() - busy0
+	b.cpu = meter.read().sub(cpu0)
 	batched.add(b)
 	if _, err := st.Pool().Exec(ctx, `CHECKPOINT`); err != nil { // (d) must not pay for (c)'s writes
 		return err

@@ -70,7 +70,7 @@ func runReplication(ctx context.Context, c Config, rep *Report, dir string, size
 		if err := waitSyncState(ctx, st, want); err != nil {
 			return err
 		}
-		if err := pgRefs(ctx, log, st, body, c.Duration/rounds, round, &batched[i], &single[i]); err != nil {
+		if err := pgRefs(ctx, log, st, body, c.Duration/rounds, round, cpuMeter{}, &batched[i], &single[i]); err != nil {
 			return err
 		}
 	}

@@ -362,7 +362,7 @@ func runPayload(ctx context.Context, c Config, rep *Report, dir string, pg *pgcl
 	// of each before the processor and half after it (pgRefsAfter), so that
 	// a host slowing down or speeding up in between moves both sides of the
 	// processor's ratios alike.
-	if err := pgRefs(ctx, p.log, p.st, p.body, c.Duration/2, 0, &p.batched, &p.single); err != nil {
+	if err := pgRefs(ctx, p.log, p.st, p.body, c.Duration/2, 0, cpuMeter{pgPID: pg.PID()}, &p.batched, &p.single); err != nil {
 		return err
 	}
 	refsAt := len(rep.Figures) // their figures go here, with the other references
@@ -399,6 +399,7 @@ type payloadRun struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	st      *store.Store
+	pgPID   int // the cluster's, for Postgres's CPU
 	cfgPath string
 	url     string // ingress's webhook URL
 	proc    *child
@@ -411,12 +412,13 @@ type payloadRun struct {
 	batched, single pgRate  // (c) and (d), both halves
 	procRate        float64
 	// The machine's busy time per event (every process and the kernel):
-	// (b sync), (e) and the processor's drain; (a), ingress and (c) keep
-	// theirs in bare, sat and batched.
-	syncCPU, natsHalfCPU, procCPU time.Duration
-	sqlFwdRate                    float64 // the SQL handler stage (sqlhandler.go): Forward, then the handler
-	sqlRate                       float64
-	half, e2e                     loadResult // ingress at half load, and end to end
+	// (b sync) and (e); (a), ingress and (c) keep theirs in bare, sat and
+	// batched, the processor's drain in procCPU with its parts.
+	syncCPU, natsHalfCPU time.Duration
+	procCPU              cpuReading
+	sqlFwdRate           float64 // the SQL handler stage (sqlhandler.go): Forward, then the handler
+	sqlRate              float64
+	half, e2e            loadResult // ingress at half load, and end to end
 }
 
 // newPayloadRun prepares a run; start sets up what it measures against.
@@ -445,6 +447,7 @@ func (p *payloadRun) start(ctx context.Context, pg *pgcluster.Cluster) error {
 	if err != nil {
 		return err
 	}
+	p.pgPID = pg.PID()
 	p.cfgPath = filepath.Join(p.dir, fmt.Sprintf("intake-%d.yaml", p.size))
 	if err := os.WriteFile(p.cfgPath, []byte(fmt.Sprintf(`nats: {url: %q}
 postgres: {url: %q}
@@ -613,7 +616,7 @@ func (p *payloadRun) drain(ctx context.Context, pg *pgcluster.Cluster) error {
 	if err := p.c.resetStatements(ctx, p.st); err != nil {
 		return err
 	}
-	dr, err := drainRate(ctx, p.st, base, p.sat.OK)
+	dr, err := drainRate(ctx, p.st, base, p.sat.OK, cpuMeter{child: p.proc, pgPID: pg.PID()})
 	procProfile()
 	if err != nil {
 		return err
@@ -628,7 +631,9 @@ func (p *payloadRun) drain(ctx context.Context, pg *pgcluster.Cluster) error {
 		return err
 	}
 	p.add(Figure{Stage: "intake processor, committed", Payload: p.size, Rate: p.procRate, RSSMB: p.proc.peakRSS(),
-		Note: fmt.Sprintf("forward handler; %.0f per tx, mean tx %s; %s", dr.MeanBatch, dr.MeanTx.Round(100*time.Microsecond), machineNote(dr.CPUPer, "event"))})
+		Note: fmt.Sprintf("forward handler; %.0f per tx, mean tx %s; %s (the processor %.3f, this process, NATS: %.3f, postgres %.3f)",
+			dr.MeanBatch, dr.MeanTx.Round(100*time.Microsecond), machineNote(dr.CPUPer.machine, "event"),
+			millis(dr.CPUPer.child), millis(dr.CPUPer.self), millis(dr.CPUPer.pg))})
 	return nil
 }
 
@@ -664,12 +669,13 @@ func (p *payloadRun) pgRefsAfter(ctx context.Context, refsAt int) error {
 	if err := cleanTables(ctx, p.st); err != nil {
 		return err
 	}
-	if err := pgRefs(ctx, p.log, p.st, p.body, p.c.Duration/2, 1, &p.batched, &p.single); err != nil {
+	if err := pgRefs(ctx, p.log, p.st, p.body, p.c.Duration/2, 1, cpuMeter{pgPID: p.pgPID}, &p.batched, &p.single); err != nil {
 		return err
 	}
 	refs := []Figure{
 		{Stage: "Postgres batched-insert limit (reference c)", Payload: p.size, Rate: p.batched.rate(),
-			Note: "256 per tx, 2 in flight; half before the processor, half after; " + machineNote(p.batched.cpuPer(), "event")},
+			Note: fmt.Sprintf("256 per tx, 2 in flight; half before the processor, half after; %s (this process, the client: %.3f, postgres %.3f)",
+				machineNote(p.batched.cpuPer().machine, "event"), millis(p.batched.cpuPer().self), millis(p.batched.cpuPer().pg))},
 		{Stage: "one transaction per event (reference d)", Payload: p.size, Rate: p.single.rate(), Note: "8 in flight; half before the processor, half after"},
 	}
 	for _, f := range refs {
@@ -700,9 +706,9 @@ func (p *payloadRun) ratios() {
 	}
 	pb := p.procRate / p.batched.rate()
 	p.ratio("processor / batched-insert limit", pb, ">= 0.65", pb >= 0.65)
-	if procFloor := p.batched.cpuPer() + p.natsHalfCPU; procFloor > 0 && p.natsHalfRate > 0 {
+	if procFloor := p.batched.cpuPer().machine + p.natsHalfCPU; procFloor > 0 && p.natsHalfRate > 0 {
 		p.ratio("processor / batched-insert limit, the most the cores allow", mostRate(procFloor)/p.batched.rate(), "", false)
-		p.ratio("processor CPU per event / (c) + (e)", float64(p.procCPU)/float64(procFloor), "", false)
+		p.ratio("processor CPU per event / (c) + (e)", float64(p.procCPU.machine)/float64(procFloor), "", false)
 	}
 	// Shown, not a target: on a small host (c) itself is only 12-17x (d),
 	// so a target here measured the machine, not Intake (BENCHMARKS.md).
@@ -751,18 +757,18 @@ type drain struct {
 	Rate      float64 // committed messages per second
 	MeanBatch float64 // messages per transaction
 	MeanTx    time.Duration
-	CPUPer    time.Duration // the machine's busy time per message, first observation to last
+	CPUPer    cpuReading // CPU per message, first observation to last
 }
 
 // drainRate waits until the processor at base has committed want messages,
 // watching its own counters, then checks the inbox holds them.
-func drainRate(ctx context.Context, st *store.Store, base string, want int) (drain, error) {
+func drainRate(ctx context.Context, st *store.Store, base string, want int, meter cpuMeter) (drain, error) {
 	// The drain runs from the last commit seen at the first observation to
 	// the last commit, both from the processor's own clock
 	// (last_commit_timestamp_seconds): scraping every few milliseconds to
 	// time it was a tenth of the measured processor's CPU.
 	var first procStats
-	var busy0 time.Duration
+	var cpu0 cpuReading
 	poll := 20 * time.Millisecond // until the first commit, then slower
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -772,14 +778,14 @@ func drainRate(ctx context.Context, st *store.Store, base string, want int) (dra
 		}
 		if s.Messages > 0 && first.Messages == 0 {
 			first, poll = s, 250*time.Millisecond
-			busy0 = machineBusy()
+			cpu0 = meter.read()
 		}
 		if s.Messages >= float64(want) {
 			if s.Messages == first.Messages || s.Last <= first.Last {
 				return drain{}, errors.New("processor committed everything before the first observation; raise the load")
 			}
 			d := drain{Rate: (s.Messages - first.Messages) / (s.Last - first.Last),
-				CPUPer: time.Duration(float64(machineBusy()-busy0) / (s.Messages - first.Messages))}
+				CPUPer: meter.read().sub(cpu0).per(s.Messages - first.Messages)}
 			if s.Txs > 0 {
 				d.MeanBatch = s.Messages / s.Txs
 				d.MeanTx = time.Duration(s.TxSecs / s.Txs * float64(time.Second))
