@@ -58,7 +58,7 @@ func canonicalHeaders(id, timestamp, signature string) headerNames {
 
 // standardKey is one configured secret: an HMAC key or a public key.
 type standardKey struct {
-	mac []byte
+	mac *macPool // a whsec_ secret's HMAC-SHA256 states
 	pub ed25519.PublicKey
 }
 
@@ -123,7 +123,7 @@ func parseStandardKey(secret string) (standardKey, error) {
 		if len(key) == 0 {
 			return standardKey{}, fmt.Errorf("decodes to an empty key")
 		}
-		return standardKey{mac: key}, nil
+		return standardKey{mac: newMACPool(sha256.New, key)}, nil
 	}
 }
 
@@ -220,10 +220,7 @@ func (s *standard) match(id string, ts []byte, sigs string, body []byte) (int, b
 	for i, key := range s.keys {
 		switch {
 		case key.mac != nil && len(macs) > 0:
-			m := hmac.New(sha256.New, key.mac)
-			m.Write(prefix)
-			m.Write(body)
-			sum = m.Sum(sum[:0])
+			sum = key.mac.sum(sum[:0], prefix, body)
 			for j := range macs {
 				if hmac.Equal(sum, macs[j][:]) {
 					return i, true
