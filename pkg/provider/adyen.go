@@ -50,7 +50,7 @@ var adyenSigned = [...]string{"pspReference", "originalReference", "merchantAcco
 	"amount.value", "amount.currency", "eventCode", "success"}
 
 type adyen struct {
-	keys     [][]byte // hex-decoded
+	keys     []*macPool // HMAC-SHA256 under the hex-decoded keys
 	max      int
 	identity identityReader
 }
@@ -65,7 +65,7 @@ func newAdyen(cfg Config) (Verifier, error) {
 		if err != nil || len(k) == 0 {
 			return nil, fmt.Errorf("secrets[%d]: an Adyen HMAC key is hex (as the Customer Area shows it)", i)
 		}
-		a.keys = append(a.keys, k)
+		a.keys = append(a.keys, newMACPool(sha256.New, k))
 	}
 	if cfg.Split.IsZero() {
 		return nil, fmt.Errorf("split: required for provider adyen (its default fills it)")
@@ -138,7 +138,7 @@ func (a *adyen) verifyItem(raw []byte) (int, error) {
 		return -1, fmt.Errorf("%w: additionalData.hmacSignature is not 32 bytes of base64", ErrBadSignature)
 	}
 	msg := []byte(strings.Join(fields[:], ":"))
-	idx := firstMatch(sha256.New, a.keys, want[:sha256.Size], msg)
+	idx := firstMatch(a.keys, want[:sha256.Size], msg)
 	if idx < 0 {
 		return -1, fmt.Errorf("%w: additionalData.hmacSignature does not match", ErrBadSignature)
 	}

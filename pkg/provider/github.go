@@ -31,13 +31,13 @@ const (
 )
 
 type github struct {
-	keys      [][]byte
+	keys      []*macPool // HMAC-SHA256, one per secret
 	identity  identityReader
 	defaultID bool // the id is X-GitHub-Delivery, required up front
 }
 
 func newGitHub(cfg Config) (Verifier, error) {
-	g := &github{keys: secretKeys(cfg.Secrets), defaultID: cfg.EventID.IsZero()}
+	g := &github{keys: macPools(sha256.New, cfg.Secrets), defaultID: cfg.EventID.IsZero()}
 	var err error
 	g.identity, err = newIdentity(cfg, identityFields{
 		eventID:   Field{Header: githubDeliveryHeader},
@@ -68,7 +68,7 @@ func (g *github) Verify(d *Request) (Identity, error) {
 	if _, err := hex.Decode(want[:], []byte(hexMAC)); err != nil {
 		return Identity{}, fmt.Errorf("%w: %s is not hex", ErrBadSignature, githubSignatureHeader)
 	}
-	idx := firstMatch(sha256.New, g.keys, want[:], d.Body)
+	idx := firstMatch(g.keys, want[:], d.Body)
 	if idx < 0 {
 		return Identity{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, githubSignatureHeader)
 	}

@@ -87,3 +87,18 @@ func TestGitHubVerify(t *testing.T) {
 			header: with(h, "X-GitHub-Delivery", ""), want: Identity{ID: "42", Type: "issues"}},
 	})
 }
+
+func BenchmarkGitHubVerify(b *testing.B) {
+	body := []byte(`{"action":"opened","issue":{"id":42,"number":7,"updated_at":"2024-01-01T00:00:00Z"},"repository":{"id":1}}`)
+	v, err := New(Config{Provider: "github", Secrets: []string{githubSecret}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := &Request{Header: githubHeader(githubSig(githubSecret, string(body)), "72d3162e-cc78-11e3-81ab-4c9367dc0958", "issues"), Body: body}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := v.Verify(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

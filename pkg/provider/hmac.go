@@ -36,11 +36,10 @@ import (
 )
 
 type hmacVerifier struct {
-	header  string // canonical
-	prefix  string
-	newHash func() hash.Hash
-	size    int // MAC length in bytes
-	base64  bool
+	header string // canonical
+	prefix string
+	size   int // MAC length in bytes
+	base64 bool
 
 	timestampHeader string // canonical; "" when none
 	timestampField  string // a body path; "" when none
@@ -57,7 +56,7 @@ type hmacVerifier struct {
 	template  []templatePart
 	tolerance time.Duration
 
-	keys     [][]byte
+	keys     []*macPool // hmac.algorithm, one per secret
 	identity identityReader
 }
 
@@ -78,13 +77,14 @@ func newHMAC(cfg Config) (Verifier, error) {
 	v := &hmacVerifier{
 		header:    textproto.CanonicalMIMEHeaderKey(c.Header),
 		prefix:    c.Prefix,
-		keys:      secretKeys(cfg.Secrets),
 		tolerance: cfg.Tolerance,
 	}
+	var newHash func() hash.Hash
 	var err error
-	if v.newHash, v.size, err = macAlgorithm(c.Algorithm); err != nil {
+	if newHash, v.size, err = macAlgorithm(c.Algorithm); err != nil {
 		return nil, fmt.Errorf("hmac.algorithm: %w", err)
 	}
+	v.keys = macPools(newHash, cfg.Secrets)
 	if v.tsFormat, err = parseTimestampFormat(c.TimestampFormat); err != nil {
 		return nil, fmt.Errorf("hmac.timestamp_format: %w", err)
 	}
@@ -289,7 +289,7 @@ func (v *hmacVerifier) Verify(d *Request) (Identity, error) {
 			content[i] = []byte(p.literal)
 		}
 	}
-	idx := firstMatch(v.newHash, v.keys, want, content...)
+	idx := firstMatch(v.keys, want, content...)
 	if idx < 0 {
 		return Identity{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, v.header)
 	}

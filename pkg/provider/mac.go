@@ -13,18 +13,15 @@ import (
 	"sync"
 )
 
-// firstMatch returns the index of the first key whose HMAC over the
-// concatenated parts equals want, or -1. hmac.Equal compares in constant
-// time; trying the keys in order reveals only which index matched, which
-// the secret-index metric publishes anyway.
-func firstMatch(newHash func() hash.Hash, keys [][]byte, want []byte, parts ...[]byte) int {
+// firstMatch returns the index of the first key (one pool per configured
+// secret, each fixed to its hash) whose HMAC over the concatenated parts
+// equals want, or -1. hmac.Equal compares in constant time; trying the keys
+// in order reveals only which index matched, which the secret-index metric
+// publishes anyway.
+func firstMatch(keys []*macPool, want []byte, parts ...[]byte) int {
 	var buf [64]byte // room for SHA-512
 	for i, key := range keys {
-		m := hmac.New(newHash, key)
-		for _, p := range parts {
-			m.Write(p)
-		}
-		if hmac.Equal(m.Sum(buf[:0]), want) {
+		if hmac.Equal(key.sum(buf[:0], parts...), want) {
 			return i
 		}
 	}
@@ -33,7 +30,8 @@ func firstMatch(newHash func() hash.Hash, keys [][]byte, want []byte, parts ...[
 
 // macPool keeps one key's HMAC states for reuse: a fresh hmac.New per
 // delivery allocates two hash states and pads, and hashes the key's two
-// pad blocks again (BenchmarkStandardVerify). Safe for concurrent use.
+// pad blocks again (BenchmarkStandardVerify, BenchmarkHMACVerify,
+// BenchmarkGitHubVerify). Safe for concurrent use.
 type macPool struct{ pool sync.Pool }
 
 func newMACPool(newHash func() hash.Hash, key []byte) *macPool {
@@ -54,7 +52,17 @@ func (m *macPool) sum(out []byte, parts ...[]byte) []byte {
 	return out
 }
 
-// secretKeys returns the secrets as HMAC keys, bytes as written.
+// macPools returns one pool per secret, keyed with its bytes as written.
+func macPools(newHash func() hash.Hash, secrets []string) []*macPool {
+	pools := make([]*macPool, len(secrets))
+	for i, s := range secrets {
+		pools[i] = newMACPool(newHash, []byte(s))
+	}
+	return pools
+}
+
+// secretKeys returns the secrets as HMAC keys, bytes as written (the Zoom
+// handshake's answer, handshake.go).
 func secretKeys(secrets []string) [][]byte {
 	keys := make([][]byte, len(secrets))
 	for i, s := range secrets {

@@ -32,14 +32,14 @@ import (
 const maxMailgunTokens = 1 << 16
 
 type mailgun struct {
-	keys      [][]byte
+	keys      []*macPool // HMAC-SHA256, one per secret
 	tolerance time.Duration
 	identity  identityReader
 	tokens    *tokenCache
 }
 
 func newMailgun(cfg Config) (Verifier, error) {
-	m := &mailgun{keys: secretKeys(cfg.Secrets), tolerance: cfg.Tolerance, tokens: newTokenCache(maxMailgunTokens)}
+	m := &mailgun{keys: macPools(sha256.New, cfg.Secrets), tolerance: cfg.Tolerance, tokens: newTokenCache(maxMailgunTokens)}
 	var err error
 	m.identity, err = newIdentity(cfg, identityFields{
 		eventID:   Field{Field: "event-data.id"},
@@ -82,7 +82,7 @@ func (m *mailgun) Verify(d *Request) (Identity, error) {
 	if _, err := hex.Decode(want[:], []byte(sig)); err != nil {
 		return Identity{}, fmt.Errorf("%w: body signature.signature is not hex", ErrBadSignature)
 	}
-	idx := firstMatch(sha256.New, m.keys, want[:], []byte(ts), []byte(token))
+	idx := firstMatch(m.keys, want[:], []byte(ts), []byte(token))
 	if idx < 0 {
 		return Identity{}, fmt.Errorf("%w: body signature.signature does not match", ErrBadSignature)
 	}

@@ -75,11 +75,10 @@ type pairsVerifier struct {
 	tsFormat                  timestampFormat
 	window                    timeWindow
 	template                  []templatePart
-	newHash                   func() hash.Hash
 	size                      int
 	base64                    bool
 	tolerance                 time.Duration
-	keys                      [][]byte
+	keys                      []*macPool // pairs.algorithm, one per secret
 	identity                  identityReader
 	headerName, timestampName string // for messages
 }
@@ -98,7 +97,6 @@ func newPairs(cfg Config) (Verifier, error) {
 		kvSep:     orDefault(c.KVSeparator, "="),
 		sigKey:    orDefault(c.SignatureKey, "v1"),
 		tolerance: cfg.Tolerance,
-		keys:      secretKeys(cfg.Secrets),
 	}
 	if v.pairSep == v.kvSep || strings.Contains(v.pairSep, v.kvSep) || strings.Contains(v.kvSep, v.pairSep) {
 		return nil, fmt.Errorf("pairs.pair_separator: must differ from pairs.kv_separator and not contain it")
@@ -131,9 +129,11 @@ func newPairs(cfg Config) (Verifier, error) {
 	if v.window, err = parseWindow(c.Window); err != nil {
 		return nil, fmt.Errorf("pairs.window: %w", err)
 	}
-	if v.newHash, v.size, err = macAlgorithm(c.Algorithm); err != nil {
+	var newHash func() hash.Hash
+	if newHash, v.size, err = macAlgorithm(c.Algorithm); err != nil {
 		return nil, fmt.Errorf("pairs.algorithm: %w", err)
 	}
+	v.keys = macPools(newHash, cfg.Secrets)
 	switch strings.ToLower(c.Encoding) {
 	case "", "hex":
 	case "base64":
@@ -220,21 +220,24 @@ func (v *pairsVerifier) Verify(d *Request) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: %s has no valid %s entry", ErrBadSignature, v.header, v.sigKey)
 	}
 
+	// The signed parts, built once for every key; the array keeps a
+	// template of a few parts off the heap.
+	var partBuf [8][]byte
+	parts := partBuf[:0]
+	for _, p := range v.template {
+		switch p.placeholder {
+		case "body":
+			parts = append(parts, d.Body)
+		case "timestamp":
+			parts = append(parts, []byte(ts))
+		default:
+			parts = append(parts, []byte(p.literal))
+		}
+	}
 	idx := -1
 	var sumBuf [64]byte
 	for i, key := range v.keys {
-		m := hmac.New(v.newHash, key)
-		for _, p := range v.template {
-			switch p.placeholder {
-			case "body":
-				m.Write(d.Body)
-			case "timestamp":
-				m.Write([]byte(ts))
-			default:
-				m.Write([]byte(p.literal))
-			}
-		}
-		sum := m.Sum(sumBuf[:0])
+		sum := key.sum(sumBuf[:0], parts...)
 		for j := range sigs {
 			if hmac.Equal(sum, sigs[j]) {
 				idx = i

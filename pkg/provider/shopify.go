@@ -44,7 +44,7 @@ const (
 const shopDomainSuffix = ".myshopify.com"
 
 type shopify struct {
-	keys      [][]byte
+	keys      []*macPool      // HMAC-SHA256, one per secret
 	allowed   map[string]bool // lowercased shop domains
 	identity  identityReader
 	defaultID bool
@@ -55,7 +55,7 @@ type shopify struct {
 }
 
 func newShopify(cfg Config) (Verifier, error) {
-	s := &shopify{keys: secretKeys(cfg.Secrets), defaultID: cfg.EventID.IsZero(),
+	s := &shopify{keys: macPools(sha256.New, cfg.Secrets), defaultID: cfg.EventID.IsZero(),
 		defaultObject: cfg.ObjectID.IsZero() && cfg.ObjectVersion.IsZero(), tolerance: cfg.Tolerance}
 	if len(cfg.AllowedShops) == 0 {
 		return nil, fmt.Errorf("allowed_shops: required for provider shopify (the shops whose deliveries are accepted, e.g. [acme.myshopify.com])")
@@ -104,7 +104,7 @@ func (s *shopify) Verify(d *Request) (Identity, error) {
 	if !decodeFixed(want[:], sig) {
 		return Identity{}, fmt.Errorf("%w: %s is not base64 of a SHA-256 MAC", ErrBadSignature, shopifyHMACHeader)
 	}
-	idx := firstMatch(sha256.New, s.keys, want[:], d.Body)
+	idx := firstMatch(s.keys, want[:], d.Body)
 	if idx < 0 {
 		return Identity{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, shopifyHMACHeader)
 	}

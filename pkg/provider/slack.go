@@ -34,14 +34,14 @@ const (
 const maxChallengeBytes = 512
 
 type slack struct {
-	keys        [][]byte
+	keys        []*macPool // HMAC-SHA256, one per secret
 	tolerance   time.Duration
 	identity    identityReader
 	defaultType bool // fall back from event.type to type
 }
 
 func newSlack(cfg Config) (Verifier, error) {
-	s := &slack{keys: secretKeys(cfg.Secrets), tolerance: cfg.Tolerance, defaultType: cfg.EventType.IsZero()}
+	s := &slack{keys: macPools(sha256.New, cfg.Secrets), tolerance: cfg.Tolerance, defaultType: cfg.EventType.IsZero()}
 	var err error
 	s.identity, err = newIdentity(cfg, identityFields{
 		eventID:   Field{Field: "event_id"},
@@ -77,7 +77,7 @@ func (s *slack) Verify(d *Request) (Identity, error) {
 	if _, err := hex.Decode(want[:], []byte(hexMAC)); err != nil {
 		return Identity{}, fmt.Errorf("%w: %s is not hex", ErrBadSignature, slackSignatureHeader)
 	}
-	idx := firstMatch(sha256.New, s.keys, want[:], []byte("v0:"+ts+":"), d.Body)
+	idx := firstMatch(s.keys, want[:], []byte("v0:"+ts+":"), d.Body)
 	if idx < 0 {
 		return Identity{}, fmt.Errorf("%w: %s does not match", ErrBadSignature, slackSignatureHeader)
 	}

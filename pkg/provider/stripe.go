@@ -28,16 +28,13 @@ import (
 const stripeSignatureHeader = "Stripe-Signature"
 
 type stripe struct {
-	keys      [][]byte
+	keys      []*macPool // HMAC-SHA256 under each whole whsec_ string
 	tolerance time.Duration
 	identity  identityReader
 }
 
 func newStripe(cfg Config) (Verifier, error) {
-	s := &stripe{keys: make([][]byte, len(cfg.Secrets)), tolerance: cfg.Tolerance}
-	for i, secret := range cfg.Secrets {
-		s.keys[i] = []byte(secret)
-	}
+	s := &stripe{keys: macPools(sha256.New, cfg.Secrets), tolerance: cfg.Tolerance}
 	var err error
 	s.identity, err = newIdentity(cfg, identityFields{
 		eventID:       Field{Field: "id"},
@@ -69,10 +66,7 @@ func (s *stripe) Verify(d *Request) (Identity, error) {
 	idx := -1
 	sum := make([]byte, 0, sha256.Size)
 	for i, key := range s.keys {
-		m := hmac.New(sha256.New, key)
-		m.Write(signed)
-		m.Write(d.Body)
-		sum = m.Sum(sum[:0])
+		sum = key.sum(sum[:0], signed, d.Body)
 		if sh.matches(sum) {
 			idx = i
 			break

@@ -30,8 +30,8 @@ import (
 )
 
 type twilio struct {
-	urls     []string // public_url, then its other port spelling
-	keys     [][]byte
+	urls     []string   // public_url, then its other port spelling
+	keys     []*macPool // HMAC-SHA1, one per auth token
 	identity identityReader
 }
 
@@ -39,7 +39,7 @@ func newTwilio(cfg Config) (Verifier, error) {
 	if cfg.PublicURL == "" {
 		return nil, fmt.Errorf("public_url: required for provider twilio (the URL exactly as configured in Twilio; the Host header is never read)")
 	}
-	t := &twilio{urls: twilioURLs(cfg.PublicURL), keys: secretKeys(cfg.Secrets)}
+	t := &twilio{urls: twilioURLs(cfg.PublicURL), keys: macPools(sha1.New, cfg.Secrets)}
 	var err error
 	if t.identity, err = newIdentity(cfg, identityFields{eventID: Field{Header: "I-Twilio-Idempotency-Token"}}); err != nil {
 		return nil, err
@@ -62,7 +62,7 @@ func (t *twilio) Verify(d *Request) (Identity, error) {
 	}
 	idx := -1
 	for _, u := range t.urls {
-		if idx = firstMatch(sha1.New, t.keys, want[:sha1.Size], []byte(twilioSignedText(u, params))); idx >= 0 {
+		if idx = firstMatch(t.keys, want[:sha1.Size], []byte(twilioSignedText(u, params))); idx >= 0 {
 			break
 		}
 	}
