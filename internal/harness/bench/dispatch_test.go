@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,16 @@ func TestDispatchStage(t *testing.T) {
 	}
 	if figures != 2 {
 		t.Errorf("%d throughput figures, want the bare client's and the dispatcher's", figures)
+	}
+	// The parts the dispatcher's bound adds: each ran and took CPU.
+	for _, stage := range []string{"NATS: take and acknowledge (reference g)", "delivery log rows (reference h)"} {
+		i := slices.IndexFunc(rep.Figures, func(f Figure) bool { return f.Stage == stage })
+		if i < 0 || rep.Figures[i].Rate <= 0 || !strings.Contains(rep.Figures[i].Note, "machine CPU") {
+			t.Errorf("%s: not measured (%+v)", stage, rep.Figures)
+		}
+	}
+	if i := slices.IndexFunc(rep.Ratios, func(r Ratio) bool { return r.Name == "dispatcher / bare HTTP client, the most the cores allow" }); i < 0 || rep.Ratios[i].Value <= 0 {
+		t.Errorf("no bound from the dispatcher's parts: %+v", rep.Ratios)
 	}
 }
 
