@@ -362,7 +362,7 @@ func runPayload(ctx context.Context, c Config, rep *Report, dir string, pg *pgcl
 	// of each before the processor and half after it (pgRefsAfter), so that
 	// a host slowing down or speeding up in between moves both sides of the
 	// processor's ratios alike.
-	if err := pgRefs(ctx, p.log, p.st, p.body, c.Duration/2, 0, cpuMeter{pgPID: pg.PID()}, &p.batched, &p.single); err != nil {
+	if err := pgRefs(ctx, p.log, p.st, p.body, c.Duration/2, 0, cpuMeter{pgPID: p.pgPID}, &p.batched, &p.single); err != nil {
 		return err
 	}
 	refsAt := len(rep.Figures) // their figures go here, with the other references
@@ -616,7 +616,7 @@ func (p *payloadRun) drain(ctx context.Context, pg *pgcluster.Cluster) error {
 	if err := p.c.resetStatements(ctx, p.st); err != nil {
 		return err
 	}
-	dr, err := drainRate(ctx, p.st, base, p.sat.OK, cpuMeter{child: p.proc, pgPID: pg.PID()})
+	dr, err := drainRate(ctx, p.st, base, p.sat.OK, cpuMeter{child: p.proc, pgPID: p.pgPID})
 	procProfile()
 	if err != nil {
 		return err
