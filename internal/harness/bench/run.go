@@ -414,11 +414,11 @@ type payloadRun struct {
 	// The machine's busy time per event (every process and the kernel):
 	// (b sync) and (e); (a), ingress and (c) keep theirs in bare, sat and
 	// batched, the processor's drain in procCPU with its parts.
-	syncCPU, natsHalfCPU time.Duration
-	procCPU              cpuReading
-	sqlFwdRate           float64 // the SQL handler stage (sqlhandler.go): Forward, then the handler
-	sqlRate              float64
-	half, e2e            loadResult // ingress at half load, and end to end
+	syncCPU, asyncCPU, natsHalfCPU time.Duration
+	procCPU                        cpuReading
+	sqlFwdRate                     float64 // the SQL handler stage (sqlhandler.go): Forward, then the handler
+	sqlRate                        float64
+	half, e2e                      loadResult // ingress at half load, and end to end
 }
 
 // newPayloadRun prepares a run; start sets up what it measures against.
@@ -581,10 +581,13 @@ func (p *payloadRun) rawPublish(ctx context.Context) error {
 	}
 	p.add(Figure{Stage: "raw JetStream publish, sync (reference b)", Payload: p.size, Rate: p.syncRate,
 		Note: fmt.Sprintf("%d publishers, each awaiting its PubAck; %s", p.c.Connections, machineNote(p.syncCPU, "message"))})
-	if p.asyncRate, err = publishAsync(ctx, p.nc, subj, p.body, p.c.Duration); err != nil {
+	if p.asyncRate, p.asyncCPU, err = busyPer(func() (float64, error) {
+		return publishAsync(ctx, p.nc, subj, p.body, p.c.Duration)
+	}); err != nil {
 		return err
 	}
-	p.add(Figure{Stage: "raw JetStream publish, async (reference b)", Payload: p.size, Rate: p.asyncRate})
+	p.add(Figure{Stage: "raw JetStream publish, async (reference b)", Payload: p.size, Rate: p.asyncRate,
+		Note: "4096 PubAcks pending; " + machineNote(p.asyncCPU, "message")})
 	// (e) drains what (b) stored, as the processor's JetStream half.
 	pc := config.Processor{}.WithDefaults()
 	if p.natsHalfRate, p.natsHalfCPU, err = busyPer(func() (float64, error) {
@@ -709,6 +712,12 @@ func (p *payloadRun) ratios() {
 	if procFloor := p.batched.cpuPer().machine + p.natsHalfCPU; procFloor > 0 && p.natsHalfRate > 0 {
 		p.ratio("processor / batched-insert limit, the most the cores allow", mostRate(procFloor)/p.batched.rate(), "", false)
 		p.ratio("processor CPU per event / (c) + (e)", float64(p.procCPU.machine)/float64(procFloor), "", false)
+	}
+	// A bound from a strict part of the processor's NATS work: every event
+	// it processes it publishes to INTAKE_OUT, at no less CPU than (b
+	// async) publishes one, whatever its fetches and acks cost besides.
+	if strict := p.batched.cpuPer().machine + p.asyncCPU; strict > 0 {
+		p.ratio("processor / batched-insert limit, at most: (c) + (b async)", mostRate(strict)/p.batched.rate(), "", false)
 	}
 	// Shown, not a target: on a small host (c) itself is only 12-17x (d),
 	// so a target here measured the machine, not Intake (BENCHMARKS.md).
