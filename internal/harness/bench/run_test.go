@@ -46,7 +46,7 @@ func TestDefaultStages(t *testing.T) {
 	for _, name := range []string{"ingress / bare HTTP", "processor / batched-insert limit",
 		"ingress / bare HTTP, the most the cores allow", "ingress CPU per event / (a) + (b sync)",
 		"processor / batched-insert limit, the most the cores allow", "processor CPU per event / (c) + (e)",
-		"processor / batched-insert limit, at most: (c) + (b async)",
+		"processor / batched-insert limit, at most: (c) + a publish",
 		"e2e p99 / ingress p99 at half load", "ingress peak RSS MiB at saturation"} {
 		if v, ok := ratios[name]; !ok || v <= 0 {
 			t.Errorf("%s: %v (reported: %t), want a positive figure", name, v, ok)
