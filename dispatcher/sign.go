@@ -1,14 +1,12 @@
 package dispatcher
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"hash"
 	"strconv"
-	"sync"
 
+	"github.com/intakehq/intake/internal/hmacpool"
 	"github.com/intakehq/intake/pkg/config"
 )
 
@@ -17,21 +15,16 @@ import (
 // signatures separated by spaces, so a receiver holding any one of the
 // keys (during a rotation) verifies. Each key keeps its HMAC states for
 // reuse: a fresh one per delivery was a third of signing's cost.
-type signer struct{ keys []*keyMAC }
-
-// keyMAC is one key and its reusable HMAC states.
-type keyMAC struct{ pool sync.Pool }
+type signer struct{ keys []*hmacpool.Key }
 
 func newSigner(secrets []string) (signer, error) {
-	s := signer{keys: make([]*keyMAC, 0, len(secrets))}
+	s := signer{keys: make([]*hmacpool.Key, 0, len(secrets))}
 	for i, sec := range secrets {
 		k, err := config.DecodeWebhookSecret(sec)
 		if err != nil {
 			return signer{}, fmt.Errorf("secrets[%d]: %w", i, err)
 		}
-		km := &keyMAC{}
-		km.pool.New = func() any { return hmac.New(sha256.New, k) }
-		s.keys = append(s.keys, km)
+		s.keys = append(s.keys, hmacpool.New(sha256.New, k))
 	}
 	return s, nil
 }
@@ -47,16 +40,11 @@ func (s signer) sign(id string, timestamp int64, body []byte) string {
 	out := make([]byte, 0, len(s.keys)*48)
 	var sum [sha256.Size]byte
 	for i, k := range s.keys {
-		mac := k.pool.Get().(hash.Hash)
-		mac.Reset()
-		mac.Write(prefix)
-		mac.Write(body)
 		if i > 0 {
 			out = append(out, ' ')
 		}
 		out = append(out, "v1,"...)
-		out = base64.StdEncoding.AppendEncode(out, mac.Sum(sum[:0]))
-		k.pool.Put(mac)
+		out = base64.StdEncoding.AppendEncode(out, k.Sum(sum[:0], prefix, body))
 	}
 	return string(out)
 }

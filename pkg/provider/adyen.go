@@ -24,6 +24,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/intakehq/intake/internal/hmacpool"
 )
 
 // adyenAccepted is what Adyen expects in the body of its webhook's answer
@@ -50,7 +52,7 @@ var adyenSigned = [...]string{"pspReference", "originalReference", "merchantAcco
 	"amount.value", "amount.currency", "eventCode", "success"}
 
 type adyen struct {
-	keys     []*macPool // HMAC-SHA256 under the hex-decoded keys
+	keys     []*hmacpool.Key // HMAC-SHA256 under the hex-decoded keys
 	max      int
 	identity identityReader
 }
@@ -65,7 +67,7 @@ func newAdyen(cfg Config) (Verifier, error) {
 		if err != nil || len(k) == 0 {
 			return nil, fmt.Errorf("secrets[%d]: an Adyen HMAC key is hex (as the Customer Area shows it)", i)
 		}
-		a.keys = append(a.keys, newMACPool(sha256.New, k))
+		a.keys = append(a.keys, hmacpool.New(sha256.New, k))
 	}
 	if cfg.Split.IsZero() {
 		return nil, fmt.Errorf("split: required for provider adyen (its default fills it)")

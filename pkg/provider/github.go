@@ -20,6 +20,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/intakehq/intake/internal/hmacpool"
 )
 
 // Canonical header names (net/http's spelling of X-GitHub-*).
@@ -31,13 +33,13 @@ const (
 )
 
 type github struct {
-	keys      []*macPool // HMAC-SHA256, one per secret
+	keys      []*hmacpool.Key // HMAC-SHA256, one per secret
 	identity  identityReader
 	defaultID bool // the id is X-GitHub-Delivery, required up front
 }
 
 func newGitHub(cfg Config) (Verifier, error) {
-	g := &github{keys: macPools(sha256.New, cfg.Secrets), defaultID: cfg.EventID.IsZero()}
+	g := &github{keys: hmacKeys(sha256.New, cfg.Secrets), defaultID: cfg.EventID.IsZero()}
 	var err error
 	g.identity, err = newIdentity(cfg, identityFields{
 		eventID:   Field{Header: githubDeliveryHeader},

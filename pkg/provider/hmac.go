@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/intakehq/intake/internal/hmacpool"
 )
 
 type hmacVerifier struct {
@@ -56,7 +58,7 @@ type hmacVerifier struct {
 	template  []templatePart
 	tolerance time.Duration
 
-	keys     []*macPool // hmac.algorithm, one per secret
+	keys     []*hmacpool.Key // hmac.algorithm, one per secret
 	identity identityReader
 }
 
@@ -84,7 +86,7 @@ func newHMAC(cfg Config) (Verifier, error) {
 	if newHash, v.size, err = macAlgorithm(c.Algorithm); err != nil {
 		return nil, fmt.Errorf("hmac.algorithm: %w", err)
 	}
-	v.keys = macPools(newHash, cfg.Secrets)
+	v.keys = hmacKeys(newHash, cfg.Secrets)
 	if v.tsFormat, err = parseTimestampFormat(c.TimestampFormat); err != nil {
 		return nil, fmt.Errorf("hmac.timestamp_format: %w", err)
 	}

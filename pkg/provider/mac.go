@@ -10,7 +10,8 @@ import (
 	"fmt"
 	"hash"
 	"strings"
-	"sync"
+
+	"github.com/intakehq/intake/internal/hmacpool"
 )
 
 // firstMatch returns the index of the first key (one pool per configured
@@ -18,45 +19,23 @@ import (
 // equals want, or -1. hmac.Equal compares in constant time; trying the keys
 // in order reveals only which index matched, which the secret-index metric
 // publishes anyway.
-func firstMatch(keys []*macPool, want []byte, parts ...[]byte) int {
+func firstMatch(keys []*hmacpool.Key, want []byte, parts ...[]byte) int {
 	var buf [64]byte // room for SHA-512
 	for i, key := range keys {
-		if hmac.Equal(key.sum(buf[:0], parts...), want) {
+		if hmac.Equal(key.Sum(buf[:0], parts...), want) {
 			return i
 		}
 	}
 	return -1
 }
 
-// macPool keeps one key's HMAC states for reuse: a fresh hmac.New per
-// delivery allocates two hash states and pads, and hashes the key's two
-// pad blocks again (BenchmarkStandardVerify, BenchmarkHMACVerify,
-// BenchmarkGitHubVerify). Safe for concurrent use.
-type macPool struct{ pool sync.Pool }
-
-func newMACPool(newHash func() hash.Hash, key []byte) *macPool {
-	m := &macPool{}
-	m.pool.New = func() any { return hmac.New(newHash, key) }
-	return m
-}
-
-// sum appends the HMAC of the parts, concatenated, to out.
-func (m *macPool) sum(out []byte, parts ...[]byte) []byte {
-	h := m.pool.Get().(hash.Hash)
-	h.Reset()
-	for _, p := range parts {
-		h.Write(p)
-	}
-	out = h.Sum(out)
-	m.pool.Put(h)
-	return out
-}
-
-// macPools returns one pool per secret, keyed with its bytes as written.
-func macPools(newHash func() hash.Hash, secrets []string) []*macPool {
-	pools := make([]*macPool, len(secrets))
+// hmacKeys returns one HMAC key per secret, its bytes as written, its
+// states reused (hmacpool: BenchmarkStandardVerify, BenchmarkHMACVerify,
+// BenchmarkGitHubVerify).
+func hmacKeys(newHash func() hash.Hash, secrets []string) []*hmacpool.Key {
+	pools := make([]*hmacpool.Key, len(secrets))
 	for i, s := range secrets {
-		pools[i] = newMACPool(newHash, []byte(s))
+		pools[i] = hmacpool.New(newHash, []byte(s))
 	}
 	return pools
 }

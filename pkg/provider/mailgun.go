@@ -26,20 +26,22 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/intakehq/intake/internal/hmacpool"
 )
 
 // maxMailgunTokens bounds the token cache of one integration.
 const maxMailgunTokens = 1 << 16
 
 type mailgun struct {
-	keys      []*macPool // HMAC-SHA256, one per secret
+	keys      []*hmacpool.Key // HMAC-SHA256, one per secret
 	tolerance time.Duration
 	identity  identityReader
 	tokens    *tokenCache
 }
 
 func newMailgun(cfg Config) (Verifier, error) {
-	m := &mailgun{keys: macPools(sha256.New, cfg.Secrets), tolerance: cfg.Tolerance, tokens: newTokenCache(maxMailgunTokens)}
+	m := &mailgun{keys: hmacKeys(sha256.New, cfg.Secrets), tolerance: cfg.Tolerance, tokens: newTokenCache(maxMailgunTokens)}
 	var err error
 	m.identity, err = newIdentity(cfg, identityFields{
 		eventID:   Field{Field: "event-data.id"},

@@ -29,6 +29,8 @@ import (
 	"net/textproto"
 	"strings"
 	"time"
+
+	"github.com/intakehq/intake/internal/hmacpool"
 )
 
 // PairsConfig configures provider pairs (and the presets built on it).
@@ -78,7 +80,7 @@ type pairsVerifier struct {
 	size                      int
 	base64                    bool
 	tolerance                 time.Duration
-	keys                      []*macPool // pairs.algorithm, one per secret
+	keys                      []*hmacpool.Key // pairs.algorithm, one per secret
 	identity                  identityReader
 	headerName, timestampName string // for messages
 }
@@ -133,7 +135,7 @@ func newPairs(cfg Config) (Verifier, error) {
 	if newHash, v.size, err = macAlgorithm(c.Algorithm); err != nil {
 		return nil, fmt.Errorf("pairs.algorithm: %w", err)
 	}
-	v.keys = macPools(newHash, cfg.Secrets)
+	v.keys = hmacKeys(newHash, cfg.Secrets)
 	switch strings.ToLower(c.Encoding) {
 	case "", "hex":
 	case "base64":
@@ -237,7 +239,7 @@ func (v *pairsVerifier) Verify(d *Request) (Identity, error) {
 	idx := -1
 	var sumBuf [64]byte
 	for i, key := range v.keys {
-		sum := key.sum(sumBuf[:0], parts...)
+		sum := key.Sum(sumBuf[:0], parts...)
 		for j := range sigs {
 			if hmac.Equal(sum, sigs[j]) {
 				idx = i

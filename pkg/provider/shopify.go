@@ -27,6 +27,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/intakehq/intake/internal/hmacpool"
 )
 
 // Canonical header names.
@@ -44,7 +46,7 @@ const (
 const shopDomainSuffix = ".myshopify.com"
 
 type shopify struct {
-	keys      []*macPool      // HMAC-SHA256, one per secret
+	keys      []*hmacpool.Key // HMAC-SHA256, one per secret
 	allowed   map[string]bool // lowercased shop domains
 	identity  identityReader
 	defaultID bool
@@ -55,7 +57,7 @@ type shopify struct {
 }
 
 func newShopify(cfg Config) (Verifier, error) {
-	s := &shopify{keys: macPools(sha256.New, cfg.Secrets), defaultID: cfg.EventID.IsZero(),
+	s := &shopify{keys: hmacKeys(sha256.New, cfg.Secrets), defaultID: cfg.EventID.IsZero(),
 		defaultObject: cfg.ObjectID.IsZero() && cfg.ObjectVersion.IsZero(), tolerance: cfg.Tolerance}
 	if len(cfg.AllowedShops) == 0 {
 		return nil, fmt.Errorf("allowed_shops: required for provider shopify (the shops whose deliveries are accepted, e.g. [acme.myshopify.com])")

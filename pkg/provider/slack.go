@@ -21,6 +21,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/intakehq/intake/internal/hmacpool"
 )
 
 // Canonical header names.
@@ -34,14 +36,14 @@ const (
 const maxChallengeBytes = 512
 
 type slack struct {
-	keys        []*macPool // HMAC-SHA256, one per secret
+	keys        []*hmacpool.Key // HMAC-SHA256, one per secret
 	tolerance   time.Duration
 	identity    identityReader
 	defaultType bool // fall back from event.type to type
 }
 
 func newSlack(cfg Config) (Verifier, error) {
-	s := &slack{keys: macPools(sha256.New, cfg.Secrets), tolerance: cfg.Tolerance, defaultType: cfg.EventType.IsZero()}
+	s := &slack{keys: hmacKeys(sha256.New, cfg.Secrets), tolerance: cfg.Tolerance, defaultType: cfg.EventType.IsZero()}
 	var err error
 	s.identity, err = newIdentity(cfg, identityFields{
 		eventID:   Field{Field: "event_id"},

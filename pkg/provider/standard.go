@@ -26,6 +26,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/intakehq/intake/internal/hmacpool"
 )
 
 // Key prefixes of the spec: a symmetric secret, an ed25519 public key, and
@@ -58,7 +60,7 @@ func canonicalHeaders(id, timestamp, signature string) headerNames {
 
 // standardKey is one configured secret: an HMAC key or a public key.
 type standardKey struct {
-	mac *macPool // a whsec_ secret's HMAC-SHA256 states
+	mac *hmacpool.Key // a whsec_ secret's HMAC-SHA256 states
 	pub ed25519.PublicKey
 }
 
@@ -123,7 +125,7 @@ func parseStandardKey(secret string) (standardKey, error) {
 		if len(key) == 0 {
 			return standardKey{}, fmt.Errorf("decodes to an empty key")
 		}
-		return standardKey{mac: newMACPool(sha256.New, key)}, nil
+		return standardKey{mac: hmacpool.New(sha256.New, key)}, nil
 	}
 }
 
@@ -220,7 +222,7 @@ func (s *standard) match(id string, ts []byte, sigs string, body []byte) (int, b
 	for i, key := range s.keys {
 		switch {
 		case key.mac != nil && len(macs) > 0:
-			sum = key.mac.sum(sum[:0], prefix, body)
+			sum = key.mac.Sum(sum[:0], prefix, body)
 			for j := range macs {
 				if hmac.Equal(sum, macs[j][:]) {
 					return i, true

@@ -23,18 +23,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/intakehq/intake/internal/hmacpool"
 )
 
 const stripeSignatureHeader = "Stripe-Signature"
 
 type stripe struct {
-	keys      []*macPool // HMAC-SHA256 under each whole whsec_ string
+	keys      []*hmacpool.Key // HMAC-SHA256 under each whole whsec_ string
 	tolerance time.Duration
 	identity  identityReader
 }
 
 func newStripe(cfg Config) (Verifier, error) {
-	s := &stripe{keys: macPools(sha256.New, cfg.Secrets), tolerance: cfg.Tolerance}
+	s := &stripe{keys: hmacKeys(sha256.New, cfg.Secrets), tolerance: cfg.Tolerance}
 	var err error
 	s.identity, err = newIdentity(cfg, identityFields{
 		eventID:       Field{Field: "id"},
@@ -66,7 +68,7 @@ func (s *stripe) Verify(d *Request) (Identity, error) {
 	idx := -1
 	sum := make([]byte, 0, sha256.Size)
 	for i, key := range s.keys {
-		sum = key.sum(sum[:0], signed, d.Body)
+		sum = key.Sum(sum[:0], signed, d.Body)
 		if sh.matches(sum) {
 			idx = i
 			break

@@ -27,11 +27,13 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/intakehq/intake/internal/hmacpool"
 )
 
 type twilio struct {
-	urls     []string   // public_url, then its other port spelling
-	keys     []*macPool // HMAC-SHA1, one per auth token
+	urls     []string        // public_url, then its other port spelling
+	keys     []*hmacpool.Key // HMAC-SHA1, one per auth token
 	identity identityReader
 }
 
@@ -39,7 +41,7 @@ func newTwilio(cfg Config) (Verifier, error) {
 	if cfg.PublicURL == "" {
 		return nil, fmt.Errorf("public_url: required for provider twilio (the URL exactly as configured in Twilio; the Host header is never read)")
 	}
-	t := &twilio{urls: twilioURLs(cfg.PublicURL), keys: macPools(sha1.New, cfg.Secrets)}
+	t := &twilio{urls: twilioURLs(cfg.PublicURL), keys: hmacKeys(sha1.New, cfg.Secrets)}
 	var err error
 	if t.identity, err = newIdentity(cfg, identityFields{eventID: Field{Header: "I-Twilio-Idempotency-Token"}}); err != nil {
 		return nil, err
