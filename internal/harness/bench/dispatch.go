@@ -570,7 +570,7 @@ func logMillis(d time.Duration) float64 { return millis(d) + 0.5 }
 func bareRun(ctx context.Context, rc *receiver, client *http.Client, reqs *requests, prefix string, n, conns int, deadline time.Time) (dispatchPass, error) {
 	rc.reset()
 	url := rc.url()
-	self0, busy0 := pidCPU(os.Getpid()), machineBusy()
+	cpu0 := cpuMeter{}.read()
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex
@@ -613,7 +613,8 @@ func bareRun(ctx context.Context, rc *receiver, client *http.Client, reqs *reque
 	if got == 0 {
 		return dispatchPass{}, errors.New("bare client: the receiver got nothing")
 	}
-	return dispatchPass{n: got, secs: end.Sub(first).Seconds(), lat: lat, cpu: pidCPU(os.Getpid()) - self0, machine: machineBusy() - busy0}, nil
+	cpu := cpuMeter{}.read().sub(cpu0)
+	return dispatchPass{n: got, secs: end.Sub(first).Seconds(), lat: lat, cpu: cpu.self, machine: cpu.machine}, nil
 }
 
 // postBare is one request of the bare client: the body, its content
@@ -733,8 +734,9 @@ func (d *dispatchRun) dispatchPass(ctx context.Context, rc *receiver, dest confi
 		return dispatchPass{}, err
 	}
 	_, first, _ := rc.count()
-	p := dispatchPass{n: n, secs: end.Sub(first).Seconds(), cpu: m1.proc - m0.proc, self: m1.self - m0.self,
-		pg: m1.pg.cpu - m0.pg.cpu, machine: m1.machine - m0.machine, wal: m1.pg.wal - m0.pg.wal, rss: ch.peakRSS(), pulls: pullsN, asked: asked}
+	cpu := m1.cpu.sub(m0.cpu)
+	p := dispatchPass{n: n, secs: end.Sub(first).Seconds(), cpu: cpu.child, self: cpu.self,
+		pg: m1.pg.cpu - m0.pg.cpu, machine: cpu.machine, wal: m1.pg.wal - m0.pg.wal, rss: ch.peakRSS(), pulls: pullsN, asked: asked}
 	rows, err := d.env.st.Pool().Query(ctx, `SELECT latency_ms, outcome = 'delivered' FROM intake.dispatch_attempts WHERE id > $1 AND destination = $2`, lastID, dest.Name)
 	if err != nil {
 		return dispatchPass{}, err
@@ -800,13 +802,13 @@ func (pc *pullCounter) stop() (pulls, asked int) {
 // cpuMarks are the CPU times a dispatcher pass reads at its first delivery
 // and at its end.
 type cpuMarks struct {
-	proc, self, machine time.Duration
-	pg                  pgMark
-	err                 error
+	cpu cpuReading // the machine's, this process's, the dispatcher's (child)
+	pg  pgMark
+	err error
 }
 
 func (d *dispatchRun) marks(ctx context.Context, ch *child) cpuMarks {
-	m := cpuMarks{proc: ch.cpu(), self: pidCPU(os.Getpid()), machine: machineBusy()}
+	m := cpuMarks{cpu: cpuMeter{child: ch}.read()}
 	m.pg, m.err = markPG(ctx, d.env.st, d.pgPID)
 	return m
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -59,29 +58,15 @@ type loadResult struct {
 	OK, Failed int
 	Why        map[string]int // Failed by reason: "HTTP 503", or the client's error
 	Elapsed    time.Duration
-	Busy       time.Duration   // the machine's busy time meanwhile (inTurn's slices only)
-	Self       time.Duration   // this process's CPU time meanwhile (inTurn's slices only)
+	CPU        cpuReading      // the machine's and this process's meanwhile (inTurn's slices only)
 	Latencies  []time.Duration // of OK requests
 	Done       map[string]time.Time
 }
 
 func (l loadResult) rate() float64 { return float64(l.OK) / l.Elapsed.Seconds() }
 
-// cpuPer is the machine's busy time per OK request.
-func (l loadResult) cpuPer() time.Duration {
-	if l.OK == 0 {
-		return 0
-	}
-	return l.Busy / time.Duration(l.OK)
-}
-
-// selfPer is this process's CPU time per OK request.
-func (l loadResult) selfPer() time.Duration {
-	if l.OK == 0 {
-		return 0
-	}
-	return l.Self / time.Duration(l.OK)
-}
+// cpuPer is the CPU spent per OK request: the machine's, this process's.
+func (l loadResult) cpuPer() cpuReading { return l.CPU.per(float64(l.OK)) }
 
 // merge adds o's requests to l (o measured another slice of the same thing).
 func (l *loadResult) merge(o loadResult) {
@@ -94,8 +79,7 @@ func (l *loadResult) merge(o loadResult) {
 		l.Why[k] += v
 	}
 	l.Elapsed += o.Elapsed
-	l.Busy += o.Busy
-	l.Self += o.Self
+	l.CPU = l.CPU.add(o.CPU)
 	l.Latencies = append(l.Latencies, o.Latencies...)
 	if l.Done == nil {
 		l.Done = map[string]time.Time{}
@@ -124,9 +108,9 @@ func inTurn(ctx context.Context, client *http.Client, targets []func(slice int) 
 	for i := range slices {
 		for k := range targets {
 			t := (i + k) % len(targets)
-			busy0, self0 := machineBusy(), pidCPU(os.Getpid())
+			cpu0 := cpuMeter{}.read()
 			r, err := generate(ctx, client, targets[t](i), conns, part, 0, false)
-			r.Busy, r.Self = machineBusy()-busy0, pidCPU(os.Getpid())-self0
+			r.CPU = cpuMeter{}.read().sub(cpu0)
 			res[t].merge(r)
 			if err != nil {
 				return res, err

@@ -561,10 +561,10 @@ func (p *payloadRun) saturate(ctx context.Context, bareAddr string) error {
 	p.satRSS = ing.peakRSS() // now: later stages (more connections) raise the high-water mark
 	p.add(Figure{Stage: "bare HTTP (reference a)", Payload: p.size, Rate: p.bare.rate(), P50Ms: millis(p.bare.pct(.5)), P99Ms: millis(p.bare.pct(.99)),
 		Note: fmt.Sprintf("in %d slices, alternating with ingress; %s (this process, the generator: %.3f)",
-			nSlices, machineNote(p.bare.cpuPer(), "request"), millis(p.bare.selfPer()))})
+			nSlices, machineNote(p.bare.cpuPer().machine, "request"), millis(p.bare.cpuPer().self))})
 	p.add(Figure{Stage: "intake ingress, saturation", Payload: p.size, Rate: p.sat.rate(), P50Ms: millis(p.sat.pct(.5)), P99Ms: millis(p.sat.pct(.99)), RSSMB: p.satRSS,
 		Note: fmt.Sprintf("verify signature + PubAck before 200; %s (this process, the generator and NATS: %.3f)",
-			machineNote(p.sat.cpuPer(), "event"), millis(p.sat.selfPer()))})
+			machineNote(p.sat.cpuPer().machine, "event"), millis(p.sat.cpuPer().self))})
 	return nil
 }
 
@@ -702,10 +702,10 @@ func (p *payloadRun) ratios() {
 	// added, bounds the role's rate at every core busy: the "most" ratio is
 	// that bound over the reference's measured rate, and the role's own
 	// CPU per event over its parts' says how much is Intake's own work.
-	ingFloor := p.bare.cpuPer() + p.syncCPU
+	ingFloor := p.bare.cpuPer().machine + p.syncCPU
 	if ingFloor > 0 {
 		p.ratio("ingress / bare HTTP, the most the cores allow", mostRate(ingFloor)/p.bare.rate(), "", false)
-		p.ratio("ingress CPU per event / (a) + (b sync)", float64(p.sat.cpuPer())/float64(ingFloor), "", false)
+		p.ratio("ingress CPU per event / (a) + (b sync)", float64(p.sat.cpuPer().machine)/float64(ingFloor), "", false)
 	}
 	pb := p.procRate / p.batched.rate()
 	p.ratio("processor / batched-insert limit", pb, ">= 0.65", pb >= 0.65)
