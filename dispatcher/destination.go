@@ -216,6 +216,12 @@ func (d *destination) recreate(ctx context.Context, err error) bool {
 // acknowledged at once. Shutting down, a message not yet attempted goes
 // back to the stream at once.
 func (d *destination) handle(ctx context.Context, msg jetstream.Msg) {
+	if ctx.Err() != nil {
+		// Fetched ahead, not yet attempted: shutdown waits for the
+		// attempts in flight only.
+		_ = msg.Nak()
+		return
+	}
 	h := msg.Headers()
 	typ := h.Get(envelope.HeaderEventType)
 	if !matchType(d.cfg.Match.Types, typ) {

@@ -44,8 +44,9 @@ func dest(name, url string) config.Destination {
 // running is a dispatcher started on the rig, stopped when the test ends
 // (or by stop).
 type running struct {
-	m    *telemetry.Metrics
-	stop func()
+	m      *telemetry.Metrics
+	cancel func() // ends Run's context without waiting
+	stop   func() // cancel, then wait for Run to return
 }
 
 func start(t *testing.T, r *testrig.Rig, dests ...config.Destination) running {
@@ -76,7 +77,7 @@ func start(t *testing.T, r *testrig.Rig, dests ...config.Destination) running {
 			return err == nil
 		}, "consumer %s never created", c.Durable())
 	}
-	return running{m: m, stop: stop}
+	return running{m: m, cancel: cancel, stop: stop}
 }
 
 // publish puts n processed messages on INTAKE_OUT as the processor does
@@ -651,6 +652,55 @@ func TestDeletedConsumerIsMadeAgain(t *testing.T) {
 	for _, id := range ids {
 		if rc.deliveries(id) != 1 {
 			t.Errorf("%s delivered %d times, want 1", id, rc.deliveries(id))
+		}
+	}
+}
+
+// A stopping dispatcher finishes the attempt in flight and gives back at
+// once what it fetched ahead and had not attempted: the receiver sees one
+// delivery before the stop, and the next dispatcher delivers the rest,
+// each once.
+func TestStopGivesBackWhatItFetchedAhead(t *testing.T) {
+	r := testrig.New(t, testrig.Options{})
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		held := false
+		first.Do(func() { held = true })
+		if held {
+			close(arrived)
+			<-release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	d := dest("stopping", rc.URL)
+	d.MaxInFlight = 1
+	run := start(t, r, d)
+	ids := publish(t, r, "demo", "demo.created", 5)
+	<-arrived
+	ctx := context.Background()
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		c, err := r.JS.Consumer(ctx, envelope.StreamOut, d.Durable())
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.NumAckPending > 1
+	}, "the dispatcher never fetched ahead of its one worker")
+	run.cancel() // before the attempt in flight gets its answer
+	close(release)
+	run.stop()
+	if n := rc.count(); n != 1 {
+		t.Fatalf("the stopping dispatcher made %d deliveries, want only the one in flight", n)
+	}
+	if rows := attempts(t, r, "stopping"); len(rows) != 1 || rows[0].Outcome != store.DispatchDelivered {
+		t.Fatalf("delivery log %+v, want the one delivered attempt", rows)
+	}
+	start(t, r, d)
+	settled(t, r, "stopping", 5)
+	for _, id := range ids {
+		if n := rc.deliveries(id); n != 1 {
+			t.Errorf("%s delivered %d times, want 1", id, n)
 		}
 	}
 }
