@@ -84,7 +84,26 @@ func (d *destination) run(ctx context.Context) {
 			}
 		})
 	}
+	// What waits for a worker is kept ours as the workers keep theirs
+	// (await): behind slow deliveries or a pause it may wait longer than
+	// the ack wait.
+	keeping, stopKeeping := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(keeping)
+		t := time.NewTicker(d.keepEvery())
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				keep(queue)
+			case <-stopKeeping:
+				return
+			}
+		}
+	}()
 	defer func() {
+		close(stopKeeping)
+		<-keeping
 		close(queue)
 		workers.Wait()
 	}()
@@ -161,6 +180,29 @@ func take(ctx context.Context, window chan struct{}, queue chan jetstream.Msg, p
 
 var fetchBackoff = backoff.Backoff{Min: 250 * time.Millisecond, Max: 5 * time.Second}
 
+// keepEvery is how often a message held and not delivered (the
+// destination paused, its breaker open) is kept with InProgress: three
+// times per ack wait.
+func (d *destination) keepEvery() time.Duration { return (d.cfg.Timeout + ackMargin) / 3 }
+
+// keep tells JetStream that the messages waiting in queue are still
+// being worked on, so that waiting longer than the ack wait (behind slow
+// deliveries, a rate limit or a pause) does not have them sent again
+// behind the copies held here, each then delivered twice. Every message
+// in queue, in a worker's hands or in keep's holds a place in the window,
+// whose size is queue's: what keep takes out always fits back.
+func keep(queue chan jetstream.Msg) {
+	for range len(queue) {
+		select {
+		case msg := <-queue:
+			_ = msg.InProgress()
+			queue <- msg
+		default: // the workers took the rest
+			return
+		}
+	}
+}
+
 func release(window chan struct{}, n int) {
 	for range n {
 		<-window
@@ -186,7 +228,7 @@ func (d *destination) await(ctx context.Context, msg jetstream.Msg) (ok, probe b
 			_ = msg.Nak()
 			return false, false
 		}
-		if time.Since(keep) > (d.cfg.Timeout+ackMargin)/3 {
+		if time.Since(keep) > d.keepEvery() {
 			_ = msg.InProgress()
 			keep = time.Now()
 		}

@@ -47,15 +47,17 @@ const (
 	// backlogInterval is how often a dispatcher looks at each
 	// destination's backlog and its oldest message.
 	backlogInterval = 10 * time.Second
-	// ackMargin is added to a destination's timeout for its consumer's
-	// ack deadline: the attempt, then its log row, then the ack.
-	ackMargin = 30 * time.Second
 	// maxAckPending is each destination consumer's window: the messages
 	// delivered and not yet acknowledged, those waiting out a retry
 	// included. The dispatcher's own max_in_flight bounds what is sent at
 	// once; the window only has to hold the retries.
 	maxAckPending = 10000
 )
+
+// ackMargin is added to a destination's timeout for its consumer's ack
+// deadline: the attempt, then its log row, then the ack. A variable for the
+// tests, which shorten it.
+var ackMargin = 30 * time.Second
 
 // Dispatcher delivers every destination's messages.
 type Dispatcher struct {

@@ -704,3 +704,53 @@ func TestStopGivesBackWhatItFetchedAhead(t *testing.T) {
 		}
 	}
 }
+
+// Messages fetched ahead and held through a pause longer than the ack
+// wait are kept (InProgress): after the resume each is delivered once,
+// none sent again behind the copy the dispatcher holds.
+func TestHeldMessagesOutlastTheAckWait(t *testing.T) {
+	t.Cleanup(dispatcher.SetAckMargin(time.Second)) // restored after the dispatcher stops
+	r := testrig.New(t, testrig.Options{})
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		held := false
+		first.Do(func() { held = true })
+		if held {
+			close(arrived)
+			<-release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	d := dest("held", rc.URL)
+	d.MaxInFlight, d.Timeout = 1, 500*time.Millisecond
+	run := start(t, r, d)
+	ids := publish(t, r, "demo", "demo.created", 4)
+	<-arrived
+	ctx := context.Background()
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		c, err := r.JS.Consumer(ctx, envelope.StreamOut, d.Durable())
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.NumAckPending == 4
+	}, "the dispatcher never fetched the three messages ahead of its one worker")
+	if err := r.Store.SetDestinationPaused(ctx, "held", true, "alice", "longer than the ack wait"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		return testutil.ToFloat64(run.m.Dispatch.Paused.WithLabelValues("held")) == 1
+	}, "the pause never reached the dispatcher")
+	close(release)
+	time.Sleep(3 * (d.Timeout + time.Second)) // three ack waits, paused
+	if err := r.Store.SetDestinationPaused(ctx, "held", false, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	settled(t, r, "held", 4)
+	for _, id := range ids {
+		if n := rc.deliveries(id); n != 1 {
+			t.Errorf("%s delivered %d times, want 1", id, n)
+		}
+	}
+}
