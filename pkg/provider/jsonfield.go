@@ -16,6 +16,7 @@ import (
 	"net/textproto"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -155,7 +156,16 @@ func (b *jsonBody) result(path string) (gjson.Result, error) {
 
 // isObject reports whether the body is a valid JSON object.
 func (b *jsonBody) isObject() bool {
-	return b.valid() == nil && gjson.ParseBytes(b.raw).IsObject()
+	return b.valid() == nil && gjson.Parse(view(b.raw)).IsObject()
+}
+
+// view is raw as a string without copying it: gjson.ParseBytes copies the
+// whole body to read one field (16 KiB for a 16 KiB delivery's event
+// type). gjson only reads it, and what walks over it return points into
+// raw, so they are used while raw is unchanged and lookup copies the one
+// value it returns.
+func view(raw []byte) string {
+	return unsafe.String(unsafe.SliceData(raw), len(raw))
 }
 
 // lookup walks path through raw, one key at a time as gjson does (the first
@@ -172,13 +182,14 @@ func lookup(raw []byte, path string) (string, error) {
 		// replaces them: refuse rather than read one value two ways.
 		return "", fmt.Errorf("%w: the value at %q is not valid UTF-8", ErrMalformed, path)
 	}
-	return v, nil
+	return strings.Clone(v), nil // v may point into raw (view)
 }
 
 // walk returns what lookup finds at path, whatever its kind; a result that
-// does not Exist when the path leads nowhere.
+// does not Exist when the path leads nowhere. Its strings point into raw
+// (view): copy what is kept.
 func walk(raw []byte, path string) (gjson.Result, error) {
-	cur := gjson.ParseBytes(raw)
+	cur := gjson.Parse(view(raw))
 	for rest := path; ; {
 		var key string
 		key, rest = nextKey(rest)

@@ -111,3 +111,35 @@ func TestJSONBodyValidatesOnce(t *testing.T) {
 		t.Fatalf("errors = %v, %v; want the same ErrMalformed twice", err1, err2)
 	}
 }
+
+// Fields are read from the body without copying it (view), and what is
+// returned is copied: a caller that reuses the body's buffer afterwards
+// does not change an id or type already read.
+func TestReadValuesOutliveTheBody(t *testing.T) {
+	body := []byte(`{"type":"invoice.paid","data":{"id":"in_1"}}`)
+	typ, err := jsonField(body, "type")
+	if err != nil || typ != "invoice.paid" {
+		t.Fatalf("type = %q, %v", typ, err)
+	}
+	s, err := NewSplitter(Config{Provider: "hmac", Split: SplitConfig{ID: "id", Type: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := []byte(`[{"id":"evt_a","t":"one"},{"id":"evt_b","t":"two"}]`)
+	items, err := s.Split(batch, Identity{}, nil)
+	if err != nil || len(items) != 2 {
+		t.Fatalf("split: %v, %v", items, err)
+	}
+	for i := range body {
+		body[i] = 'X'
+	}
+	for i := range batch {
+		batch[i] = 'X'
+	}
+	if typ != "invoice.paid" {
+		t.Errorf("the type read changed with the body: %q", typ)
+	}
+	if items[0].ID != "evt_a" || items[0].Type != "one" || items[1].ID != "evt_b" || items[1].Type != "two" {
+		t.Errorf("the items' ids and types changed with the body: %+v", items)
+	}
+}

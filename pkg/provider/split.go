@@ -144,7 +144,7 @@ func (s *Splitter) Split(body []byte, delivery Identity, dst []Item) ([]Item, er
 	if !gjson.ValidBytes(body) {
 		return nil, errNotJSON
 	}
-	arr := gjson.ParseBytes(body)
+	arr := gjson.Parse(view(body)) // the items' ids and types are copied (lookup), their bodies are body's
 	if s.field != "" {
 		var err error
 		if arr, err = walk(body, s.field); err != nil {

@@ -239,22 +239,36 @@ func assertNoLeak(t *testing.T, err error, sensitive ...string) {
 }
 
 func BenchmarkStandardVerify(b *testing.B) {
-	body := []byte(`{"type":"invoice.paid","data":{"id":"in_1","amount":4200,"currency":"eur","lines":[1,2,3]}}`)
+	small := `{"type":"invoice.paid","data":{"id":"in_1","amount":4200,"currency":"eur","lines":[1,2,3]}}`
+	padded := func(size int) string { // the event type first, as senders put it, then size bytes in all
+		head := `{"type":"invoice.paid","data":{"note":"`
+		tail := `"}}`
+		return head + strings.Repeat("x", size-len(head)-len(tail)) + tail
+	}
 	now := time.Unix(1_700_000_000, 0)
 	v, err := New(Config{Provider: "standard", Secrets: []string{whsec(keyA)}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := &Request{
-		Header: standardHeader("msg_1", strconv.FormatInt(now.Unix(), 10), signStandard(keyA, "msg_1", now.Unix(), string(body))),
-		Body:   body,
-		Now:    now,
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := v.Verify(d); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct{ name, body string }{{"small", small}, {"1KiB", padded(1 << 10)}, {"16KiB", padded(16 << 10)}} {
+		b.Run(c.name, func(b *testing.B) {
+			d := &Request{
+				Header: standardHeader("msg_1", strconv.FormatInt(now.Unix(), 10), signStandard(keyA, "msg_1", now.Unix(), c.body)),
+				Body:   []byte(c.body),
+				Now:    now,
+			}
+			b.SetBytes(int64(len(c.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				id, err := v.Verify(d)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if id.Type != "invoice.paid" {
+					b.Fatalf("type %q, want invoice.paid", id.Type)
+				}
+			}
+		})
 	}
 }
 
