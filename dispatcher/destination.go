@@ -48,9 +48,14 @@ type circuitChange struct {
 	open        bool
 }
 
-// fetchAhead is the window's size in max_in_flights: the messages a
-// destination holds fetched, in its workers' hands or waiting for one.
-const fetchAhead = 4
+// fetchAhead is how many messages a destination with n workers keeps
+// fetched beyond those in its workers' hands: three times n, at most
+// maxFetchAhead, so that a large max_in_flight does not hold thousands of
+// messages (and their bodies) fetched, nor take the consumer's
+// MaxAckPending from the retries.
+func fetchAhead(n int) int { return min(3*n, maxFetchAhead) }
+
+const maxFetchAhead = 256
 
 // fetchWait bounds one pull: how long a fetch waits for messages before
 // the loop looks at the pause and the breaker again.
@@ -61,8 +66,8 @@ const fetchWait = time.Second
 // the log writer.
 //
 // max_in_flight workers deliver; the fetcher keeps up to three times as
-// many more messages fetched ahead of them (the window is four times
-// max_in_flight), pulling in batches of at least a quarter of the window
+// many more messages fetched ahead of them (fetchAhead; the window holds
+// both), pulling in batches of at least a quarter of the window
 // while the workers have buffered work, so a backlog costs a pull request
 // per several messages, not one each, and the workers do not wait for the
 // next pull: with one max_in_flight ahead they waited for messages 0.5 ms
@@ -73,8 +78,8 @@ const fetchWait = time.Second
 // InProgress.
 func (d *destination) run(ctx context.Context) {
 	n := d.cfg.MaxInFlight
-	queue := make(chan jetstream.Msg, fetchAhead*n) // fetched, waiting for a worker
-	window := make(chan struct{}, fetchAhead*n)     // a token per message fetched and not yet handled
+	queue := make(chan jetstream.Msg, n+fetchAhead(n)) // fetched, waiting for a worker
+	window := make(chan struct{}, cap(queue))          // a token per message fetched and not yet handled
 	var workers sync.WaitGroup
 	for range n {
 		workers.Go(func() {

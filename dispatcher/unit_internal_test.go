@@ -275,3 +275,13 @@ func TestBreakerProbeWaitCeiling(t *testing.T) {
 		}
 	}
 }
+
+// A destination fetches three max_in_flights ahead, but never more than
+// maxFetchAhead messages.
+func TestFetchAhead(t *testing.T) {
+	for n, want := range map[int]int{1: 3, 16: 48, 85: 255, 86: 256, 1024: 256} {
+		if got := fetchAhead(n); got != want {
+			t.Errorf("fetchAhead(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
