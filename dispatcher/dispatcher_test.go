@@ -656,15 +656,13 @@ func TestDeletedConsumerIsMadeAgain(t *testing.T) {
 	}
 }
 
-// A stopping dispatcher finishes the attempt in flight and gives back at
-// once what it fetched ahead and had not attempted: the receiver sees one
-// delivery before the stop, and the next dispatcher delivers the rest,
-// each once.
-func TestStopGivesBackWhatItFetchedAhead(t *testing.T) {
-	r := testrig.New(t, testrig.Options{})
-	arrived, release := make(chan struct{}), make(chan struct{})
+// holdingFirst is a receiver that holds its first delivery until release
+// is closed (arrived is closed when it comes) and answers 204 at once to
+// every other.
+func holdingFirst(t *testing.T) (rc *receiver, arrived, release chan struct{}) {
+	arrived, release = make(chan struct{}), make(chan struct{})
 	var first sync.Once
-	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+	rc = newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		held := false
 		first.Do(func() { held = true })
 		if held {
@@ -673,20 +671,38 @@ func TestStopGivesBackWhatItFetchedAhead(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	return rc, arrived, release
+}
+
+// ackPending is how many messages d's consumer has delivered and not had
+// acknowledged; -1 when it cannot say.
+func ackPending(r *testrig.Rig, d config.Destination) int {
+	ctx := context.Background()
+	c, err := r.JS.Consumer(ctx, envelope.StreamOut, d.Durable())
+	if err != nil {
+		return -1
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return -1
+	}
+	return info.NumAckPending
+}
+
+// A stopping dispatcher finishes the attempt in flight and gives back at
+// once what it fetched ahead and had not attempted: the receiver sees one
+// delivery before the stop, and the next dispatcher delivers the rest,
+// each once.
+func TestStopGivesBackWhatItFetchedAhead(t *testing.T) {
+	r := testrig.New(t, testrig.Options{})
+	rc, arrived, release := holdingFirst(t)
 	d := dest("stopping", rc.URL)
 	d.MaxInFlight = 1
 	run := start(t, r, d)
 	ids := publish(t, r, "demo", "demo.created", 5)
 	<-arrived
-	ctx := context.Background()
-	testenv.Eventually(t, 10*time.Second, func() bool {
-		c, err := r.JS.Consumer(ctx, envelope.StreamOut, d.Durable())
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(ctx)
-		return err == nil && info.NumAckPending > 1
-	}, "the dispatcher never fetched ahead of its one worker")
+	testenv.Eventually(t, 10*time.Second, func() bool { return ackPending(r, d) > 1 },
+		"the dispatcher never fetched ahead of its one worker")
 	run.cancel() // before the attempt in flight gets its answer
 	close(release)
 	run.stop()
@@ -711,31 +727,15 @@ func TestStopGivesBackWhatItFetchedAhead(t *testing.T) {
 func TestHeldMessagesOutlastTheAckWait(t *testing.T) {
 	t.Cleanup(dispatcher.SetAckMargin(time.Second)) // restored after the dispatcher stops
 	r := testrig.New(t, testrig.Options{})
-	arrived, release := make(chan struct{}), make(chan struct{})
-	var first sync.Once
-	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		held := false
-		first.Do(func() { held = true })
-		if held {
-			close(arrived)
-			<-release
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
+	rc, arrived, release := holdingFirst(t)
 	d := dest("held", rc.URL)
 	d.MaxInFlight, d.Timeout = 1, 500*time.Millisecond
 	run := start(t, r, d)
 	ids := publish(t, r, "demo", "demo.created", 4)
 	<-arrived
+	testenv.Eventually(t, 10*time.Second, func() bool { return ackPending(r, d) == 4 },
+		"the dispatcher never fetched the three messages ahead of its one worker")
 	ctx := context.Background()
-	testenv.Eventually(t, 10*time.Second, func() bool {
-		c, err := r.JS.Consumer(ctx, envelope.StreamOut, d.Durable())
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(ctx)
-		return err == nil && info.NumAckPending == 4
-	}, "the dispatcher never fetched the three messages ahead of its one worker")
 	if err := r.Store.SetDestinationPaused(ctx, "held", true, "alice", "longer than the ack wait"); err != nil {
 		t.Fatal(err)
 	}
