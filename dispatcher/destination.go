@@ -185,9 +185,9 @@ func take(ctx context.Context, window chan struct{}, queue chan jetstream.Msg, p
 
 var fetchBackoff = backoff.Backoff{Min: 250 * time.Millisecond, Max: 5 * time.Second}
 
-// keepEvery is how often a message held and not delivered (the
-// destination paused, its breaker open) is kept with InProgress: three
-// times per ack wait.
+// keepEvery is how often a message held and not yet delivered (waiting
+// for a worker, or in a worker's hands while the destination is paused or
+// its breaker open) is kept with InProgress: three times per ack wait.
 func (d *destination) keepEvery() time.Duration { return (d.cfg.Timeout + ackMargin) / 3 }
 
 // keep tells JetStream that the messages waiting in queue are still

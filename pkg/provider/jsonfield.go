@@ -146,7 +146,7 @@ func (b *jsonBody) valid() error {
 
 // result returns what is at path, whatever its kind (one that does not
 // Exist when nothing is), with field's checks: valid JSON, no duplicated
-// key on the path.
+// key on the path. Its strings point into the body (walk).
 func (b *jsonBody) result(path string) (gjson.Result, error) {
 	if err := b.valid(); err != nil {
 		return gjson.Result{}, err
