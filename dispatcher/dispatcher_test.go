@@ -508,12 +508,7 @@ func TestPauseAndResume(t *testing.T) {
 	rc := newReceiver(t, nil)
 	run := start(t, r, dest("paused", rc.URL))
 	ctx := context.Background()
-	if err := r.Store.SetDestinationPaused(ctx, "paused", true, "alice", "receiver migration"); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 10*time.Second, func() bool {
-		return testutil.ToFloat64(run.m.Dispatch.Paused.WithLabelValues("paused")) == 1
-	}, "the pause never reached the dispatcher")
+	pause(t, r, run, "paused", "receiver migration")
 	// A pull already waiting when the pause was read ends within a second;
 	// then nothing is fetched while paused.
 	testenv.Eventually(t, 10*time.Second, func() bool {
@@ -689,6 +684,18 @@ func ackPending(r *testrig.Rig, d config.Destination) int {
 	return info.NumAckPending
 }
 
+// pause has an operator pause destination and waits until the running
+// dispatcher has read it.
+func pause(t *testing.T, r *testrig.Rig, run running, destination, reason string) {
+	t.Helper()
+	if err := r.Store.SetDestinationPaused(context.Background(), destination, true, "alice", reason); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		return testutil.ToFloat64(run.m.Dispatch.Paused.WithLabelValues(destination)) == 1
+	}, "the pause never reached the dispatcher")
+}
+
 // A stopping dispatcher finishes the attempt in flight and gives back at
 // once what it fetched ahead and had not attempted: the receiver sees one
 // delivery before the stop, and the next dispatcher delivers the rest,
@@ -736,12 +743,7 @@ func TestHeldMessagesOutlastTheAckWait(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, func() bool { return ackPending(r, d) == 4 },
 		"the dispatcher never fetched the three messages ahead of its one worker")
 	ctx := context.Background()
-	if err := r.Store.SetDestinationPaused(ctx, "held", true, "alice", "longer than the ack wait"); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 10*time.Second, func() bool {
-		return testutil.ToFloat64(run.m.Dispatch.Paused.WithLabelValues("held")) == 1
-	}, "the pause never reached the dispatcher")
+	pause(t, r, run, "held", "longer than the ack wait")
 	close(release)
 	time.Sleep(3 * (d.Timeout + time.Second)) // three ack waits, paused
 	if err := r.Store.SetDestinationPaused(ctx, "held", false, "alice", ""); err != nil {
