@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -67,4 +68,23 @@ Subcommands run other harnesses.`
 	}
 	bare.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
 	cmd.AddCommand(bare)
+
+	var bc bench.BareClientConfig
+	client := &cobra.Command{
+		Use:    "bare-client",
+		Short:  "Reference client for `intake bench --dispatch`: posts bodies to a receiver from a process of its own",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			setGCPercent(dispatcherGCPercent) // the collector's target of the process it is the limit of
+			return bench.RunBareClient(cmd.Context(), bc, cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	}
+	cf := client.Flags()
+	cf.StringVar(&bc.URL, "url", "", "the receiver's URL")
+	cf.IntVar(&bc.Size, "payload", 1024, "body bytes")
+	cf.IntVar(&bc.Connections, "connections", config.DefaultDestinationMaxInFlight, "requests in flight")
+	cf.DurationVar(&bc.Duration, "duration", 5*time.Second, "how long to post")
+	cf.StringVar(&bc.Prefix, "prefix", "bare", "the bodies' ids' prefix")
+	cmd.AddCommand(client)
 }

@@ -473,7 +473,7 @@ func (d *dispatchRun) throughput(ctx context.Context, size int) error {
 	if err != nil {
 		return err
 	}
-	client := newClient(dest.MaxInFlight)
+	client := bareClient(dest.MaxInFlight)
 	defer client.CloseIdleConnections()
 	reqs := newRequests("", provider.Config{}, size, "")
 	n := d.c.DispatchMessages
@@ -491,23 +491,31 @@ func (d *dispatchRun) throughput(ctx context.Context, size int) error {
 	if err != nil {
 		return err
 	}
-	var bare, disp []dispatchPass
-	for i, isDispatch := range []bool{false, true, true, false} {
-		if isDispatch {
-			p, err := d.dispatchPass(ctx, rc, dest, cfgPath, pub, n, i)
-			if err != nil {
-				return err
-			}
+	// The limit, the bare client in its own process, first and last; the
+	// same client in the receiver's process next to it; the dispatcher's
+	// two passes in the middle, so that a host speeding up or slowing
+	// down moves both sides alike.
+	var bare, inProc, disp []dispatchPass
+	for i, kind := range []string{"process", "in-process", "dispatcher", "dispatcher", "in-process", "process"} {
+		var (
+			p   dispatchPass
+			err error
+		)
+		switch kind {
+		case "dispatcher":
+			p, err = d.dispatchPass(ctx, rc, dest, cfgPath, pub, n, len(disp) == 0, i)
 			disp = append(disp, p)
-			log.Info("dispatcher pass", "pass", i+1, "per_second", int(p.rate()))
-			continue
+		case "in-process":
+			p, err = bareRun(ctx, rc, client, reqs, fmt.Sprintf("bare%d_%d", size, i), 1<<30, dest.MaxInFlight, time.Now().Add(d.c.Duration/2))
+			inProc = append(inProc, p)
+		default:
+			p, err = d.bareProcessRun(ctx, rc, size, dest.MaxInFlight, fmt.Sprintf("barep%d_%d", size, i), d.c.Duration/2)
+			bare = append(bare, p)
 		}
-		p, err := bareRun(ctx, rc, client, reqs, fmt.Sprintf("bare%d_%d", size, i), 1<<30, dest.MaxInFlight, time.Now().Add(d.c.Duration/2))
 		if err != nil {
 			return err
 		}
-		bare = append(bare, p)
-		log.Info("bare client pass", "pass", i+1, "per_second", int(p.rate()))
+		log.Info("throughput pass", "pass", i+1, "sender", kind, "per_second", int(p.rate()))
 	}
 	t1, err := leafSize(ctx, d.env.st, logTable)
 	if err != nil {
@@ -517,7 +525,7 @@ func (d *dispatchRun) throughput(ctx context.Context, size int) error {
 	if err != nil {
 		return err
 	}
-	b, s := sumPasses(bare), sumPasses(disp)
+	b, ip, s := sumPasses(bare), sumPasses(inProc), sumPasses(disp)
 	if size == d.c.Payloads[0] {
 		d.rate1k = s.rate()
 	}
@@ -531,8 +539,11 @@ func (d *dispatchRun) throughput(ctx context.Context, size int) error {
 	}
 	d.rep.Figures = append(d.rep.Figures,
 		Figure{Stage: "bare HTTP client → receiver (limit)", Payload: size, Rate: b.rate(), P50Ms: millis(b.pct(.5)), P99Ms: millis(b.pct(.99)),
+			Note: fmt.Sprintf("its own process, as the dispatcher; 2 passes of %s, %d in flight; CPU per request: client %.3f ms (this process, the receiver: %.3f; %s)",
+				d.c.Duration/2, dest.MaxInFlight, b.per(b.cpu), b.per(b.self), machineNote(b.machine/time.Duration(b.n), "request"))},
+		Figure{Stage: "bare HTTP client in the receiver's process", Payload: size, Rate: ip.rate(), P50Ms: millis(ip.pct(.5)), P99Ms: millis(ip.pct(.99)),
 			Note: fmt.Sprintf("2 passes of %s, %d in flight; %.3f ms CPU per request (this process: client + receiver; %s)",
-				d.c.Duration/2, dest.MaxInFlight, b.per(b.cpu), machineNote(b.machine/time.Duration(b.n), "request"))},
+				d.c.Duration/2, dest.MaxInFlight, ip.per(ip.cpu), machineNote(ip.machine/time.Duration(ip.n), "request"))},
 		Figure{Stage: "NATS: take and acknowledge (reference g)", Payload: size, Rate: parts.takeRate,
 			Note: fmt.Sprintf("%d messages on a destination's consumer, fetched %d at a time, each acknowledged; %s", n, 2*dest.MaxInFlight, machineNote(parts.take.machine, "message"))},
 		Figure{Stage: "delivery log rows (reference h)", Payload: size, Rate: parts.logRate,
@@ -552,6 +563,7 @@ func (d *dispatchRun) throughput(ctx context.Context, size int) error {
 	floor := b.machine/time.Duration(b.n) + parts.take.machine + parts.log.machine
 	d.rep.Ratios = append(d.rep.Ratios,
 		Ratio{Name: "dispatcher / bare HTTP client", Payload: size, Value: ratio, Target: ">= 0.50", Met: &met},
+		Ratio{Name: "dispatcher / bare HTTP client in the receiver's process", Payload: size, Value: s.rate() / ip.rate()},
 		Ratio{Name: "dispatcher / bare HTTP client, the most the cores allow", Payload: size, Value: mostRate(floor) / b.rate()},
 		Ratio{Name: "dispatcher CPU per delivery / bare + (g) + (h)", Payload: size, Value: float64(s.machine) / float64(s.n) / float64(floor)},
 		Ratio{Name: "dispatcher CPU ms per delivery (process + postgres)", Payload: size, Value: s.per(s.cpu + s.pg)})
@@ -566,11 +578,28 @@ const logTable = "intake.dispatch_attempts"
 func logMillis(d time.Duration) float64 { return millis(d) + 0.5 }
 
 // bareRun posts n bodies (or until deadline, when set), conns at a time,
-// to the receiver: the limit.
+// to the receiver from this process.
 func bareRun(ctx context.Context, rc *receiver, client *http.Client, reqs *requests, prefix string, n, conns int, deadline time.Time) (dispatchPass, error) {
 	rc.reset()
-	url := rc.url()
 	cpu0 := cpuMeter{}.read()
+	lat, _, err := postFor(ctx, client, rc.url(), reqs, prefix, n, conns, deadline)
+	end := time.Now()
+	if err != nil {
+		return dispatchPass{}, fmt.Errorf("bare client: %w", err)
+	}
+	got, first, _ := rc.count()
+	if got == 0 {
+		return dispatchPass{}, errors.New("bare client: the receiver got nothing")
+	}
+	cpu := cpuMeter{}.read().sub(cpu0)
+	return dispatchPass{n: got, secs: end.Sub(first).Seconds(), lat: lat, cpu: cpu.self, machine: cpu.machine}, nil
+}
+
+// postFor posts n bodies (or until deadline, when set), conns at a time,
+// to url: the bare client, in this process or in its own
+// (RunBareClient). It returns each request's latency and how many were
+// answered 204.
+func postFor(ctx context.Context, client *http.Client, url string, reqs *requests, prefix string, n, conns int, deadline time.Time) ([]time.Duration, int, error) {
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex
@@ -602,19 +631,10 @@ func bareRun(ctx context.Context, rc *receiver, client *http.Client, reqs *reque
 		})
 	}
 	wg.Wait()
-	end := time.Now()
-	if firstErr != nil {
-		return dispatchPass{}, fmt.Errorf("bare client: %w", firstErr)
+	if firstErr == nil {
+		firstErr = ctx.Err()
 	}
-	if err := ctx.Err(); err != nil {
-		return dispatchPass{}, err
-	}
-	got, first, _ := rc.count()
-	if got == 0 {
-		return dispatchPass{}, errors.New("bare client: the receiver got nothing")
-	}
-	cpu := cpuMeter{}.read().sub(cpu0)
-	return dispatchPass{n: got, secs: end.Sub(first).Seconds(), lat: lat, cpu: cpu.self, machine: cpu.machine}, nil
+	return lat, len(lat), firstErr
 }
 
 // postBare is one request of the bare client: the body, its content
@@ -648,7 +668,7 @@ func cmpOr(a, b error) error {
 
 // dispatchPass drains a fresh backlog of n messages with a dispatcher
 // started for it.
-func (d *dispatchRun) dispatchPass(ctx context.Context, rc *receiver, dest config.Destination, cfgPath string, pub *outPublisher, n, pass int) (dispatchPass, error) {
+func (d *dispatchRun) dispatchPass(ctx context.Context, rc *receiver, dest config.Destination, cfgPath string, pub *outPublisher, n int, profile bool, pass int) (dispatchPass, error) {
 	var lastID int64
 	if err := d.env.st.Pool().QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM intake.dispatch_attempts`).Scan(&lastID); err != nil {
 		return dispatchPass{}, err
@@ -684,7 +704,7 @@ func (d *dispatchRun) dispatchPass(ctx context.Context, rc *receiver, dest confi
 		return dispatchPass{}, err
 	}
 	profiled := func() {}
-	if pass == 1 { // the first dispatcher pass
+	if profile {
 		profiled = d.c.profile(base, d.c.Duration/2, fmt.Sprintf("dispatcher-%d.pprof", pub.reqs.size))
 	}
 	defer profiled() // a no-op once called below

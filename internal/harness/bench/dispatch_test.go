@@ -72,14 +72,18 @@ func TestDispatchStage(t *testing.T) {
 	if ck := got["kills"]; ck.Kills != 1 {
 		t.Errorf("kills: %d kills, want 1", ck.Kills)
 	}
-	var figures int
-	for _, f := range rep.Figures {
-		if strings.Contains(f.Stage, "dispatcher") || strings.Contains(f.Stage, "bare HTTP client") {
-			figures++
+	// The three senders each delivered: the bare client in its own
+	// process (the limit), the same client in the receiver's process, and
+	// the dispatcher; the limit's client CPU is its process's own.
+	for _, stage := range []string{"bare HTTP client → receiver (limit)", "bare HTTP client in the receiver's process", "intake dispatcher → receiver"} {
+		i := slices.IndexFunc(rep.Figures, func(f Figure) bool { return f.Stage == stage })
+		if i < 0 || rep.Figures[i].Rate <= 0 {
+			t.Errorf("%s: not measured (%+v)", stage, rep.Figures)
 		}
 	}
-	if figures != 2 {
-		t.Errorf("%d throughput figures, want the bare client's and the dispatcher's", figures)
+	if i := slices.IndexFunc(rep.Figures, func(f Figure) bool { return f.Stage == "bare HTTP client → receiver (limit)" }); i >= 0 &&
+		(!strings.Contains(rep.Figures[i].Note, "its own process") || strings.Contains(rep.Figures[i].Note, "client 0.000 ms")) {
+		t.Errorf("the limit's client CPU is not its own process's: %s", rep.Figures[i].Note)
 	}
 	// The parts the dispatcher's bound adds: each ran and took CPU.
 	for _, stage := range []string{"NATS: take and acknowledge (reference g)", "delivery log rows (reference h)"} {

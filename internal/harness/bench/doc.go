@@ -32,6 +32,6 @@
 // processes. --system (system.go) and --dispatch (dispatch.go) are runs
 // of their own too: the whole pipeline as `intake dev` deploys it, and
 // `intake dispatcher` against a bare HTTP client posting to the same
-// receiver, then a destination held down and the dispatcher killed, judged
+// receiver from a process of its own (bareclient.go), then a destination held down and the dispatcher killed, judged
 // from the receiver's record.
 package bench
