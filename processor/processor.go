@@ -66,8 +66,9 @@ type Options struct {
 // it could not).
 type Processor struct {
 	o Options
-	// integrations are Options.Integrations by name.
-	integrations map[string]config.Integration
+	// integrations are what each event needs of Options.Integrations, by
+	// name, worked out once.
+	integrations map[string]*integration
 	// verifier checks Intake-Envelope-Signature (nil, no keys: not
 	// checked); requireSigned refuses a message without one.
 	verifier      *envelope.Verifier
@@ -112,13 +113,22 @@ func New(o Options) (*Processor, error) {
 	// Every handler, built-in or a library user's, runs behind recovery,
 	// tracing and metrics.
 	o.Handler = Chain(o.Handler, Recover(), Tracing(o.TracerProvider), HandlerMetrics(o.Metrics.HandlerLatency))
-	byName := make(map[string]config.Integration, len(o.Integrations))
+	byName := make(map[string]*integration, len(o.Integrations))
 	for _, in := range o.Integrations {
-		byName[in.Name] = in
+		byName[in.Name] = &integration{name: in.Name, tenant: in.Tenant, guardsReplays: in.GuardsReplays()}
 	}
 	initSeries(o.Metrics, o.Integrations)
 	return &Processor{o: o, integrations: byName, verifier: envelopeVerifier(o.Envelope.KeyBytes()), requireSigned: o.Envelope.Required(),
 		outage: newOutage(o.Config.Concurrency), tracer: telemetry.Tracer(o.TracerProvider)}, nil
+}
+
+// integration is what the processor reads of a configured integration for
+// each event. A config.Integration is copied whole by a map lookup (close
+// to a kilobyte), and GuardsReplays resolves the provider's preset on
+// every call: both once per event, until they were worked out here.
+type integration struct {
+	name, tenant  string
+	guardsReplays bool // config.Integration.GuardsReplays
 }
 
 // initSeries creates, at 0, the per-integration series the alerts take an
@@ -484,7 +494,7 @@ func (p *Processor) handlerFailed(work, shutdown context.Context, it *item, herr
 	}
 	final := errors.Is(herr, ErrPermanent) || errors.Is(herr, ErrQuarantine)
 	last := ev.Delivery >= uint64(p.o.Config.MaxDeliver)
-	if in, ok := p.integrations[ev.Key.Integration]; ok && in.GuardsReplays() {
+	if in, ok := p.integrations[ev.Key.Integration]; ok && in.guardsReplays {
 		// The body stays this key's (replay guard): a copy under a fresh id
 		// must not take it while the event waits for its retry or replay.
 		err := p.retryDB(shutdown, func() error {

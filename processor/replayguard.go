@@ -48,7 +48,7 @@ func (p *Processor) guardBodies(ctx context.Context, tx pgx.Tx, b []*item) error
 		if it.reject != nil || it.admitted {
 			continue
 		}
-		if in, ok := p.integrations[it.ev.Key.Integration]; !ok || !in.GuardsReplays() {
+		if in, ok := p.integrations[it.ev.Key.Integration]; !ok || !in.guardsReplays {
 			continue
 		}
 		claims = append(claims, store.BodyClaim{Key: it.ev.Key, EventType: it.ev.EventType, PayloadSHA256: it.ev.PayloadSHA256, StreamSeq: it.ev.StreamSeq})

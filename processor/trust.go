@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 )
@@ -128,15 +127,15 @@ func (p *Processor) checkEnvelope(it *item) (reason, detail string) {
 
 // checkEnvelope: the key's integration is configured, the tenant is its
 // tenant, the subject is its (intake.in.{integration}.>).
-func checkEnvelope(integrations map[string]config.Integration, k envelope.Key, tenant, subject string) (reason, detail string) {
+func checkEnvelope(integrations map[string]*integration, k envelope.Key, tenant, subject string) (reason, detail string) {
 	in, ok := integrations[k.Integration]
 	switch {
 	case !ok:
 		return store.RejectUnknownIntegration, fmt.Sprintf("integration %q is not configured", k.Integration)
-	case tenant != in.Tenant:
-		return store.RejectTenantMismatch, fmt.Sprintf("tenant %q is not the integration's (%q)", tenant, in.Tenant)
-	case !envelope.IsSubjectIn(subject, in.Name):
-		return store.RejectSubjectMismatch, fmt.Sprintf("subject is not under %s>", envelope.SubjectInPrefix(in.Name))
+	case tenant != in.tenant:
+		return store.RejectTenantMismatch, fmt.Sprintf("tenant %q is not the integration's (%q)", tenant, in.tenant)
+	case !envelope.IsSubjectIn(subject, in.name):
+		return store.RejectSubjectMismatch, fmt.Sprintf("subject is not under %s>", envelope.SubjectInPrefix(in.name))
 	}
 	return "", ""
 }

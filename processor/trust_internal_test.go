@@ -3,15 +3,14 @@ package processor
 import (
 	"testing"
 
-	"github.com/intakehq/intake/pkg/config"
 	"github.com/intakehq/intake/pkg/envelope"
 	"github.com/intakehq/intake/pkg/store"
 )
 
 func TestCheckEnvelope(t *testing.T) {
-	integrations := map[string]config.Integration{
-		"demo":    {Name: "demo", Tenant: "acme"},
-		"partner": {Name: "partner", Tenant: "globex"},
+	integrations := map[string]*integration{
+		"demo":    {name: "demo", tenant: "acme"},
+		"partner": {name: "partner", tenant: "globex"},
 	}
 	demo := envelope.Key{Integration: "demo", Account: "main", EventID: "evt_1"}
 	for _, c := range []struct {

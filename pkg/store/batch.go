@@ -379,7 +379,10 @@ func (w *BatchWrites) copyOutbox(ctx context.Context, tx pgx.Tx, ids [][16]byte)
 					payload = []byte{} // an empty body, not "in the stream"
 				}
 			}
-			return []any{ids[i], msgID, r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, string(hdr), payload, seq}, nil
+			// hdr as []byte: jsonb takes it as the JSON it is, and pgx
+			// encodes a row before it asks for the next, so one buffer
+			// serves every row (a string was a copy per row).
+			return []any{ids[i], msgID, r.Key.Integration, r.Key.Account, r.Key.EventID, r.Subject, hdr, payload, seq}, nil
 		}))
 	if err != nil {
 		return fmt.Errorf("store: copy outbox: %w", err)
