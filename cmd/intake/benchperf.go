@@ -69,6 +69,22 @@ Subcommands run other harnesses.`
 	bare.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
 	cmd.AddCommand(bare)
 
+	var natsURL, subject string
+	barePub := &cobra.Command{
+		Use:    "bare-publish",
+		Short:  "Reference server (f) for `intake bench`: reads the body, publishes it to JetStream, answers 200 after the PubAck",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			setGCPercent(ingressGCPercent) // the collector's target of the role it is the limit of
+			return bench.ServeBarePublish(cmd.Context(), addr, natsURL, subject)
+		},
+	}
+	barePub.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
+	barePub.Flags().StringVar(&natsURL, "nats", "", "NATS URL")
+	barePub.Flags().StringVar(&subject, "subject", "", "the subject to publish to (a stream's)")
+	cmd.AddCommand(barePub)
+
 	var bc bench.BareClientConfig
 	client := &cobra.Command{
 		Use:    "bare-client",

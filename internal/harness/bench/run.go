@@ -401,10 +401,12 @@ type payloadRun struct {
 	st      *store.Store
 	pgPID   int // the cluster's, for Postgres's CPU
 	cfgPath string
+	natsURL string
 	url     string // ingress's webhook URL
 	proc    *child
 
 	bare, sat       loadResult // bare HTTP and ingress, saturated side by side
+	barePub         loadResult // (f): bare HTTP answering after a PubAck, beside them
 	satRSS          float64    // ingress's peak RSS after saturation
 	syncRate        float64    // (b) raw JetStream publish, sync and async
 	asyncRate       float64
@@ -443,6 +445,7 @@ func (p *payloadRun) start(ctx context.Context, pg *pgcluster.Cluster) error {
 	if err != nil {
 		return err
 	}
+	p.natsURL = natsURL
 	dbURL, err := p.openDB(ctx, pg)
 	if err != nil {
 		return err
@@ -538,6 +541,11 @@ func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // saturate runs Intake ingress, as its own process, and (a) bare HTTP:
 // saturated in turn, side by side, with the same generator and requests.
 func (p *payloadRun) saturate(ctx context.Context, bareAddr string) error {
+	pubAddr, stopPub, err := p.startBarePublish(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopPub()
 	ing, base, err := p.startRole(ctx, "ingress", "/readyz")
 	if err != nil {
 		return err
@@ -545,27 +553,66 @@ func (p *payloadRun) saturate(ctx context.Context, bareAddr string) error {
 	p.url = base + "/webhooks/bench"
 	nSlices := min(max(int(p.c.Duration/time.Second), 1), 5)
 	ingProfile := p.c.profile(base, 2*p.c.Duration, fmt.Sprintf("ingress-%d.pprof", p.size))
-	p.bare, p.sat, err = sideBySide(ctx, p.client,
+	res, err := inTurn(ctx, p.client, []func(int) *requests{
 		func(i int) *requests {
 			return newRequests("http://"+bareAddr+"/", p.signing, p.size, fmt.Sprintf("bare%d", i))
 		},
 		func(i int) *requests { return newRequests(p.url, p.signing, p.size, fmt.Sprintf("sat%d", i)) },
-		p.c.Connections, p.c.Duration, nSlices)
+		func(i int) *requests {
+			return newRequests("http://"+pubAddr+"/", p.signing, p.size, fmt.Sprintf("pub%d", i))
+		},
+	}, p.c.Connections, p.c.Duration, nSlices)
 	ingProfile()
 	if err != nil {
 		return err
 	}
+	p.bare, p.sat, p.barePub = res[0], res[1], res[2]
 	if p.sat.Failed > 0 {
 		p.log.Warn("ingress answered non-200", "failed", p.sat.Failed)
 	}
+	if p.barePub.Failed > 0 {
+		return fmt.Errorf("reference (f) failed %d requests: %v", p.barePub.Failed, p.barePub.Why)
+	}
 	p.satRSS = ing.peakRSS() // now: later stages (more connections) raise the high-water mark
 	p.add(Figure{Stage: "bare HTTP (reference a)", Payload: p.size, Rate: p.bare.rate(), P50Ms: millis(p.bare.pct(.5)), P99Ms: millis(p.bare.pct(.99)),
-		Note: fmt.Sprintf("in %d slices, alternating with ingress; %s (this process, the generator: %.3f)",
+		Note: fmt.Sprintf("in %d slices, in turn with ingress and (f); %s (this process, the generator: %.3f)",
 			nSlices, machineNote(p.bare.cpuPer().machine, "request"), millis(p.bare.cpuPer().self))})
+	p.add(Figure{Stage: "bare HTTP + PubAck (reference f)", Payload: p.size, Rate: p.barePub.rate(), P50Ms: millis(p.barePub.pct(.5)), P99Ms: millis(p.barePub.pct(.99)),
+		Note: fmt.Sprintf("(a) publishing the body to an INTAKE_IN-like stream and answering after the PubAck, nothing else; in turn with (a) and ingress; %s (this process, the generator and NATS: %.3f)",
+			machineNote(p.barePub.cpuPer().machine, "request"), millis(p.barePub.cpuPer().self))})
 	p.add(Figure{Stage: "intake ingress, saturation", Payload: p.size, Rate: p.sat.rate(), P50Ms: millis(p.sat.pct(.5)), P99Ms: millis(p.sat.pct(.99)), RSSMB: p.satRSS,
 		Note: fmt.Sprintf("verify signature + PubAck before 200; %s (this process, the generator and NATS: %.3f)",
 			machineNote(p.sat.cpuPer().machine, "event"), millis(p.sat.cpuPer().self))})
 	return nil
+}
+
+// startBarePublish starts reference (f) on a stream of its own, configured
+// like INTAKE_IN; stop ends it and deletes the stream.
+func (p *payloadRun) startBarePublish(ctx context.Context) (addr string, stop func(), err error) {
+	sc := stream.InConfig(config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: config.DefaultDuplicateWindow, MaxBytes: -1})
+	sc.Name = fmt.Sprintf("BENCH_F_%d", p.size)
+	subj := fmt.Sprintf("bench.f.%d", p.size)
+	sc.Subjects = []string{subj}
+	if _, err := p.js.CreateOrUpdateStream(ctx, sc); err != nil {
+		return "", nil, err
+	}
+	if addr, err = freeAddr(); err != nil {
+		return "", nil, err
+	}
+	ch, err := startChild("bare-publish", p.c.Binary, filepath.Join(p.dir, fmt.Sprintf("bare-publish-%d.log", p.size)), nil,
+		"bench", "bare-publish", "--addr", addr, "--nats", p.natsURL, "--subject", subj)
+	if err != nil {
+		return "", nil, err
+	}
+	stop = func() {
+		ch.stop()
+		_ = p.js.DeleteStream(context.WithoutCancel(ctx), sc.Name)
+	}
+	if err := ch.waitReady(ctx, "http://"+addr+"/"); err != nil {
+		stop()
+		return "", nil, err
+	}
+	return addr, stop, nil
 }
 
 // rawPublish measures (b), raw JetStream publish, sync and async.
@@ -693,6 +740,14 @@ func (p *payloadRun) pgRefsAfter(ctx context.Context, refsAt int) error {
 func (p *payloadRun) ratios() {
 	ingRatio := p.sat.rate() / p.bare.rate()
 	p.ratio("ingress / bare HTTP", ingRatio, ">= 0.65", ingRatio >= 0.65)
+	// Shown, not targets: (f) is (a) that answers after a PubAck and does
+	// nothing else, so (f) / (a) is the most an ingress can reach here
+	// with net/http and nats.go, and ingress / (f) is what Intake's own
+	// work leaves of it.
+	if p.barePub.rate() > 0 {
+		p.ratio("bare HTTP + PubAck (f) / bare HTTP", p.barePub.rate()/p.bare.rate(), "", false)
+		p.ratio("ingress / bare HTTP + PubAck (f)", p.sat.rate()/p.barePub.rate(), "", false)
+	}
 	p.ratio("ingress / raw JetStream async", p.sat.rate()/p.asyncRate, "", false)
 	p.ratio("ingress / raw JetStream sync", p.sat.rate()/p.syncRate, "", false)
 	// Shown, not targets: what the cores allow each role. Ingress is at
