@@ -142,32 +142,12 @@ func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers 
 	for range workers {
 		wg.Go(func() {
 			for time.Now().Before(deadline) && ctx.Err() == nil {
-				claims := make([]store.BatchClaim, batch)
-				var w store.BatchWrites
-				for j := range claims {
+				var rows eventRows
+				for range batch {
 					i := next.Add(1)
-					k := envelope.Key{Integration: "bench", Account: "a", EventID: fmt.Sprintf("%s_%d", prefix, i)}
-					now := time.Now()
-					claims[j] = store.BatchClaim{Claim: store.Claim{Key: k, Tenant: "t", EventType: "bench.event",
-						PayloadSHA256: sha, StreamSeq: uint64(i), ReceivedAt: now}}
-					if claimsOnly {
-						continue
-					}
-					w.FirstDeliveries = append(w.FirstDeliveries, store.DeliveryRecord{ReceiptID: envelope.StreamReceiptID(uint64(i)),
-						Key: k, ReceivedAt: now, Instance: "bench", StatusCode: 200, Answer: "accepted"})
-					id := store.NewID()
-					w.Executions = append(w.Executions, store.Execution{ID: id, Key: k, Mode: inbox.ModeOriginal, StreamSeq: uint64(i)})
-					w.Outbox = append(w.Outbox, store.OutboxRow{Key: k, MsgID: envelope.OutboxMsgID(k, inbox.ModeOriginal, "", 0), Subject: "intake.out.t.bench.bench_event",
-						Headers: map[string][]string{envelope.HeaderKey: {k.String()}, envelope.HeaderExecutionID: {id}}, Payload: body,
-						PayloadSeq: uint64(i)}) // as Forward's rows: the payload left in INTAKE_IN
+					rows.add(fmt.Sprintf("%s_%d", prefix, i), uint64(i), sha, body, claimsOnly)
 				}
-				err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
-					if _, _, err := store.ClaimBatch(ctx, tx, claims); err != nil || claimsOnly {
-						return err
-					}
-					return w.Flush(ctx, tx)
-				})
-				if err != nil {
+				if err := rows.write(ctx, st, claimsOnly); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
@@ -180,6 +160,43 @@ func pgWrites(ctx context.Context, st *store.Store, body []byte, batch, workers 
 		return pgRate{}, fmt.Errorf("postgres writes: %w", err)
 	}
 	return pgRate{events: n.Load(), secs: time.Since(start).Seconds()}, nil
+}
+
+// eventRows are the rows the processor writes for a batch of events, as
+// (c) writes them.
+type eventRows struct {
+	claims []store.BatchClaim
+	w      store.BatchWrites
+}
+
+// add is one event's rows: its claim, and unless claimsOnly its delivery
+// history row, execution and outbox row (the payload left in the stream at
+// seq, as Forward's).
+func (r *eventRows) add(eventID string, seq uint64, sha string, body []byte, claimsOnly bool) {
+	k := envelope.Key{Integration: "bench", Account: "a", EventID: eventID}
+	now := time.Now()
+	r.claims = append(r.claims, store.BatchClaim{Claim: store.Claim{Key: k, Tenant: "t", EventType: "bench.event",
+		PayloadSHA256: sha, StreamSeq: seq, ReceivedAt: now}})
+	if claimsOnly {
+		return
+	}
+	r.w.FirstDeliveries = append(r.w.FirstDeliveries, store.DeliveryRecord{ReceiptID: envelope.StreamReceiptID(seq),
+		Key: k, ReceivedAt: now, Instance: "bench", StatusCode: 200, Answer: "accepted"})
+	id := store.NewID()
+	r.w.Executions = append(r.w.Executions, store.Execution{ID: id, Key: k, Mode: inbox.ModeOriginal, StreamSeq: seq})
+	r.w.Outbox = append(r.w.Outbox, store.OutboxRow{Key: k, MsgID: envelope.OutboxMsgID(k, inbox.ModeOriginal, "", 0), Subject: "intake.out.t.bench.bench_event",
+		Headers: map[string][]string{envelope.HeaderKey: {k.String()}, envelope.HeaderExecutionID: {id}}, Payload: body,
+		PayloadSeq: seq})
+}
+
+// write writes the rows in one transaction.
+func (r *eventRows) write(ctx context.Context, st *store.Store, claimsOnly bool) error {
+	return pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
+		if _, _, err := store.ClaimBatch(ctx, tx, r.claims); err != nil || claimsOnly {
+			return err
+		}
+		return r.w.Flush(ctx, tx)
+	})
 }
 
 // pgRate is events written in so many seconds, over one or more slices,
@@ -253,20 +270,59 @@ func cleanTables(ctx context.Context, st *store.Store) error {
 // workers batches in flight, as the processor's defaults do. It returns
 // messages per second over dur, or an error when the backlog runs out.
 func natsHalf(ctx context.Context, js jetstream.JetStream, inName string, size, batch, workers int, dur time.Duration) (float64, error) {
+	rate, err := drainLike(ctx, js, inName, natsHalfOutName(size), fmt.Sprintf("bench.e.%d", size), "bench-e", batch, workers, dur, nil)
+	if err != nil {
+		return 0, fmt.Errorf("reference (e): %w", err)
+	}
+	return rate, nil
+}
+
+// bareProcessor is reference (c+e): (c)'s rows and (e)'s JetStream work
+// in one loop, as the processor does them — a batch fetched from (b)'s
+// backlog (whose bodies are all one, of hash sha), its events' rows
+// written in one transaction, each message
+// published to a stream configured like INTAKE_OUT, the PubAcks awaited,
+// the batch acked — and nothing else: no envelope check, no decoding, no
+// handler. processor / (c+e) is what Intake's own work leaves of it.
+func bareProcessor(ctx context.Context, js jetstream.JetStream, st *store.Store, inName string, sha string, size, batch, workers int, dur time.Duration) (float64, error) {
+	var next atomic.Int64
+	rate, err := drainLike(ctx, js, inName, fmt.Sprintf("BENCH_CE_OUT_%d", size), fmt.Sprintf("bench.ce.%d", size), "bench-ce", batch, workers, dur,
+		func(msgs []jetstream.Msg) error {
+			var rows eventRows
+			for _, m := range msgs {
+				i := next.Add(1)
+				rows.add(fmt.Sprintf("ce_%d", i), uint64(i), sha, m.Data(), false)
+			}
+			return rows.write(ctx, st, false)
+		})
+	if err != nil {
+		return 0, fmt.Errorf("reference (c+e): %w", err)
+	}
+	return rate, js.DeleteStream(ctx, fmt.Sprintf("BENCH_CE_OUT_%d", size))
+}
+
+// drainLike drains a backlog in a stream configured like INTAKE_IN
+// (inName) as the processor does: batches fetched through a pull consumer
+// (durable), write (when set) run on each, each message published to a
+// stream configured like INTAKE_OUT (outName, on outSubj) with async
+// PubAcks, every PubAck awaited, then each message acked: batch messages at
+// a time, workers batches in flight. It returns messages per second over
+// dur, or an error when the backlog runs out.
+func drainLike(ctx context.Context, js jetstream.JetStream, inName, outName, outSubj, durable string, batch, workers int, dur time.Duration,
+	write func([]jetstream.Msg) error) (float64, error) {
 	oc := stream.OutConfig(config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: config.DefaultDuplicateWindow, MaxBytes: -1})
-	oc.Name = natsHalfOutName(size)
-	outSubj := fmt.Sprintf("bench.e.%d", size)
+	oc.Name = outName
 	oc.Subjects = []string{outSubj}
 	if _, err := js.CreateOrUpdateStream(ctx, oc); err != nil {
 		return 0, err
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, inName, jetstream.ConsumerConfig{Durable: "bench-e",
+	cons, err := js.CreateOrUpdateConsumer(ctx, inName, jetstream.ConsumerConfig{Durable: durable,
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxAckPending: 4 * batch * workers})
 	if err != nil {
 		return 0, err
 	}
 	var done atomic.Int64
-	rate, err := closedLoop(ctx, workers, dur, func() func() (int, error) {
+	return closedLoop(ctx, workers, dur, func() func() (int, error) {
 		msgs := make([]jetstream.Msg, 0, batch)
 		futures := make([]jetstream.PubAckFuture, 0, batch)
 		return func() (int, error) {
@@ -280,6 +336,11 @@ func natsHalf(ctx context.Context, js jetstream.JetStream, inName string, size, 
 			}
 			if len(msgs) == 0 {
 				return 0, fmt.Errorf("%w after %d messages", errBacklogRanOut, done.Load())
+			}
+			if write != nil {
+				if err := write(msgs); err != nil {
+					return 0, err
+				}
 			}
 			futures = futures[:0]
 			for _, m := range msgs {
@@ -305,10 +366,6 @@ func natsHalf(ctx context.Context, js jetstream.JetStream, inName string, size, 
 			return len(msgs), nil
 		}
 	})
-	if err != nil {
-		return 0, fmt.Errorf("reference (e): %w", err)
-	}
-	return rate, nil
 }
 
 // errBacklogRanOut: reference (e) found no message left to drain.

@@ -30,7 +30,7 @@ func TestDefaultStages(t *testing.T) {
 		figures[f.Stage] = f
 	}
 	for _, stage := range []string{"bare HTTP (reference a)", "bare HTTP + PubAck (reference f)", "intake ingress, saturation", "raw JetStream publish, sync (reference b)",
-		"raw JetStream publish, async (reference b)", "processor's JetStream work (reference e)", "Postgres batched-insert limit (reference c)", "intake processor, committed"} {
+		"raw JetStream publish, async (reference b)", "processor's JetStream work (reference e)", "the processor's parts in one loop (reference c+e)", "Postgres batched-insert limit (reference c)", "intake processor, committed"} {
 		f, ok := figures[stage]
 		switch {
 		case !ok || f.Rate <= 0:
@@ -45,6 +45,7 @@ func TestDefaultStages(t *testing.T) {
 	}
 	for _, name := range []string{"ingress / bare HTTP", "processor / batched-insert limit",
 		"bare HTTP + PubAck (f) / bare HTTP", "ingress / bare HTTP + PubAck (f)",
+		"processor's parts in one loop (c+e) / batched-insert limit", "processor / its parts in one loop (c+e)",
 		"ingress / bare HTTP, the most the cores allow", "ingress CPU per event / (a) + (b sync)",
 		"processor / batched-insert limit, the most the cores allow", "processor CPU per event / (c) + (e)",
 		"processor / batched-insert limit, at most: (c) + a publish",
