@@ -10,10 +10,14 @@
 // batches of 256, no JetStream; (d) the same writes one transaction per
 // event (the naive receiver); (e) the processor's JetStream work without
 // Postgres: (b)'s messages fetched 256 at a time, each published to a
-// stream configured like INTAKE_OUT, PubAcks awaited, then acked. Two
-// ratios are shown against costs added — ingress against (a) and (b sync),
-// the processor against (c) and (e) — since on a host whose cores NATS,
-// Postgres and Intake share, those costs add.
+// stream configured like INTAKE_OUT, PubAcks awaited, then acked; (f) (a)
+// that publishes the body and answers after the PubAck, nothing else — the
+// durable boundary with none of Intake's code; (c+e) (c)'s rows and (e)'s
+// JetStream work in one loop, as the processor does them, nothing else.
+// Two ratios are shown against costs added — ingress against (a) and (b
+// sync), the processor against (c) and (e) — since on a host whose cores
+// NATS, Postgres and Intake share, those costs add; and ingress / (f) and
+// processor / (c+e), Intake's own share.
 //
 // Intake: `intake ingress` and `intake processor` run as child processes
 // (so their peak RSS is their own), against an embedded nats-server and a
