@@ -19,23 +19,26 @@ import (
 // and answers 200 with a small JSON body, with ingress's server timeouts.
 // `intake bench bare-http` runs it as its own process.
 func ServeBare(ctx context.Context, addr string) error {
-	srv := &http.Server{
-		Addr: addr,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"status":"accepted"}` + "\n"))
-		}),
-		// ingress's own timeouts, so the reference serves like it
+	return serve(ctx, addr, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+		accepted(w)
+	})
+}
+
+// accepted is the references' answer: a small JSON body, as ingress's.
+func accepted(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"status":"accepted"}` + "\n"))
+}
+
+// serve runs h on addr until ctx ends, then shuts it down; with ingress's
+// own timeouts, so a reference serves like it.
+func serve(ctx context.Context, addr string, h http.HandlerFunc) error {
+	srv := &http.Server{Addr: addr, Handler: h,
 		ReadHeaderTimeout: config.DefaultReadHeaderTimeout,
 		ReadTimeout:       config.DefaultReadTimeout,
 		WriteTimeout:      config.DefaultWriteTimeout,
 	}
-	return serve(ctx, srv, addr)
-}
-
-// serve runs srv on addr until ctx ends, then shuts it down.
-func serve(ctx context.Context, srv *http.Server, addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -68,33 +71,25 @@ func ServeBarePublish(ctx context.Context, addr, natsURL, subject string) error 
 		return err
 	}
 	defer nc.Close()
-	srv := &http.Server{
-		Addr: addr,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost {
-				w.WriteHeader(http.StatusOK)
-				return
-			}
-			var body bytes.Buffer
-			if r.ContentLength > 0 {
-				body.Grow(int(r.ContentLength) + bytes.MinRead)
-			}
-			if _, err := body.ReadFrom(io.LimitReader(r.Body, 1<<20)); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			m := &nats.Msg{Subject: subject, Data: body.Bytes(), Header: nats.Header{envelope.HeaderMsgID: {r.Header.Get("webhook-id")}}}
-			resp, err := nc.RequestMsgWithContext(r.Context(), m)
-			if err != nil || bytes.Contains(resp.Data, []byte(`"error"`)) {
-				http.Error(w, "not stored", http.StatusServiceUnavailable)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"status":"accepted"}` + "\n"))
-		}),
-		ReadHeaderTimeout: config.DefaultReadHeaderTimeout,
-		ReadTimeout:       config.DefaultReadTimeout,
-		WriteTimeout:      config.DefaultWriteTimeout,
-	}
-	return serve(ctx, srv, addr)
+	return serve(ctx, addr, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		var body bytes.Buffer
+		if r.ContentLength > 0 {
+			body.Grow(int(r.ContentLength) + bytes.MinRead)
+		}
+		if _, err := body.ReadFrom(io.LimitReader(r.Body, 1<<20)); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		m := &nats.Msg{Subject: subject, Data: body.Bytes(), Header: nats.Header{envelope.HeaderMsgID: {r.Header.Get("webhook-id")}}}
+		resp, err := nc.RequestMsgWithContext(r.Context(), m)
+		if err != nil || bytes.Contains(resp.Data, []byte(`"error"`)) {
+			http.Error(w, "not stored", http.StatusServiceUnavailable)
+			return
+		}
+		accepted(w)
+	})
 }
