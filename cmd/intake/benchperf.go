@@ -11,7 +11,9 @@ import (
 )
 
 // attachPerf makes `intake bench` (no subcommand) the performance harness
-// and adds the hidden `bench bare-http` reference server it starts.
+// and adds the hidden reference processes it starts: `bench bare-http`
+// (a), `bench bare-publish` (f) and `bench bare-client` (the dispatcher
+// stage's limit).
 func attachPerf(cmd *cobra.Command, g *globals) {
 	var (
 		c      bench.Config

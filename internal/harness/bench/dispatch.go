@@ -42,8 +42,11 @@ import (
 // run: a bare net/http client posting bodies of the same size and form,
 // max_in_flight at a time, to the same receiver, for Duration/2 a pass
 // (about as long as a dispatcher pass: a short pass on a shared host
-// samples one busy or idle moment). Passes alternate bare, dispatcher,
-// dispatcher, bare, so drift on the host moves both alike. CPU per
+// samples one busy or idle moment), in a process of its own as the
+// dispatcher is (bareclient.go); the same client in this process, beside
+// the receiver, is measured too and shown without a target. Passes go own
+// process, this process, dispatcher, dispatcher, this process, own
+// process, so drift on the host moves them alike. CPU per
 // delivery is read from /proc at the first delivery and at the end: the
 // dispatcher process's, and every Postgres process's (the log rows).
 //
@@ -419,8 +422,8 @@ type dispatchPass struct {
 	n    int
 	secs float64         // first delivery at the receiver to the end
 	lat  []time.Duration // attempt latencies
-	cpu  time.Duration   // the sender's: the dispatcher process, or this process for the bare client
-	self time.Duration   // this process's during a dispatcher pass: receiver and NATS
+	cpu  time.Duration   // the sender's: the dispatcher process, the bare client's process, or this process for the in-process client
+	self time.Duration   // this process's while another process sends: the receiver (and NATS, for the dispatcher)
 	pg   time.Duration   // every postgres process's
 	// machine is the machine's busy time (every process and the kernel):
 	// the whole bare pass, a dispatcher pass from its first delivery.
@@ -508,7 +511,7 @@ func (d *dispatchRun) throughput(ctx context.Context, size int) error {
 		case "in-process":
 			p, err = bareRun(ctx, rc, client, reqs, fmt.Sprintf("bare%d_%d", size, i), 1<<30, dest.MaxInFlight, time.Now().Add(d.c.Duration/2))
 			inProc = append(inProc, p)
-		default:
+		case "process":
 			p, err = d.bareProcessRun(ctx, rc, size, dest.MaxInFlight, fmt.Sprintf("barep%d_%d", size, i), d.c.Duration/2)
 			bare = append(bare, p)
 		}
@@ -582,24 +585,24 @@ func logMillis(d time.Duration) float64 { return millis(d) + 0.5 }
 func bareRun(ctx context.Context, rc *receiver, client *http.Client, reqs *requests, prefix string, n, conns int, deadline time.Time) (dispatchPass, error) {
 	rc.reset()
 	cpu0 := cpuMeter{}.read()
-	lat, _, err := postFor(ctx, client, rc.url(), reqs, prefix, n, conns, deadline)
-	end := time.Now()
+	lat, err := postFor(ctx, client, rc.url(), reqs, prefix, n, conns, deadline)
 	if err != nil {
 		return dispatchPass{}, fmt.Errorf("bare client: %w", err)
 	}
-	got, first, _ := rc.count()
+	got, first, last := rc.count()
 	if got == 0 {
 		return dispatchPass{}, errors.New("bare client: the receiver got nothing")
 	}
 	cpu := cpuMeter{}.read().sub(cpu0)
-	return dispatchPass{n: got, secs: end.Sub(first).Seconds(), lat: lat, cpu: cpu.self, machine: cpu.machine}, nil
+	// The receiver's first to last delivery, as for the client in its own
+	// process (bareProcessRun).
+	return dispatchPass{n: got, secs: last.Sub(first).Seconds(), lat: lat, cpu: cpu.self, machine: cpu.machine}, nil
 }
 
 // postFor posts n bodies (or until deadline, when set), conns at a time,
 // to url: the bare client, in this process or in its own
-// (RunBareClient). It returns each request's latency and how many were
-// answered 204.
-func postFor(ctx context.Context, client *http.Client, url string, reqs *requests, prefix string, n, conns int, deadline time.Time) ([]time.Duration, int, error) {
+// (RunBareClient). It returns the latency of each request answered 204.
+func postFor(ctx context.Context, client *http.Client, url string, reqs *requests, prefix string, n, conns int, deadline time.Time) ([]time.Duration, error) {
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex
@@ -634,7 +637,7 @@ func postFor(ctx context.Context, client *http.Client, url string, reqs *request
 	if firstErr == nil {
 		firstErr = ctx.Err()
 	}
-	return lat, len(lat), firstErr
+	return lat, firstErr
 }
 
 // postBare is one request of the bare client: the body, its content

@@ -270,23 +270,27 @@ func cleanTables(ctx context.Context, st *store.Store) error {
 // workers batches in flight, as the processor's defaults do. It returns
 // messages per second over dur, or an error when the backlog runs out.
 func natsHalf(ctx context.Context, js jetstream.JetStream, inName string, size, batch, workers int, dur time.Duration) (float64, error) {
-	rate, err := drainLike(ctx, js, inName, natsHalfOutName(size), fmt.Sprintf("bench.e.%d", size), "bench-e", batch, workers, dur, nil)
-	if err != nil {
-		return 0, fmt.Errorf("reference (e): %w", err)
+	loop, err := drainLike(ctx, js, inName, natsHalfOutName(size), fmt.Sprintf("bench.e.%d", size), "bench-e", batch, workers, nil)
+	if err == nil {
+		var rate float64
+		if rate, err = loop(dur); err == nil {
+			return rate, nil
+		}
 	}
-	return rate, nil
+	return 0, fmt.Errorf("reference (e): %w", err)
 }
 
 // bareProcessor is reference (c+e): (c)'s rows and (e)'s JetStream work
-// in one loop, as the processor does them — a batch fetched from (b)'s
-// backlog (whose bodies are all one, of hash sha), its events' rows
-// written in one transaction, each message
-// published to a stream configured like INTAKE_OUT, the PubAcks awaited,
-// the batch acked — and nothing else: no envelope check, no decoding, no
-// handler. processor / (c+e) is what Intake's own work leaves of it.
-func bareProcessor(ctx context.Context, js jetstream.JetStream, st *store.Store, inName string, sha string, size, batch, workers int, dur time.Duration) (float64, error) {
+// in one loop, as the processor does them but in series — a batch fetched
+// from (b)'s backlog (whose bodies are all one, of hash sha), its events'
+// rows written in one transaction, each message published to a stream
+// configured like INTAKE_OUT (bareProcessorOutName, left for the caller to
+// delete), the PubAcks awaited, the batch acked — and nothing else: no
+// envelope check, no decoding, no handler. It returns the rate and, from
+// meter read around the loop alone, the CPU per event.
+func bareProcessor(ctx context.Context, js jetstream.JetStream, st *store.Store, meter cpuMeter, inName, sha string, size, batch, workers int, dur time.Duration) (float64, cpuReading, error) {
 	var next atomic.Int64
-	rate, err := drainLike(ctx, js, inName, fmt.Sprintf("BENCH_CE_OUT_%d", size), fmt.Sprintf("bench.ce.%d", size), "bench-ce", batch, workers, dur,
+	loop, err := drainLike(ctx, js, inName, bareProcessorOutName(size), fmt.Sprintf("bench.ce.%d", size), "bench-ce", batch, workers,
 		func(msgs []jetstream.Msg) error {
 			var rows eventRows
 			for _, m := range msgs {
@@ -296,76 +300,87 @@ func bareProcessor(ctx context.Context, js jetstream.JetStream, st *store.Store,
 			return rows.write(ctx, st, false)
 		})
 	if err != nil {
-		return 0, fmt.Errorf("reference (c+e): %w", err)
+		return 0, cpuReading{}, fmt.Errorf("reference (c+e): %w", err)
 	}
-	return rate, js.DeleteStream(ctx, fmt.Sprintf("BENCH_CE_OUT_%d", size))
+	t0, cpu0 := time.Now(), meter.read()
+	rate, err := loop(dur)
+	cpu, el := meter.read().sub(cpu0), time.Since(t0)
+	if err != nil {
+		return 0, cpuReading{}, fmt.Errorf("reference (c+e): %w", err)
+	}
+	return rate, cpu.per(rate * el.Seconds()), nil
 }
 
-// drainLike drains a backlog in a stream configured like INTAKE_IN
-// (inName) as the processor does: batches fetched through a pull consumer
-// (durable), write (when set) run on each, each message published to a
-// stream configured like INTAKE_OUT (outName, on outSubj) with async
-// PubAcks, every PubAck awaited, then each message acked: batch messages at
-// a time, workers batches in flight. It returns messages per second over
-// dur, or an error when the backlog runs out.
-func drainLike(ctx context.Context, js jetstream.JetStream, inName, outName, outSubj, durable string, batch, workers int, dur time.Duration,
-	write func([]jetstream.Msg) error) (float64, error) {
+func bareProcessorOutName(size int) string { return fmt.Sprintf("BENCH_CE_OUT_%d", size) }
+
+// drainLike prepares a drain of a backlog in a stream configured like
+// INTAKE_IN (inName) as the processor does it, and returns the drain: for
+// dur, batches fetched through a pull consumer (durable), write (when set)
+// run on each, each message published to a stream configured like
+// INTAKE_OUT (outName, on outSubj) with async PubAcks, every PubAck
+// awaited, then each message acked: batch messages at a time, workers
+// batches in flight. The drain returns messages per second, or an error
+// when the backlog runs out.
+func drainLike(ctx context.Context, js jetstream.JetStream, inName, outName, outSubj, durable string, batch, workers int,
+	write func([]jetstream.Msg) error) (drain func(dur time.Duration) (float64, error), err error) {
 	oc := stream.OutConfig(config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: config.DefaultDuplicateWindow, MaxBytes: -1})
 	oc.Name = outName
 	oc.Subjects = []string{outSubj}
 	if _, err := js.CreateOrUpdateStream(ctx, oc); err != nil {
-		return 0, err
+		return nil, err
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, inName, jetstream.ConsumerConfig{Durable: durable,
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxAckPending: 4 * batch * workers})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var done atomic.Int64
-	return closedLoop(ctx, workers, dur, func() func() (int, error) {
-		msgs := make([]jetstream.Msg, 0, batch)
-		futures := make([]jetstream.PubAckFuture, 0, batch)
-		return func() (int, error) {
-			b, err := cons.Fetch(batch, jetstream.FetchMaxWait(time.Second))
-			if err != nil {
-				return 0, err
-			}
-			msgs = msgs[:0]
-			for m := range b.Messages() {
-				msgs = append(msgs, m)
-			}
-			if len(msgs) == 0 {
-				return 0, fmt.Errorf("%w after %d messages", errBacklogRanOut, done.Load())
-			}
-			if write != nil {
-				if err := write(msgs); err != nil {
-					return 0, err
-				}
-			}
-			futures = futures[:0]
-			for _, m := range msgs {
-				f, err := js.PublishMsgAsync(&nats.Msg{Subject: outSubj, Header: nats.Header(m.Headers()), Data: m.Data()})
+	return func(dur time.Duration) (float64, error) {
+		return closedLoop(ctx, workers, dur, func() func() (int, error) {
+			msgs := make([]jetstream.Msg, 0, batch)
+			futures := make([]jetstream.PubAckFuture, 0, batch)
+			return func() (int, error) {
+				b, err := cons.Fetch(batch, jetstream.FetchMaxWait(time.Second))
 				if err != nil {
 					return 0, err
 				}
-				futures = append(futures, f)
-			}
-			for _, f := range futures {
-				select {
-				case <-f.Ok():
-				case err := <-f.Err():
-					return 0, err
-				case <-ctx.Done():
-					return 0, ctx.Err()
+				msgs = msgs[:0]
+				for m := range b.Messages() {
+					msgs = append(msgs, m)
 				}
+				if len(msgs) == 0 {
+					return 0, fmt.Errorf("%w after %d messages", errBacklogRanOut, done.Load())
+				}
+				if write != nil {
+					if err := write(msgs); err != nil {
+						return 0, err
+					}
+				}
+				futures = futures[:0]
+				for _, m := range msgs {
+					f, err := js.PublishMsgAsync(&nats.Msg{Subject: outSubj, Header: nats.Header(m.Headers()), Data: m.Data()})
+					if err != nil {
+						return 0, err
+					}
+					futures = append(futures, f)
+				}
+				for _, f := range futures {
+					select {
+					case <-f.Ok():
+					case err := <-f.Err():
+						return 0, err
+					case <-ctx.Done():
+						return 0, ctx.Err()
+					}
+				}
+				for _, m := range msgs {
+					_ = m.Ack()
+				}
+				done.Add(int64(len(msgs)))
+				return len(msgs), nil
 			}
-			for _, m := range msgs {
-				_ = m.Ack()
-			}
-			done.Add(int64(len(msgs)))
-			return len(msgs), nil
-		}
-	})
+		})
+	}, nil
 }
 
 // errBacklogRanOut: reference (e) found no message left to drain.
