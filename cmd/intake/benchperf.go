@@ -21,7 +21,8 @@ func attachPerf(cmd *cobra.Command, g *globals) {
 	)
 	cmd.Long = `bench measures ingress, processor and end to end against limits measured in the
 same run (bare HTTP, raw JetStream publish, the Postgres batched-insert limit, one
-transaction per event) and prints figures and ratios, and Postgres's cost per event
+transaction per event; bare HTTP answering after a PubAck and the processor's parts in one
+loop, each role's work with none of Intake's code) and prints figures and ratios, and Postgres's cost per event
 (WAL, CPU, rows, index entries, bytes) while the processor drains. --quick finishes in
 under a minute. --durability, --replication, --processors, --prefill, --system and --dispatch each run one comparison instead
 (--system: the whole pipeline as intake dev deploys it, CPU per event, issue 35; --dispatch: intake dispatcher
