@@ -27,21 +27,14 @@ import (
 // the receiver's process still runs beside it, shown without a target.
 
 // bareClient is the limit's HTTP client, tuned as the dispatcher's own
-// transport is where the tuning is not Intake's work: one idle
-// connection per request in flight, and a request's headers and body up
-// to 64 KiB in one write (the default 4 KiB buffer took five writes for a
+// transport is where the tuning is not Intake's work: the load
+// generator's client (idle connections for every request in flight),
+// writing a request's headers and body up to 64 KiB in one write (the default 4 KiB buffer took five writes for a
 // 16 KiB body where the dispatcher takes one).
 func bareClient(conns int) *http.Client {
-	return &http.Client{
-		Timeout: 30 * time.Second,
-		Transport: &http.Transport{
-			MaxIdleConns:        conns,
-			MaxIdleConnsPerHost: conns,
-			IdleConnTimeout:     time.Minute,
-			DisableCompression:  true,
-			WriteBufferSize:     64 << 10,
-		},
-	}
+	c := newClient(conns)
+	c.Transport.(*http.Transport).WriteBufferSize = 64 << 10
+	return c
 }
 
 // BareClientConfig is one pass of the bare client in its own process.

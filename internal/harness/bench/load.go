@@ -91,19 +91,12 @@ func (l *loadResult) merge(o loadResult) {
 	}
 }
 
-// sideBySide saturates two targets in turn, slices times each, dur in all
-// per target, and returns each one's merged result. Alternating cancels
-// what drifts on a shared machine (another tenant, the page cache) between
-// one long measurement and the next: the ratio of the two is what counts.
-// The order alternates too (a b, b a, …), so neither always follows the
-// other and pays for what it left behind.
-func sideBySide(ctx context.Context, client *http.Client, a, b func(slice int) *requests, conns int, dur time.Duration, slices int) (ra, rb loadResult, err error) {
-	res, err := inTurn(ctx, client, []func(int) *requests{a, b}, conns, dur, slices)
-	return res[0], res[1], err
-}
-
-// inTurn is sideBySide for any number of targets: in each slice every
-// target runs once, the order rotating from slice to slice.
+// inTurn saturates targets in turn, slices times each, dur in all per
+// target, and returns each one's merged result. Taking turns cancels what
+// drifts on a shared machine (another tenant, the page cache) between one
+// long measurement and the next: the ratios are what count. The order
+// rotates from slice to slice (a b c, b c a, …), so none always follows
+// another and pays for what it left behind.
 func inTurn(ctx context.Context, client *http.Client, targets []func(slice int) *requests, conns int, dur time.Duration, slices int) ([]loadResult, error) {
 	part := dur / time.Duration(slices)
 	res := make([]loadResult, len(targets))

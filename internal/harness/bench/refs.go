@@ -23,14 +23,17 @@ import (
 // rawStream is reference (b)'s stream: INTAKE_IN's configuration under
 // another name and subject.
 func rawStream(ctx context.Context, js jetstream.JetStream, size int) (string, error) {
-	sc := stream.InConfig(config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: config.DefaultDuplicateWindow, MaxBytes: -1})
-	sc.Name = rawStreamName(size)
 	subj := fmt.Sprintf("bench.raw.%d", size)
-	sc.Subjects = []string{subj}
-	if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
-		return "", err
-	}
-	return subj, nil
+	return subj, streamLike(ctx, js, stream.InConfig, rawStreamName(size), subj)
+}
+
+// streamLike creates a reference's stream: name on subj, configured as
+// Intake's own by like (stream.InConfig or stream.OutConfig).
+func streamLike(ctx context.Context, js jetstream.JetStream, like func(config.Stream) jetstream.StreamConfig, name, subj string) error {
+	sc := like(config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: config.DefaultDuplicateWindow, MaxBytes: -1})
+	sc.Name, sc.Subjects = name, []string{subj}
+	_, err := js.CreateOrUpdateStream(ctx, sc)
+	return err
 }
 
 func rawStreamName(size int) string { return fmt.Sprintf("BENCH_RAW_%d", size) }
@@ -323,10 +326,7 @@ func bareProcessorOutName(size int) string { return fmt.Sprintf("BENCH_CE_OUT_%d
 // when the backlog runs out.
 func drainLike(ctx context.Context, js jetstream.JetStream, inName, outName, outSubj, durable string, batch, workers int,
 	write func([]jetstream.Msg) error) (drain func(dur time.Duration) (float64, error), err error) {
-	oc := stream.OutConfig(config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: config.DefaultDuplicateWindow, MaxBytes: -1})
-	oc.Name = outName
-	oc.Subjects = []string{outSubj}
-	if _, err := js.CreateOrUpdateStream(ctx, oc); err != nil {
+	if err := streamLike(ctx, js, stream.OutConfig, outName, outSubj); err != nil {
 		return nil, err
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, inName, jetstream.ConsumerConfig{Durable: durable,

@@ -594,14 +594,11 @@ func (p *payloadRun) saturate(ctx context.Context, bareAddr string) error {
 // startBarePublish starts reference (f) on a stream of its own, configured
 // like INTAKE_IN; stop ends it and deletes the stream.
 func (p *payloadRun) startBarePublish(ctx context.Context) (addr string, stop func(), err error) {
-	sc := stream.InConfig(config.Stream{Replicas: 1, MaxAge: time.Hour, DuplicateWindow: config.DefaultDuplicateWindow, MaxBytes: -1})
-	sc.Name = fmt.Sprintf("BENCH_F_%d", p.size)
-	subj := fmt.Sprintf("bench.f.%d", p.size)
-	sc.Subjects = []string{subj}
-	if _, err := p.js.CreateOrUpdateStream(ctx, sc); err != nil {
+	name, subj := fmt.Sprintf("BENCH_F_%d", p.size), fmt.Sprintf("bench.f.%d", p.size)
+	if err := streamLike(ctx, p.js, stream.InConfig, name, subj); err != nil {
 		return "", nil, err
 	}
-	dropStream := func() { _ = p.js.DeleteStream(context.WithoutCancel(ctx), sc.Name) }
+	dropStream := func() { _ = p.js.DeleteStream(context.WithoutCancel(ctx), name) }
 	if addr, err = freeAddr(); err != nil {
 		dropStream()
 		return "", nil, err
