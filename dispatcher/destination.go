@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/intakehq/intake/internal/backoff"
@@ -38,7 +39,11 @@ type destination struct {
 	js               jetstream.JetStream // to create cons again when it is gone
 	log              *slog.Logger
 	m                *telemetry.DispatcherMetrics
-	writer           *logWriter
+	// latency and delivered are m's series for this destination, looked
+	// up once: a label lookup per delivery hashes the labels each time.
+	latency   prometheus.Observer
+	delivered prometheus.Counter
+	writer    *logWriter
 	// circuit receives the breaker's changes for intake.destination_state.
 	circuit chan<- circuitChange
 }
@@ -318,8 +323,12 @@ func (d *destination) handle(ctx context.Context, msg jetstream.Msg) {
 	if changed, open := d.breaker.record(now, out.status != 0 && !retryable(out.result, d.cfg)); changed {
 		d.circuitChanged(open)
 	}
-	d.m.Attempts.WithLabelValues(d.cfg.Name, outcome, out.class).Inc()
-	d.m.Latency.WithLabelValues(d.cfg.Name).Observe(out.latency.Seconds())
+	if outcome == store.DispatchDelivered {
+		d.delivered.Inc()
+	} else {
+		d.m.Attempts.WithLabelValues(d.cfg.Name, outcome, out.class).Inc()
+	}
+	d.latency.Observe(out.latency.Seconds())
 	row := store.DispatchAttempt{Destination: d.cfg.Name, MsgID: id, Key: h.Get(envelope.HeaderKey),
 		Integration: h.Get(envelope.HeaderIntegration), Tenant: h.Get(envelope.HeaderTenant), EventType: typ,
 		StreamSeq: meta.Sequence.Stream, Attempt: attempt, Outcome: outcome, StatusCode: out.status,

@@ -109,7 +109,9 @@ func New(o Options) (*Dispatcher, error) {
 		}
 		client := newClient(c.Timeout, c.MaxInFlight)
 		dst := &destination{cfg: c, client: client, transport: client.Transport, url: u, destinationValue: []string{c.Name}, signer: sg,
-			breaker: newBreaker(c.Breaker), log: o.Log, m: &o.Metrics.Dispatch, writer: d.writer, circuit: d.circuit}
+			breaker: newBreaker(c.Breaker), log: o.Log, m: &o.Metrics.Dispatch, writer: d.writer, circuit: d.circuit,
+			latency:   o.Metrics.Dispatch.Latency.WithLabelValues(c.Name),
+			delivered: o.Metrics.Dispatch.Attempts.WithLabelValues(c.Name, store.DispatchDelivered, "")}
 		if c.Rate.PerSecond > 0 {
 			dst.limiter = rate.NewLimiter(rate.Limit(c.Rate.PerSecond), c.Rate.Burst)
 		}

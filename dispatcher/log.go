@@ -53,6 +53,7 @@ type logWriter struct {
 	log      *slog.Logger
 	m        *telemetry.DispatcherMetrics
 	unlogged []store.DispatchAttempt // refused rows, written with the next batch
+	rows     []store.DispatchAttempt // a batch's rows, reused batch after batch
 }
 
 func newLogWriter(st *store.Store, log *slog.Logger, m *telemetry.DispatcherMetrics) *logWriter {
@@ -133,12 +134,21 @@ func (w *logWriter) write(batch []entry) {
 	}
 	rows := w.unlogged
 	w.unlogged = nil
+	if rows == nil {
+		rows = w.rows[:0] // pgx is done with the last batch's: CopyFrom returned
+	}
 	for _, e := range batch {
 		rows = append(rows, e.row)
 	}
 	if len(rows) == 0 {
 		return
 	}
+	defer func() {
+		if w.unlogged == nil {
+			clear(rows) // the strings the rows hold go with them
+			w.rows = rows[:0]
+		}
+	}()
 	deadline := time.Now().Add(patience)
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), max(patience, time.Second))

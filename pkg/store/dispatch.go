@@ -237,7 +237,7 @@ func (s *Store) FailedDeliveries(ctx context.Context, destination string, since,
 		WHERE destination = $1 AND outcome = 'failed'
 		  AND ($2::timestamptz IS NULL OR attempted_at >= $2) AND ($3::timestamptz IS NULL OR attempted_at < $3)
 		  AND NOT EXISTS (SELECT 1 FROM intake.dispatch_attempts b
-		                  WHERE b.destination = a.destination AND b.msg_id = a.msg_id AND b.id > a.id)
+		                  WHERE b.key = a.key AND b.destination = a.destination AND b.msg_id = a.msg_id AND b.id > a.id)
 		ORDER BY id`, destination, from, to)
 	if err != nil {
 		return fmt.Errorf("store: failed deliveries of %s: %w", destination, err)
