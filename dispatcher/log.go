@@ -144,7 +144,9 @@ func (w *logWriter) write(batch []entry) {
 		return
 	}
 	defer func() {
-		if w.unlogged == nil {
+		// Written: the slice serves the next batch, unless an outage grew
+		// it past what a batch needs.
+		if w.unlogged == nil && cap(rows) <= 2*logBatch {
 			clear(rows) // the strings the rows hold go with them
 			w.rows = rows[:0]
 		}
@@ -159,6 +161,7 @@ func (w *logWriter) write(batch []entry) {
 		}
 		if time.Now().After(deadline) {
 			if drop := len(rows) - logKeep; drop > 0 {
+				clear(rows[:drop])
 				rows = rows[drop:]
 				w.m.LogDropped.Add(float64(drop))
 			}
