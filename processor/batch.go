@@ -283,9 +283,12 @@ func (it *item) outboxRow(pos int, m Message, copyPayload bool) store.OutboxRow 
 	it.injectOutbox(h)
 	row := store.OutboxRow{Key: ev.Key, Subject: m.Subject, Headers: h, Payload: m.Data,
 		MsgID: envelope.OutboxMsgID(ev.Key, ev.Mode, ev.ReplayID, pos)}
-	if !copyPayload && ev.StreamSeq != 0 && bytes.Equal(m.Data, ev.Body) {
+	if sha := h[envelope.HeaderPayloadSHA256]; !copyPayload && ev.StreamSeq != 0 && bytes.Equal(m.Data, ev.Body) &&
+		len(sha) == 1 && sha[0] == ev.PayloadSHA256 {
 		// INTAKE_IN holds this body at the event's sequence: the row keeps
-		// the sequence, not a copy (migration 00023).
+		// the sequence, not a copy (migration 00023), nor the hash that
+		// message carries. (A handler that set another hash header keeps
+		// the copy, and its header.)
 		row.PayloadSeq = ev.StreamSeq
 	}
 	return row

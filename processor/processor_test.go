@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -881,6 +883,33 @@ func TestRelayReadsAPayloadLeftInTheStream(t *testing.T) {
 	if string(msg.Data) != body || msg.Header.Get(envelope.HeaderKey) != key("evt_ref").String() {
 		t.Fatalf("INTAKE_OUT got %q for %s; want the event's body %q", msg.Data, msg.Header.Get(envelope.HeaderKey), body)
 	}
+	// The row stored neither the key's headers nor the payload hash; the
+	// relay's copy carries them, and the headers a processor publishes
+	// itself (evt_other's message, published by this run).
+	var storedHeaders map[string][]string
+	if err := r.db.QueryRow(ctx, `SELECT headers FROM intake.outbox WHERE event_id = 'evt_ref'`).Scan(&storedHeaders); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{envelope.HeaderKey, envelope.HeaderIntegration, envelope.HeaderAccount, envelope.HeaderEventID, envelope.HeaderPayloadSHA256} {
+		if _, ok := storedHeaders[h]; ok {
+			t.Errorf("the outbox row stores %s, which it gives back: %v", h, storedHeaders)
+		}
+	}
+	for h, want := range map[string]string{envelope.HeaderKey: key("evt_ref").String(), envelope.HeaderIntegration: "demo",
+		envelope.HeaderAccount: "main", envelope.HeaderEventID: "evt_ref", envelope.HeaderTenant: "acme",
+		envelope.HeaderEventType: "ref.made", envelope.HeaderPayloadSHA256: envelope.PayloadSHA256([]byte(body))} {
+		if got := msg.Header.Get(h); got != want {
+			t.Errorf("the relay's copy has %s %q; want %q", h, got, want)
+		}
+	}
+	var direct *jetstream.RawStreamMsg
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		direct, err = out.GetLastMsgForSubject(ctx, envelope.SubjectOut("acme", "demo", "thing.happened"))
+		return err == nil
+	}, "evt_other was never published")
+	if got, want := headerNames(msg.Header), headerNames(direct.Header); !slices.Equal(got, want) {
+		t.Errorf("the relay's copy has headers %v; a processor's own publish %v", got, want)
+	}
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		return r.count(`SELECT count(*) FROM intake.outbox WHERE last_error LIKE '%payload not in INTAKE_IN%'`) == 2 &&
 			testutil.ToFloat64(m.OutboxPayloadGone) >= 2
@@ -910,4 +939,11 @@ func TestOutboxPayloadCopy(t *testing.T) {
 	if string(stored) != `{"copied":true}` || storedSeq != nil {
 		t.Fatalf("outbox row: payload %q, payload_seq %v; want the body and NULL", stored, storedSeq)
 	}
+}
+
+// headerNames is h's names, sorted.
+func headerNames(h nats.Header) []string {
+	names := slices.Collect(maps.Keys(h))
+	slices.Sort(names)
+	return names
 }

@@ -174,7 +174,7 @@ func (r *Relay) readPayloads(ctx context.Context, tx pgx.Tx, rows []store.Outbox
 			}
 			in = s
 		}
-		body, err := stream.InPayload(ctx, in, row.PayloadSeq, row.Key)
+		body, sha, err := stream.InPayload(ctx, in, row.PayloadSeq, row.Key)
 		if errors.Is(err, stream.ErrPayloadGone) {
 			if err := store.Unpublish(ctx, tx, []string{row.ID}, err.Error()); err != nil {
 				return nil, err
@@ -190,7 +190,7 @@ func (r *Relay) readPayloads(ctx context.Context, tx pgx.Tx, rows []store.Outbox
 		if err != nil {
 			return nil, fmt.Errorf("relay: %w", err)
 		}
-		row.Payload = body
+		row.SetStreamPayload(body, sha)
 		out = append(out, row)
 	}
 	return out, nil

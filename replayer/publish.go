@@ -304,11 +304,13 @@ func (j *job) build(ctx context.Context, it store.ReplayItem) (*nats.Msg, error)
 					return nil, fmt.Errorf("stream %s: %w", envelope.StreamIn, err)
 				}
 			}
-			if row.Payload, err = stream.InPayload(ctx, j.in, row.PayloadSeq, row.Key); errors.Is(err, stream.ErrPayloadGone) {
+			body, sha, err := stream.InPayload(ctx, j.in, row.PayloadSeq, row.Key)
+			if errors.Is(err, stream.ErrPayloadGone) {
 				return nil, errGone
 			} else if err != nil {
 				return nil, err
 			}
+			row.SetStreamPayload(body, sha)
 		}
 		return redelivered(j.subject(row.Subject), nats.Header(row.Headers), row.Payload, it.MsgID, row.NatsMsgID(), j.rep.ID), nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,10 +202,26 @@ func TestRedeliveryRepublishesProcessedMessages(t *testing.T) {
 	if fromOutbox.Published != 1 || len(oc) != 1 {
 		t.Fatalf("outbox redelivery = %+v, copies %v", fromOutbox, oc)
 	}
-	// The outbox row's msg id is the original message id on INTAKE_OUT.
-	for id := range oc {
-		if _, ok := originals[id[len("redeliver:"+fromOutbox.ID+":"):]]; !ok {
+	// The outbox row's msg id is the original message id on INTAKE_OUT,
+	// and the copy carries the original's headers — those the row does not
+	// store (the key's, the payload hash) put back.
+	for id, seqs := range oc {
+		origSeqs, ok := originals[id[len("redeliver:"+fromOutbox.ID+":"):]]
+		if !ok {
 			t.Fatalf("outbox copy %s does not name an original message", id)
+		}
+		cp, err := out.GetMsg(ctx, seqs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig, err := out.GetMsg(ctx, origSeqs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for h, vs := range orig.Header {
+			if h != envelope.HeaderMsgID && !slices.Equal(cp.Header.Values(h), vs) {
+				t.Errorf("outbox copy's %s = %v; the original's %v", h, cp.Header.Values(h), vs)
+			}
 		}
 	}
 }

@@ -27,9 +27,24 @@ type OutboxRow struct {
 	// PayloadSeq, when set, is the INTAKE_IN sequence whose message's body
 	// is the payload: the row is written without a copy of it (migration
 	// 00023), though a row being written may still carry Payload in memory
-	// for its first publish.
+	// for its first publish. That message's Intake-Payload-Sha256 is the
+	// row's too, and is not stored either (SetStreamPayload puts it back).
 	PayloadSeq uint64
 	Created    time.Time
+}
+
+// SetStreamPayload gives a row read with PayloadSeq set its payload, body,
+// read from INTAKE_IN's message at PayloadSeq (stream.InPayload), and puts
+// back that message's Intake-Payload-Sha256, sha, which the row does not
+// store.
+func (r *OutboxRow) SetStreamPayload(body []byte, sha string) {
+	r.Payload = body
+	if _, ok := r.Headers[envelope.HeaderPayloadSHA256]; !ok && sha != "" {
+		if r.Headers == nil {
+			r.Headers = map[string][]string{}
+		}
+		r.Headers[envelope.HeaderPayloadSHA256] = []string{sha}
+	}
 }
 
 // NatsMsgID is the row's Nats-Msg-Id on INTAKE_OUT: MsgID, or ID for a
@@ -69,6 +84,7 @@ func ClaimOutbox(ctx context.Context, tx pgx.Tx, limit int, olderThan time.Durat
 		r.PayloadSeq = uint64(seq)
 		var err error
 		r.Headers, err = parseHeadersJSON(hdr)
+		r.restoreKeyHeaders()
 		return r, err
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -315,6 +316,105 @@ func TestOutboxPayloadLeftInTheStream(t *testing.T) {
 		for _, read := range []store.OutboxRow{r, row} {
 			if read.PayloadSeq != want[i].seq || string(read.Payload) != want[i].payload || (want[i].seq != 0) != (read.Payload == nil) {
 				t.Errorf("%s: read payload %q, sequence %d; want %q, %d", read.Key, read.Payload, read.PayloadSeq, want[i].payload, want[i].seq)
+			}
+		}
+	}
+}
+
+// A row stores none of the headers it gives back — the key's four, which
+// its columns hold, and, when its payload is INTAKE_IN's, the payload
+// hash that message carries — and reading it puts them back, so the
+// relay and a redelivery publish the headers the processor did. A value
+// that is not the row's own (a handler's) is stored as it is.
+func TestOutboxRowLeavesOutWhatItGivesBack(t *testing.T) {
+	st := open(t)
+	ctx := context.Background()
+	key := func(id string) envelope.Key { return envelope.Key{Integration: "demo", Account: "main", EventID: id} }
+	identity := func(k envelope.Key, extra ...string) map[string][]string {
+		h := map[string][]string{envelope.HeaderKey: {k.String()}, envelope.HeaderIntegration: {k.Integration},
+			envelope.HeaderAccount: {k.Account}, envelope.HeaderEventID: {k.EventID}, envelope.HeaderTenant: {"acme"},
+			envelope.HeaderEventType: {"thing.happened"}, envelope.HeaderPayloadSHA256: {"ab12"},
+			envelope.HeaderReceivedAt: {"2026-12-06T02:00:00Z"}, envelope.HeaderExecutionID: {"exec-" + k.EventID}}
+		for i := 0; i+1 < len(extra); i += 2 {
+			h[extra[i]] = []string{extra[i+1]}
+		}
+		return h
+	}
+	inStream, own, handlers := key("in-stream"), key("own"), key("handlers")
+	w := store.BatchWrites{Outbox: []store.OutboxRow{
+		{Key: inStream, Subject: "intake.out.acme.demo.x", Headers: identity(inStream), Payload: []byte(`{}`), PayloadSeq: 7},
+		{Key: own, Subject: "intake.out.acme.demo.x", Headers: identity(own), Payload: []byte(`{"own":1}`)},
+		// A handler's values for two of them: another event's id, and an
+		// integration the row is not.
+		{Key: handlers, Subject: "intake.out.acme.demo.x", Headers: identity(handlers,
+			envelope.HeaderEventID, "upstream-42", envelope.HeaderIntegration, "billing"), Payload: []byte(`{"h":1}`)},
+	}}
+	if err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error { return w.Flush(ctx, tx) }); err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]map[string][]string{}
+	rows, err := st.Pool().Query(ctx, `SELECT event_id, headers FROM intake.outbox`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		var h map[string][]string
+		if err := rows.Scan(&id, &h); err != nil {
+			t.Fatal(err)
+		}
+		stored[id] = h
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	kept := []string{envelope.HeaderTenant, envelope.HeaderEventType, envelope.HeaderReceivedAt, envelope.HeaderExecutionID}
+	wantStored := map[string][]string{
+		"in-stream": kept,
+		"own":       append([]string{envelope.HeaderPayloadSHA256}, kept...),
+		"handlers":  append([]string{envelope.HeaderPayloadSHA256, envelope.HeaderEventID, envelope.HeaderIntegration}, kept...),
+	}
+	for id, names := range wantStored {
+		h := stored[id]
+		if len(h) != len(names) {
+			t.Errorf("%s: stored headers %v; want only %v", id, h, names)
+			continue
+		}
+		for _, n := range names {
+			if _, ok := h[n]; !ok {
+				t.Errorf("%s: stored headers %v lack %s", id, h, n)
+			}
+		}
+	}
+	if v := stored["handlers"][envelope.HeaderEventID]; len(v) != 1 || v[0] != "upstream-42" {
+		t.Errorf("the handler's %s is stored as %v; want upstream-42", envelope.HeaderEventID, v)
+	}
+
+	got := claim(t, st, 10, false)
+	if len(got) != 3 {
+		t.Fatalf("claimed %d rows, want 3", len(got))
+	}
+	for _, r := range got {
+		row, err := st.GetOutboxRow(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, read := range []store.OutboxRow{r, row} {
+			want := w.Outbox[0].Headers
+			switch read.Key {
+			case own:
+				want = w.Outbox[1].Headers
+			case handlers:
+				want = w.Outbox[2].Headers
+			}
+			if read.PayloadSeq != 0 {
+				if _, ok := read.Headers[envelope.HeaderPayloadSHA256]; ok {
+					t.Errorf("%s: read with its payload still in the stream, it already has a payload hash", read.Key)
+				}
+				read.SetStreamPayload([]byte(`{}`), "ab12")
+			}
+			if !reflect.DeepEqual(read.Headers, want) {
+				t.Errorf("%s: read back with headers %v; want what was written, %v", read.Key, read.Headers, want)
 			}
 		}
 	}

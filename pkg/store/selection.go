@@ -179,6 +179,7 @@ func (s *Store) GetOutboxRow(ctx context.Context, id string) (OutboxRow, error) 
 		return OutboxRow{}, fmt.Errorf("store: get outbox row: %w", err)
 	}
 	r.PayloadSeq = uint64(seq)
+	r.restoreKeyHeaders()
 	return r, nil
 }
 

@@ -187,9 +187,14 @@ func (r *eventRows) add(eventID string, seq uint64, sha string, body []byte, cla
 		Key: k, ReceivedAt: now, Instance: "bench", StatusCode: 200, Answer: "accepted"})
 	id := store.NewID()
 	r.w.Executions = append(r.w.Executions, store.Execution{ID: id, Key: k, Mode: inbox.ModeOriginal, StreamSeq: seq})
+	// The headers the built-in forward's row has (the store leaves out
+	// those the row gives back, as it does the processor's).
 	r.w.Outbox = append(r.w.Outbox, store.OutboxRow{Key: k, MsgID: envelope.OutboxMsgID(k, inbox.ModeOriginal, "", 0), Subject: "intake.out.t.bench.bench_event",
-		Headers: map[string][]string{envelope.HeaderKey: {k.String()}, envelope.HeaderExecutionID: {id}}, Payload: body,
-		PayloadSeq: seq})
+		Headers: map[string][]string{envelope.HeaderKey: {k.String()}, envelope.HeaderIntegration: {k.Integration},
+			envelope.HeaderTenant: {"t"}, envelope.HeaderAccount: {k.Account}, envelope.HeaderEventID: {k.EventID},
+			envelope.HeaderEventType: {"bench.event"}, envelope.HeaderPayloadSHA256: {sha},
+			envelope.HeaderReceivedAt: {now.UTC().Format(time.RFC3339Nano)}, envelope.HeaderExecutionID: {id}},
+		Payload: body, PayloadSeq: seq})
 }
 
 // write writes the rows in one transaction.
