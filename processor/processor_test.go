@@ -923,6 +923,36 @@ func TestRelayReadsAPayloadLeftInTheStream(t *testing.T) {
 	}
 }
 
+// A handler that forwards the event's body under a payload hash of its
+// own keeps a copy of the body and its header in the row: the row would
+// otherwise give back INTAKE_IN's hash in place of the handler's.
+func TestHandlersOwnPayloadHashIsKept(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "")
+	fwd := processor.Forward()
+	r.run(processor.Options{Handler: processor.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *processor.Event) ([]processor.Message, error) {
+		msgs, err := fwd.Handle(ctx, tx, ev)
+		for i := range msgs {
+			msgs[i].Header = maps.Clone(msgs[i].Header)
+			msgs[i].Header[envelope.HeaderPayloadSHA256] = []string{"the-handlers-own"}
+		}
+		return msgs, err
+	})})
+	r.publish("evt_own_hash", `{"own":"hash"}`, "")
+	r.settled(1)
+	var stored []byte
+	var storedSeq *int64
+	var headers map[string][]string
+	if err := r.db.QueryRow(context.Background(), `SELECT payload, payload_seq, headers FROM intake.outbox WHERE event_id = 'evt_own_hash'`).
+		Scan(&stored, &storedSeq, &headers); err != nil {
+		t.Fatal(err)
+	}
+	if string(stored) != `{"own":"hash"}` || storedSeq != nil || !slices.Equal(headers[envelope.HeaderPayloadSHA256], []string{"the-handlers-own"}) {
+		t.Fatalf("outbox row: payload %q, payload_seq %v, hash header %v; want the body, NULL and the handler's",
+			stored, storedSeq, headers[envelope.HeaderPayloadSHA256])
+	}
+}
+
 // OutboxPayloadCopy (the app sets it when INTAKE_IN keeps messages for
 // less than outbox.retention): the row holds the body.
 func TestOutboxPayloadCopy(t *testing.T) {
