@@ -47,12 +47,12 @@ func appendHeaderJSON(dst []byte, k string, vs []string) []byte {
 // for a row whose payload is INTAKE_IN's (PayloadSeq), the
 // Intake-Payload-Sha256 that message carries (stream.InPayload checks the
 // body against it). They were most of a built-in forward's header bytes:
-// its row is 457 table bytes from 820, and Postgres spends 8 % less CPU
-// per event (BENCHMARKS.md, "An outbox row without what it gives back").
-// A row written without them (not by the processor) gets them on reading
-// too. Reading a row puts them back: ClaimOutbox and
-// GetOutboxRow the key's four, OutboxRow.SetStreamPayload the hash. A value
-// that differs from the row's own (a handler's header) is stored as it is.
+// its row is 457 table bytes from 820, and its COPY costs Postgres 6–8 µs
+// less (BENCHMARKS.md, "An outbox row without what it gives back").
+// Reading a row puts them back — ClaimOutbox and GetOutboxRow the key's
+// four, OutboxRow.SetStreamPayload the hash — also to a row written
+// without them. A value that differs from the row's own (a handler's
+// header) is stored as it is.
 
 // appendOutboxHeadersJSON appends r's headers as appendHeadersJSON does,
 // leaving out those the row gives back (rowGives).
