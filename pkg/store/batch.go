@@ -363,7 +363,7 @@ func (w *BatchWrites) copyOutbox(ctx context.Context, tx pgx.Tx, ids [][16]byte)
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"intake", "outbox"}, outboxColumns,
 		pgx.CopyFromSlice(len(w.Outbox), func(i int) ([]any, error) {
 			r := &w.Outbox[i]
-			hdr = appendHeadersJSON(hdr[:0], r.Headers, r.rowGives)
+			hdr = appendOutboxHeadersJSON(hdr[:0], r)
 			var msgID *string // nil (NULL): published under the id; a pointer boxes without allocating
 			if r.MsgID != "" {
 				msgID = &r.MsgID

@@ -14,7 +14,7 @@ func TestHeadersJSONRoundTrip(t *testing.T) {
 		"Weird":             {"quote \" backslash \\ nl \n tab \t ctl \x01 ü 🎉", ""},
 		"Empty":             {},
 	}
-	raw := appendHeadersJSON(nil, h, nil)
+	raw := appendHeadersJSON(nil, h)
 	var viaStd map[string][]string
 	if err := json.Unmarshal(raw, &viaStd); err != nil {
 		t.Fatalf("encoding/json cannot read %s: %v", raw, err)
@@ -39,7 +39,7 @@ func FuzzHeadersJSON(f *testing.F) {
 	f.Add("Intake-Key", "demo/main/evt_1")
 	f.Add("k\x00", "\xff\"\\")
 	f.Fuzz(func(t *testing.T, k, v string) {
-		raw := appendHeadersJSON(nil, map[string][]string{k: {v, v}}, nil)
+		raw := appendHeadersJSON(nil, map[string][]string{k: {v, v}})
 		var viaStd map[string][]string
 		if err := json.Unmarshal(raw, &viaStd); err != nil {
 			t.Fatalf("encoding/json rejects %q: %v", raw, err)
